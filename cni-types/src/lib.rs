@@ -1,1 +1,42 @@
-//! placeholder
+//! CNI configuration, result and error types, for every spec version.
+//!
+//! - [`CniResult`] holds a success result of any version (0.1.0 .. 1.1.0);
+//!   [`Result020`], [`Result040`] and [`Result100`] are the three shapes.
+//!   Results parse in a given version, print, and convert between any two
+//!   versions with the reference library's semantics.
+//! - [`Error`] is the CNI error result, with the well-known [`Code`]s.
+//! - [`NetConf`] is a plugin configuration, generic over the plugin's own
+//!   fields; [`NetConfList`] a configuration list.
+//! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
+//! - Addresses are typed: [`IpNetwork`] keeps the host part
+//!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
+//!
+//! Results follow the spec strictly: keys a version does not define are
+//! ignored when reading (as the reference does), while configurations keep
+//! every unknown key so they round-trip.
+
+mod args;
+mod config;
+mod conflist;
+pub mod conventions;
+mod dns;
+mod error;
+mod ip;
+mod print;
+mod result;
+mod route;
+mod serde_util;
+pub mod validate;
+
+pub use args::{CniArgs, CniArgsError, IGNORE_UNKNOWN};
+pub use cni_version::SpecVersion;
+pub use config::{ConfigError, Extra, GcAttachment, Ipam, NetConf};
+pub use conflist::NetConfList;
+pub use dns::Dns;
+pub use error::{Code, Error};
+pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
+pub use result::{
+    CniResult, ConvertError, Interface, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020,
+    Result040, Result100, ResultError,
+};
+pub use route::Route;

@@ -1,0 +1,308 @@
+//! Plugin configuration: what a plugin reads on stdin.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::conventions::{Args, RuntimeConfig};
+use crate::result::ResultError;
+use crate::{CniResult, Code, Dns, Error};
+
+/// Fields a plugin does not declare: kept, so a configuration round-trips.
+pub type Extra = Map<String, Value>;
+
+/// A plugin configuration, "the configuration ... for a single plugin"
+/// (spec, section 1), generic over the plugin's own fields.
+///
+/// `T` receives every key not listed here, via `#[serde(flatten)]`: use a
+/// struct of your fields, and give it a `#[serde(flatten)] extra: Extra`
+/// field if unknown keys should survive a round trip. The default,
+/// [`Extra`], keeps them all untyped.
+///
+/// ```
+/// use cni_types::NetConf;
+///
+/// #[derive(serde::Deserialize, serde::Serialize)]
+/// struct Mine { mtu: Option<u32> }
+///
+/// let conf: NetConf<Mine> = NetConf::from_json(br#"{
+///     "cniVersion": "1.0.0", "name": "net", "type": "mine", "mtu": 1400,
+///     "prevResult": {"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.0.0.2/24"}]}
+/// }"#).unwrap();
+/// assert_eq!(conf.plugin.mtu, Some(1400));
+/// // prevResult is read in its own version and offered in the configuration's.
+/// assert_eq!(conf.prev_result.unwrap().version().to_string(), "1.0.0");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetConf<T = Extra> {
+    /// "`cniVersion` (string): Semantic Version 2.0 of CNI specification to
+    /// which this configuration list and all the individual configurations
+    /// conform." Kept verbatim: versions match by exact string. Empty means
+    /// 0.1.0.
+    #[serde(
+        rename = "cniVersion",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub cni_version: String,
+    /// "`name` (string): Network name."
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// "`type` (string): Matches the name of the CNI plugin binary on disk."
+    #[serde(rename = "type", default, skip_serializing_if = "String::is_empty")]
+    pub plugin_type: String,
+    /// "`capabilities` (dictionary): ... Capabilities supported by this
+    /// plugin" (the runtime removes it and fills `runtimeConfig`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<BTreeMap<String, bool>>,
+    /// "`ipam` (dictionary): Dictionary with IPAM specific values."
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipam: Option<Ipam>,
+    /// "`dns` (dictionary): Dictionary with DNS specific values."
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<Dns>,
+    /// `args`: optional runtime data, conventions under `cni`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Args>,
+    /// `runtimeConfig`: capability values the runtime filled in.
+    #[serde(
+        rename = "runtimeConfig",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub runtime_config: Option<RuntimeConfig>,
+    /// `prevResult`: the previous plugin's result, in this configuration's
+    /// version (see [`NetConf::from_json`]).
+    #[serde(
+        rename = "prevResult",
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prev_result: Option<CniResult>,
+    #[serde(rename = "prevResult", default, skip_serializing)]
+    raw_prev_result: Option<Value>,
+    /// GC: "`cni.dev/valid-attachments` (array of objects): List of
+    /// attachments that are still valid" (1.1.0). Also read from the older
+    /// name `cni.dev/attachments`, which the reference runtime sends too.
+    #[serde(
+        rename = "cni.dev/valid-attachments",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub valid_attachments: Option<Vec<GcAttachment>>,
+    #[serde(rename = "cni.dev/attachments", default, skip_serializing)]
+    legacy_attachments: Option<Vec<GcAttachment>>,
+    /// The plugin's own fields.
+    #[serde(flatten)]
+    pub plugin: T,
+}
+
+/// An attachment still in use, in a GC request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GcAttachment {
+    /// The container id of the attachment.
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    /// The interface name of the attachment.
+    pub ifname: String,
+}
+
+/// The `ipam` section: "`type` (string): Refers to the filename of the IPAM
+/// plugin executable", and the IPAM plugin's own keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ipam {
+    /// The IPAM plugin's binary name.
+    #[serde(rename = "type", default)]
+    pub ipam_type: String,
+    /// Every other key, for the IPAM plugin.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A configuration that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not JSON, or a field of the wrong type; names the field's path.
+    #[error("failed to decode network configuration: {0}")]
+    Json(String),
+    /// `prevResult` is not a result.
+    #[error("could not parse prevResult: {0}")]
+    PrevResult(#[from] ResultError),
+}
+
+impl From<ConfigError> for Error {
+    /// Code 6, "failed to decode content", with the path and the reason.
+    fn from(err: ConfigError) -> Error {
+        Error::new(Code::DECODING_FAILURE, err.to_string())
+    }
+}
+
+impl<T: DeserializeOwned> NetConf<T> {
+    /// Reads a configuration.
+    ///
+    /// Errors name the path of the offending field (`ipam.ranges[0]: ...`).
+    /// The plugin's type `T` is filled from the keys that are not standard
+    /// fields. `prevResult` is read in its own `cniVersion` when it carries
+    /// one (else the configuration's) and converted to the configuration's
+    /// version. The reference rejects a `prevResult` of another version
+    /// family outright; accepting and converting it is a deliberate
+    /// improvement.
+    pub fn from_json(json: &[u8]) -> Result<NetConf<T>, ConfigError> {
+        let value: Value =
+            serde_json::from_slice(json).map_err(|e| ConfigError::Json(e.to_string()))?;
+        Self::from_value(value)
+    }
+
+    /// Like [`NetConf::from_json`], from a parsed JSON value.
+    pub fn from_value(value: Value) -> Result<NetConf<T>, ConfigError> {
+        // Two steps rather than one flattened derive: serde loses the path of
+        // an error inside a flattened field, and the path is the useful part.
+        let mut base: NetConf<Extra> =
+            serde_path_to_error::deserialize(value).map_err(path_error)?;
+        base.resolve()?;
+        let plugin = std::mem::take(&mut base.plugin);
+        let plugin: T =
+            serde_path_to_error::deserialize(Value::Object(plugin)).map_err(path_error)?;
+        Ok(base.with_plugin(plugin))
+    }
+}
+
+impl<T> NetConf<T> {
+    /// The same configuration with other plugin fields.
+    pub fn with_plugin<U>(self, plugin: U) -> NetConf<U> {
+        NetConf {
+            cni_version: self.cni_version,
+            name: self.name,
+            plugin_type: self.plugin_type,
+            capabilities: self.capabilities,
+            ipam: self.ipam,
+            dns: self.dns,
+            args: self.args,
+            runtime_config: self.runtime_config,
+            prev_result: self.prev_result,
+            raw_prev_result: self.raw_prev_result,
+            valid_attachments: self.valid_attachments,
+            legacy_attachments: self.legacy_attachments,
+            plugin,
+        }
+    }
+
+    /// The configuration's version, with 0.1.0 for an empty one.
+    pub fn version(&self) -> &str {
+        if self.cni_version.is_empty() {
+            "0.1.0"
+        } else {
+            &self.cni_version
+        }
+    }
+
+    fn resolve(&mut self) -> Result<(), ConfigError> {
+        if let Some(raw) = self.raw_prev_result.take() {
+            self.prev_result = Some(CniResult::from_value(self.version(), raw)?);
+        }
+        if self.valid_attachments.is_none() {
+            self.valid_attachments = self.legacy_attachments.take();
+        }
+        Ok(())
+    }
+}
+
+fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ConfigError {
+    let path = err.path().to_string();
+    if path == "." || path.is_empty() {
+        ConfigError::Json(err.inner().to_string())
+    } else {
+        ConfigError::Json(format!("{path}: {}", err.inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, Serialize)]
+    struct Mine {
+        mtu: Option<u32>,
+        #[serde(flatten)]
+        extra: Extra,
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip_beside_typed_ones() {
+        let input = json!({
+            "cniVersion": "1.0.0", "name": "n", "type": "mine", "mtu": 1400,
+            "vendor": {"nested": [1, 2]}, "ipam": {"type": "host-local", "subnet": "10.0.0.0/24"}
+        });
+        let conf: NetConf<Mine> = NetConf::from_value(input.clone()).unwrap();
+        assert_eq!(conf.plugin.mtu, Some(1400));
+        assert_eq!(conf.ipam.as_ref().unwrap().ipam_type, "host-local");
+        assert_eq!(serde_json::to_value(&conf).unwrap(), input);
+    }
+
+    #[test]
+    fn prev_result_of_another_family_is_converted_to_the_config_version() {
+        let conf: NetConf = NetConf::from_value(json!({
+            "cniVersion": "0.4.0", "name": "n",
+            "prevResult": {"cniVersion": "1.1.0", "ips": [{"address": "10.0.0.2/24"}], "interfaces": [{"name": "eth0", "mtu": 9000}]}
+        }))
+        .unwrap();
+        let prev = conf.prev_result.unwrap();
+        assert_eq!(prev.version(), &cni_version::SpecVersion::V0_4_0);
+        let v: Value = serde_json::from_slice(&prev.to_json()).unwrap();
+        assert_eq!(v["ips"][0]["version"], "4");
+        assert!(v["interfaces"][0].get("mtu").is_none());
+    }
+
+    #[test]
+    fn prev_result_without_version_is_read_in_the_config_version() {
+        let conf: NetConf = NetConf::from_value(json!({
+            "cniVersion": "0.2.0", "name": "n", "prevResult": {"ip4": {"ip": "10.0.0.2/24"}}
+        }))
+        .unwrap();
+        assert_eq!(
+            conf.prev_result.unwrap().version(),
+            &cni_version::SpecVersion::V0_2_0
+        );
+    }
+
+    #[test]
+    fn gc_attachments_are_read_under_either_name() {
+        for key in ["cni.dev/valid-attachments", "cni.dev/attachments"] {
+            let conf: NetConf = NetConf::from_value(json!({
+                "cniVersion": "1.1.0", "name": "n", key: [{"containerID": "c1", "ifname": "eth0"}]
+            }))
+            .unwrap();
+            assert_eq!(
+                conf.valid_attachments.unwrap()[0].container_id,
+                "c1",
+                "{key}"
+            );
+        }
+        let both: NetConf = NetConf::from_value(json!({
+            "cniVersion": "1.1.0", "name": "n",
+            "cni.dev/valid-attachments": [{"containerID": "new", "ifname": "eth0"}],
+            "cni.dev/attachments": [{"containerID": "old", "ifname": "eth0"}]
+        }))
+        .unwrap();
+        assert_eq!(both.valid_attachments.unwrap()[0].container_id, "new");
+    }
+
+    #[test]
+    fn decode_errors_name_the_field_path() {
+        let err = NetConf::<Mine>::from_json(br#"{"name":"n","mtu":"big"}"#).unwrap_err();
+        assert!(err.to_string().contains("mtu"), "{err}");
+        let err =
+            NetConf::<Extra>::from_json(br#"{"name":"n","dns":{"nameservers":[1]}}"#).unwrap_err();
+        assert!(err.to_string().contains("dns.nameservers[0]"), "{err}");
+        let err = NetConf::<Extra>::from_json(
+            br#"{"name":"n","prevResult":{"ips":[{"address":"10.0.0.1"}]}}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("10.0.0.1"), "{err}");
+        assert_eq!(Error::from(err).code, Code::DECODING_FAILURE);
+    }
+}

@@ -1,0 +1,201 @@
+//! Typed IP networks that keep their host part.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+/// An address with a prefix length, such as `10.1.0.5/16`.
+///
+/// Unlike a pure network type, the host part is kept: a result's
+/// `"address": "10.1.0.5/16"` names the interface's address *and* its subnet,
+/// and prints back exactly as it came. Parsing follows the reference library
+/// (Go's `net.ParseCIDR`): dotted-quad IPv4 without leading zeros, IPv6
+/// without a zone, and a decimal prefix no longer than the address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IpNetwork {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+/// Text that is not an `address/prefix`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid CIDR address: {0:?}")]
+pub struct IpNetworkError(pub String);
+
+impl IpNetwork {
+    /// Builds a network from an address and prefix length; `None` when the
+    /// prefix is longer than the address.
+    pub fn new(addr: IpAddr, prefix: u8) -> Option<IpNetwork> {
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        (prefix <= max).then_some(IpNetwork { addr, prefix })
+    }
+
+    /// The address, host part included.
+    pub fn addr(&self) -> IpAddr {
+        self.addr
+    }
+
+    /// The prefix length.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
+    /// Whether this is an IPv4 network (an IPv4-mapped IPv6 address counts
+    /// as IPv4, as in the reference library).
+    pub fn is_ipv4(&self) -> bool {
+        is_ipv4(self.addr)
+    }
+
+    /// The network address: the host part cleared.
+    pub fn network(&self) -> IpAddr {
+        match self.addr {
+            IpAddr::V4(a) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
+            }
+            IpAddr::V6(a) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask))
+            }
+        }
+    }
+
+    /// Whether `ip` lies inside this network.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(_), IpAddr::V4(_)) | (IpAddr::V6(_), IpAddr::V6(_)) => {
+                IpNetwork {
+                    addr: ip,
+                    prefix: self.prefix,
+                }
+                .network()
+                    == self.network()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether an address is IPv4 in the reference's sense (Go's `To4() != nil`):
+/// IPv4, or IPv4-mapped IPv6.
+pub fn is_ipv4(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(_) => true,
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some(),
+    }
+}
+
+impl FromStr for IpNetwork {
+    type Err = IpNetworkError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || IpNetworkError(s.to_owned());
+        let (addr, prefix) = s.split_once('/').ok_or_else(err)?;
+        // Rust's parsers already reject zones and IPv4 leading zeros; the
+        // prefix must be plain digits (u8's parser would take a `+`).
+        if prefix.is_empty() || prefix.len() > 3 || !prefix.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(err());
+        }
+        let addr: IpAddr = addr.parse().map_err(|_| err())?;
+        IpNetwork::new(addr, prefix.parse().map_err(|_| err())?).ok_or_else(err)
+    }
+}
+
+impl fmt::Display for IpNetwork {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+impl serde::Serialize for IpNetwork {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IpNetwork {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde for optional IP addresses: absent, `null` and `""` all mean none,
+/// as the reference's `net.IP` decoding treats them.
+pub(crate) mod opt_ip_serde {
+    use std::net::IpAddr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ip: &Option<IpAddr>, s: S) -> Result<S::Ok, S::Error> {
+        match ip {
+            Some(ip) => s.collect_str(ip),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IpAddr>, D::Error> {
+        match Option::<std::borrow::Cow<'de, str>>::deserialize(d)? {
+            None => Ok(None),
+            Some(s) if s.is_empty() => Ok(None),
+            Some(s) => s
+                .parse()
+                .map(Some)
+                .map_err(|_| serde::de::Error::custom(format_args!("invalid IP address: {s:?}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_part_is_kept_on_round_trip() {
+        for s in [
+            "10.1.0.5/16",
+            "0.0.0.0/0",
+            "2001:db8::5/64",
+            "::/0",
+            "192.168.1.1/32",
+            "fe80::1/128",
+        ] {
+            assert_eq!(s.parse::<IpNetwork>().unwrap().to_string(), s);
+        }
+        let n: IpNetwork = "10.1.0.5/16".parse().unwrap();
+        assert_eq!(n.network().to_string(), "10.1.0.0");
+        assert!(n.contains("10.1.255.1".parse().unwrap()));
+        assert!(!n.contains("10.2.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn malformed_networks_are_rejected_naming_the_value() {
+        for bad in [
+            "10.1.0.5",
+            "10.1.0.5/33",
+            "10.1.0.5/",
+            "10.1.0.5/+8",
+            "10.1.0.5/-1",
+            "010.1.0.5/8",
+            "fe80::1%eth0/64",
+            "2001:db8::/129",
+            "/8",
+            "x/8",
+            "10.1.0.5/8/8",
+            " 10.1.0.5/8",
+        ] {
+            let err = bad.parse::<IpNetwork>().unwrap_err();
+            assert!(err.to_string().contains(&format!("{bad:?}")), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ipv4_mapped_ipv6_counts_as_ipv4_like_the_reference() {
+        let n: IpNetwork = "::ffff:10.0.0.1/120".parse().unwrap();
+        assert!(n.is_ipv4());
+        assert!(!"2001:db8::1/64".parse::<IpNetwork>().unwrap().is_ipv4());
+    }
+}

@@ -1,0 +1,217 @@
+//! Conversion between result versions, following the reference library's
+//! converters (`pkg/types/{020,040,100}`), with the two documented
+//! improvements: an untagged 0.x address takes its family from the address,
+//! and 1.1.0-only fields are dropped below 1.1.0.
+
+use cni_version::SpecVersion;
+
+use super::{
+    CniResult, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020, Result040, Result100,
+};
+use crate::ip::is_ipv4;
+use crate::{Interface, Route};
+
+/// A conversion that cannot be done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// The target is not a released version.
+    #[error("no converter for CNI result version {from} to {to}")]
+    NoConverter {
+        /// The result's version.
+        from: String,
+        /// The requested version.
+        to: String,
+    },
+    /// Down to 0.1.0/0.2.0 with no address to put in `ip4` or `ip6`.
+    #[error("cannot convert: no valid IP addresses")]
+    NoAddresses,
+}
+
+#[derive(PartialEq)]
+enum Family {
+    V020,
+    V040,
+    V100,
+}
+
+fn family(v: &SpecVersion) -> Family {
+    if *v < SpecVersion::V0_3_0 {
+        Family::V020
+    } else if *v < SpecVersion::V1_0_0 {
+        Family::V040
+    } else {
+        Family::V100
+    }
+}
+
+pub(super) fn convert(from: &CniResult, to: &SpecVersion) -> Result<CniResult, ConvertError> {
+    if !to.is_released() {
+        return Err(ConvertError::NoConverter {
+            from: from.version().to_string(),
+            to: to.to_string(),
+        });
+    }
+    if from.version() == to {
+        return Ok(from.clone());
+    }
+    let to = to.clone();
+    Ok(match (from, family(&to)) {
+        (CniResult::V020(r), Family::V020) => CniResult::V020(Result020 {
+            cni_version: to,
+            ..r.clone()
+        }),
+        (CniResult::V020(r), Family::V040) => CniResult::V040(v020_to_v040(r, to)),
+        (CniResult::V020(r), Family::V100) => {
+            CniResult::V100(v040_to_v100(&v020_to_v040(r, SpecVersion::V0_4_0), to))
+        }
+        (CniResult::V040(r), Family::V020) => CniResult::V020(v040_to_v020(r, to)?),
+        (CniResult::V040(r), Family::V040) => CniResult::V040(Result040 {
+            cni_version: to,
+            ips: r
+                .ips
+                .iter()
+                .map(|ip| IpConfig040 {
+                    version: Some(ip.family()),
+                    ..ip.clone()
+                })
+                .collect(),
+            routes: r.routes.iter().map(Route::without_1_1_fields).collect(),
+            ..r.clone()
+        }),
+        (CniResult::V040(r), Family::V100) => CniResult::V100(v040_to_v100(r, to)),
+        (CniResult::V100(r), Family::V020) => {
+            CniResult::V020(v040_to_v020(&v100_to_v040(r, SpecVersion::V0_4_0), to)?)
+        }
+        (CniResult::V100(r), Family::V040) => CniResult::V040(v100_to_v040(r, to)),
+        (CniResult::V100(r), Family::V100) => CniResult::V100(Result100 {
+            cni_version: to.clone(),
+            interfaces: r
+                .interfaces
+                .iter()
+                .map(|i| keep_1_1(&to, i.clone(), Interface::without_1_1_fields))
+                .collect(),
+            routes: r
+                .routes
+                .iter()
+                .map(|rt| keep_1_1(&to, rt.clone(), Route::without_1_1_fields))
+                .collect(),
+            ..r.clone()
+        }),
+    })
+}
+
+/// `item` as is at 1.1.0 and above, stripped of its 1.1.0 fields below.
+fn keep_1_1<T>(to: &SpecVersion, item: T, strip: fn(&T) -> T) -> T {
+    if *to >= SpecVersion::V1_1_0 {
+        item
+    } else {
+        strip(&item)
+    }
+}
+
+/// 0.1.0/0.2.0 up to 0.3.x/0.4.0: `ip4` then `ip6` become `ips`, their routes
+/// become `routes`.
+fn v020_to_v040(r: &Result020, to: SpecVersion) -> Result040 {
+    let mut ips = Vec::new();
+    let mut routes = Vec::new();
+    for (ip, family) in [(&r.ip4, IpFamily::V4), (&r.ip6, IpFamily::V6)] {
+        if let Some(ip) = ip {
+            ips.push(IpConfig040 {
+                version: Some(family),
+                interface: None,
+                address: ip.ip,
+                gateway: ip.gateway,
+            });
+            routes.extend(ip.routes.iter().map(Route::without_1_1_fields));
+        }
+    }
+    Result040 {
+        cni_version: to,
+        interfaces: Vec::new(),
+        ips,
+        routes,
+        dns: r.dns.clone(),
+    }
+}
+
+/// 0.3.x/0.4.0 down to 0.1.0/0.2.0.
+fn v040_to_v020(r: &Result040, to: SpecVersion) -> Result<Result020, ConvertError> {
+    let first = |family: IpFamily| {
+        r.ips
+            .iter()
+            .find(|ip| ip.family() == family)
+            .map(|ip| IpConfig020 {
+                ip: ip.address,
+                gateway: ip.gateway,
+                routes: Vec::new(),
+            })
+    };
+    let (mut ip4, mut ip6) = (first(IpFamily::V4), first(IpFamily::V6));
+    for route in &r.routes {
+        let target = if is_ipv4(route.dst.addr()) {
+            &mut ip4
+        } else {
+            &mut ip6
+        };
+        if let Some(ip) = target {
+            ip.routes.push(route.without_1_1_fields());
+        }
+    }
+    if ip4.is_none() && ip6.is_none() {
+        return Err(ConvertError::NoAddresses);
+    }
+    Ok(Result020 {
+        cni_version: to,
+        ip4,
+        ip6,
+        dns: r.dns.clone(),
+    })
+}
+
+/// 0.3.x/0.4.0 up to 1.x: the family tag is dropped.
+fn v040_to_v100(r: &Result040, to: SpecVersion) -> Result100 {
+    Result100 {
+        interfaces: r.interfaces.clone(),
+        ips: r
+            .ips
+            .iter()
+            .map(|ip| IpConfig {
+                interface: ip.interface,
+                address: ip.address,
+                gateway: ip.gateway,
+            })
+            .collect(),
+        // 1.1.0 route fields are not part of a 0.x result: never carried up.
+        routes: r.routes.iter().map(Route::without_1_1_fields).collect(),
+        dns: r.dns.clone(),
+        cni_version: to,
+    }
+}
+
+/// 1.x down to 0.3.x/0.4.0: each address is tagged with its family.
+fn v100_to_v040(r: &Result100, to: SpecVersion) -> Result040 {
+    Result040 {
+        cni_version: to,
+        interfaces: r
+            .interfaces
+            .iter()
+            .map(Interface::without_1_1_fields)
+            .collect(),
+        ips: r
+            .ips
+            .iter()
+            .map(|ip| IpConfig040 {
+                version: Some(if ip.address.is_ipv4() {
+                    IpFamily::V4
+                } else {
+                    IpFamily::V6
+                }),
+                interface: ip.interface,
+                address: ip.address,
+                gateway: ip.gateway,
+            })
+            .collect(),
+        routes: r.routes.iter().map(Route::without_1_1_fields).collect(),
+        dns: r.dns.clone(),
+    }
+}
