@@ -1,1 +1,663 @@
-//! placeholder
+//! Shared support for the end-to-end tests of this workspace.
+//!
+//! The integration tests under `tests/tests/` exercise CNI plugins as real
+//! processes, either directly ([`run_plugin`]) or through the reference Go
+//! runtime library `libcni` ([`Driver`], which wraps the small Go program in
+//! `tests/go/src/cnidriver`). Everything the tests need is built on demand,
+//! once per test process:
+//!
+//! * our plugins: `cargo build -p plugins-sample --bins` ([`plugin_bin_dir`]);
+//! * Go helpers from `tests/go/src/<name>` ([`go_binary`]);
+//! * the reference `noop` test double from Debian's CNI source
+//!   ([`reference_noop`]);
+//! * the reference plugins shipped by Debian's `containernetworking-plugins`
+//!   ([`reference_plugin_dir`]).
+//!
+//! Missing prerequisites (Go, Debian's CNI library source, the reference
+//! plugins) make the tests **fail** with a message pointing at
+//! `scripts/install-test-deps.sh`; interop tests never skip silently.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+/// Directory holding the reference plugins from Debian's
+/// `containernetworking-plugins` package.
+pub const REFERENCE_PLUGIN_DIR: &str = "/usr/lib/cni";
+
+/// GOPATH entry holding Debian's Go sources (`golang-github-appc-cni-dev`
+/// installs the reference CNI library below it).
+pub const DEBIAN_GOPATH: &str = "/usr/share/gocode";
+
+/// Go import path of the reference runtime library.
+pub const LIBCNI_IMPORT_PATH: &str = "github.com/containernetworking/cni/libcni";
+
+/// Go import path of the reference `noop` test double.
+pub const REFERENCE_NOOP_IMPORT_PATH: &str = "github.com/containernetworking/cni/plugins/test/noop";
+
+/// Script that installs every prerequisite of the end-to-end tests.
+pub const INSTALL_HINT: &str =
+    "run `scripts/install-test-deps.sh` (as root) to install golang-go, \
+     golang-github-appc-cni-dev and containernetworking-plugins";
+
+/// Default `CNI_NETNS` used by the tests: a path that does not exist, so no
+/// plugin can touch a real namespace (the reference skel tolerates it).
+pub const FAKE_NETNS: &str = "/var/run/netns/cni-test-does-not-exist";
+
+/// Root of the Cargo workspace (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .expect("the tests crate lives inside the workspace")
+        .to_path_buf()
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` (relative paths are taken
+/// relative to the workspace root) or `<workspace>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                workspace_root().join(dir)
+            }
+        }
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// The `cargo` executable to use for nested builds: `$CARGO` at run time
+/// (set by `cargo test`), else the cargo that compiled this crate.
+fn cargo_executable() -> PathBuf {
+    std::env::var_os("CARGO")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO")))
+}
+
+static SAMPLE_PLUGINS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// Builds the sample plugins (`cargo build -p plugins-sample --bins`, debug
+/// profile) once per test process and returns the directory holding the
+/// binaries (`<target>/debug`), or the build failure as text.
+///
+/// Most tests want [`plugin_bin_dir`], which panics instead.
+pub fn try_plugin_bin_dir() -> Result<PathBuf, String> {
+    SAMPLE_PLUGINS
+        .get_or_init(|| {
+            let output = Command::new(cargo_executable())
+                .args(["build", "-p", "plugins-sample", "--bins", "--quiet"])
+                .current_dir(workspace_root())
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run cargo: {e}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "`cargo build -p plugins-sample --bins` failed ({}):\n{}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            Ok(target_dir().join("debug"))
+        })
+        .clone()
+}
+
+/// Builds the sample plugins once per test process and returns the
+/// directory containing their binaries (`<target>/debug`), suitable as a
+/// `CNI_PATH` entry.
+///
+/// # Panics
+/// If the build fails (the cargo output is part of the message).
+pub fn plugin_bin_dir() -> PathBuf {
+    try_plugin_bin_dir().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Directory of Debian's reference plugins (`/usr/lib/cni`).
+///
+/// # Panics
+/// If `host-local` is not installed there, with a message naming
+/// `scripts/install-test-deps.sh`: interop tests must fail, never skip.
+pub fn reference_plugin_dir() -> PathBuf {
+    let dir = PathBuf::from(REFERENCE_PLUGIN_DIR);
+    if !dir.join("host-local").is_file() {
+        panic!(
+            "reference CNI plugins are missing ({}/host-local not found); {INSTALL_HINT}",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// Directory under the target dir where Go helpers are built.
+fn go_bin_root() -> PathBuf {
+    target_dir().join("go-bin")
+}
+
+/// Panics with an actionable message unless Go and Debian's CNI library
+/// source are available.
+fn require_go_toolchain() {
+    let libcni = Path::new(DEBIAN_GOPATH)
+        .join("src")
+        .join(LIBCNI_IMPORT_PATH);
+    if !libcni.is_dir() {
+        panic!(
+            "the reference CNI Go library is missing ({} not found); {INSTALL_HINT}",
+            libcni.display()
+        );
+    }
+    match Command::new("go")
+        .arg("version")
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "`go version` failed ({}): {}; {INSTALL_HINT}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!("cannot run `go` ({e}); {INSTALL_HINT}"),
+    }
+}
+
+/// Runs `go build` in GOPATH mode (modules off, cgo off) for `import_path`,
+/// writing the binary atomically to `out`.
+fn go_build(gopath: &[PathBuf], import_path: &str, out: &Path) -> anyhow::Result<()> {
+    let dir = out.parent().context("output path has no parent")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let gopath = std::env::join_paths(gopath).context("joining GOPATH")?;
+    // Build next to the destination and rename, so a concurrently running
+    // test process never executes a half-written binary.
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        out.file_name().and_then(OsStr::to_str).unwrap_or("bin"),
+        std::process::id()
+    ));
+    let mut cmd = Command::new("go");
+    cmd.arg("build")
+        .arg("-o")
+        .arg(&tmp)
+        .arg(import_path)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", &gopath)
+        .env("CGO_ENABLED", "0")
+        .env_remove("GOFLAGS")
+        .current_dir(workspace_root())
+        .stdin(Stdio::null());
+    if std::env::var_os("GOCACHE").is_none_or(|c| c.is_empty()) {
+        cmd.env("GOCACHE", target_dir().join("go-cache"));
+    }
+    let output = cmd.output().context("running `go build`")?;
+    if !output.status.success() {
+        let _ = fs::remove_file(&tmp);
+        bail!(
+            "`go build {import_path}` (GOPATH={}) failed ({}):\n{}",
+            gopath.to_string_lossy(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    fs::rename(&tmp, out).with_context(|| format!("renaming to {}", out.display()))?;
+    Ok(())
+}
+
+type BuildSlot = Arc<OnceLock<PathBuf>>;
+
+static GO_BUILDS: OnceLock<Mutex<HashMap<String, BuildSlot>>> = OnceLock::new();
+
+/// Runs `build` at most once per process for `key`; concurrent callers with
+/// the same key wait for the first build, different keys build in parallel.
+fn build_once(key: &str, build: impl FnOnce() -> PathBuf) -> PathBuf {
+    let slot = {
+        let mut map = GO_BUILDS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.entry(key.to_owned()).or_default().clone()
+    };
+    slot.get_or_init(build).clone()
+}
+
+/// Builds the Go program in `tests/go/src/<name>` (GOPATH mode, against
+/// Debian's reference library) into `<target>/go-bin/<name>`, once per test
+/// process, and returns the binary's path.
+///
+/// # Panics
+/// If Go or the reference library is missing (naming
+/// `scripts/install-test-deps.sh`), or if the build fails.
+pub fn go_binary(name: &str) -> PathBuf {
+    build_once(&format!("helper:{name}"), || {
+        require_go_toolchain();
+        let out = go_bin_root().join(name);
+        let gopath = [
+            workspace_root().join("tests/go"),
+            PathBuf::from(DEBIAN_GOPATH),
+        ];
+        go_build(&gopath, name, &out).unwrap_or_else(|e| panic!("{e:#}"));
+        out
+    })
+}
+
+/// Builds the reference `noop` test double from Debian's source
+/// (`github.com/containernetworking/cni/plugins/test/noop`, GOPATH mode) into
+/// `<target>/go-bin/ref-noop/noop`, once per test process, and returns the
+/// path of that binary.
+///
+/// The binary is literally named `noop` and is alone in its directory, so
+/// `reference_noop().parent()` can be used as a `CNI_PATH` entry.
+///
+/// # Panics
+/// Like [`go_binary`].
+pub fn reference_noop() -> PathBuf {
+    build_once("reference-noop", || {
+        require_go_toolchain();
+        let out = go_bin_root().join("ref-noop").join("noop");
+        go_build(
+            &[PathBuf::from(DEBIAN_GOPATH)],
+            REFERENCE_NOOP_IMPORT_PATH,
+            &out,
+        )
+        .unwrap_or_else(|e| panic!("{e:#}"));
+        out
+    })
+}
+
+/// What a child process did: exit status, captured stdout and stderr.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Exit code; `None` if the process was killed by a signal.
+    pub status: Option<i32>,
+    /// Everything written to stdout.
+    pub stdout: Vec<u8>,
+    /// Everything written to stderr.
+    pub stderr: Vec<u8>,
+}
+
+impl Outcome {
+    /// `true` if the process exited with status 0.
+    pub fn success(&self) -> bool {
+        self.status == Some(0)
+    }
+
+    /// stdout as (lossy) UTF-8.
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// stderr as (lossy) UTF-8.
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// stdout parsed as a single JSON value (surrounding whitespace allowed).
+    pub fn try_stdout_json(&self) -> anyhow::Result<Value> {
+        serde_json::from_slice(&self.stdout)
+            .with_context(|| format!("stdout is not one JSON value; outcome: {self:?}"))
+    }
+
+    /// stdout parsed as a single JSON value.
+    ///
+    /// # Panics
+    /// If stdout is not valid JSON (the whole outcome is in the message).
+    pub fn stdout_json(&self) -> Value {
+        self.try_stdout_json().unwrap_or_else(|e| panic!("{e:#}"))
+    }
+}
+
+impl fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Outcome")
+            .field("status", &self.status)
+            .field("stdout", &self.stdout_str())
+            .field("stderr", &self.stderr_str())
+            .finish()
+    }
+}
+
+/// `PATH` given to child processes whose environment is otherwise cleared.
+fn child_path() -> OsString {
+    std::env::var_os("PATH")
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"))
+}
+
+/// Runs `bin` with a cleared environment plus `env` (and `PATH`, inherited
+/// unless `env` sets it), feeds it `stdin` through a pipe that is then
+/// closed, and waits for it.
+///
+/// # Panics
+/// If the process cannot be started.
+pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
+    run_with_clean_env(bin, std::iter::empty::<&OsStr>(), env, stdin)
+}
+
+fn run_with_clean_env<I, S>(bin: &Path, args: I, env: &[(&str, &str)], stdin: &[u8]) -> Outcome
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", child_path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let input = stdin.to_vec();
+    // Write from a thread: a plugin may answer before reading all of stdin.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+        // `pipe` dropped here: stdin is closed.
+    });
+    let output = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for {}: {e}", bin.display()));
+    let _ = writer.join();
+    Outcome {
+        status: output.status.code(),
+        stdout: output.stdout,
+        stderr: output.stderr,
+    }
+}
+
+/// A CNI runtime built on the reference `libcni`: runs the `cnidriver` Go
+/// program (see `tests/go/src/cnidriver/main.go` for its full CLI and output
+/// schema) with a cleared environment (plus `PATH`) and returns its JSON
+/// report.
+///
+/// ```no_run
+/// # use tests::Driver;
+/// # let (bin_dir, cache, conflist) = (std::path::PathBuf::new(), std::path::PathBuf::new(), std::path::PathBuf::new());
+/// let out = Driver::new([bin_dir], cache).with_ifname("net1").add(&conflist);
+/// assert_eq!(out["ok"], true);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Driver {
+    bin: PathBuf,
+    cni_path: Vec<PathBuf>,
+    cache_dir: PathBuf,
+    container_id: String,
+    netns: String,
+    ifname: String,
+    cni_args: Option<String>,
+    cap_args: Option<Value>,
+}
+
+impl Driver {
+    /// A driver searching plugins in `cni_path` and caching results in
+    /// `cache_dir`, with container id `cnidriver-container`, netns
+    /// [`FAKE_NETNS`], ifname `eth0`, no CNI_ARGS and no capability args.
+    /// Builds `cnidriver` (once per process) via [`go_binary`].
+    pub fn new<I, P>(cni_path: I, cache_dir: impl Into<PathBuf>) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        Driver {
+            bin: go_binary("cnidriver"),
+            cni_path: cni_path.into_iter().map(Into::into).collect(),
+            cache_dir: cache_dir.into(),
+            container_id: "cnidriver-container".to_owned(),
+            netns: FAKE_NETNS.to_owned(),
+            ifname: "eth0".to_owned(),
+            cni_args: None,
+            cap_args: None,
+        }
+    }
+
+    /// Sets `CNI_CONTAINERID`.
+    pub fn with_container_id(mut self, id: &str) -> Self {
+        self.container_id = id.to_owned();
+        self
+    }
+
+    /// Sets `CNI_NETNS`.
+    pub fn with_netns(mut self, netns: &str) -> Self {
+        self.netns = netns.to_owned();
+        self
+    }
+
+    /// Sets `CNI_IFNAME`.
+    pub fn with_ifname(mut self, ifname: &str) -> Self {
+        self.ifname = ifname.to_owned();
+        self
+    }
+
+    /// Sets `CNI_ARGS` (`K=V;K2=V2`); also used by [`Driver::version`].
+    pub fn with_cni_args(mut self, args: &str) -> Self {
+        self.cni_args = Some(args.to_owned());
+        self
+    }
+
+    /// Sets libcni's capability args (a JSON object), injected as
+    /// `runtimeConfig` into plugins that declare the capability.
+    pub fn with_cap_args(mut self, caps: Value) -> Self {
+        self.cap_args = Some(caps);
+        self
+    }
+
+    /// Path of the `cnidriver` binary.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    /// The `CNI_PATH` value the driver hands to plugins (entries joined
+    /// with `:`).
+    pub fn cni_path(&self) -> String {
+        std::env::join_paths(&self.cni_path)
+            .expect("CNI path entries contain no ':'")
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Command-line arguments for `command` (`add`, `check`, `del`,
+    /// `addcheckdel` with a conflist; `version` with a plugin type).
+    pub fn args(
+        &self,
+        command: &str,
+        conflist: Option<&Path>,
+        plugin: Option<&str>,
+    ) -> Vec<OsString> {
+        let mut a: Vec<OsString> =
+            vec![command.into(), "--cni-path".into(), self.cni_path().into()];
+        if let Some(c) = conflist {
+            a.extend(["--conflist".into(), c.as_os_str().to_owned()]);
+        }
+        if let Some(p) = plugin {
+            a.extend(["--plugin".into(), p.into()]);
+        }
+        if command != "version" {
+            a.extend([
+                "--cache-dir".into(),
+                self.cache_dir.as_os_str().to_owned(),
+                "--container-id".into(),
+                self.container_id.clone().into(),
+                "--netns".into(),
+                self.netns.clone().into(),
+                "--ifname".into(),
+                self.ifname.clone().into(),
+            ]);
+            if let Some(caps) = &self.cap_args {
+                a.extend(["--cap-args".into(), caps.to_string().into()]);
+            }
+        }
+        if let Some(args) = &self.cni_args {
+            a.extend(["--cni-args".into(), args.clone().into()]);
+        }
+        a
+    }
+
+    /// Runs `cnidriver` with raw arguments and returns the process outcome
+    /// (the JSON report is on stdout; plugin stderr that libcni forwards on
+    /// success is on stderr).
+    pub fn run_outcome<I, S>(&self, args: I) -> Outcome
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        run_with_clean_env(&self.bin, args, &[], b"")
+    }
+
+    /// Runs `cnidriver` with raw arguments and returns its JSON report.
+    ///
+    /// # Panics
+    /// If the driver exits non-zero (misuse) or prints no JSON.
+    pub fn run<I, S>(&self, args: I) -> Value
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let out = self.run_outcome(args);
+        if !out.success() {
+            panic!("cnidriver failed: {out:?}");
+        }
+        out.stdout_json()
+    }
+
+    /// `AddNetworkList`: `{"ok","command","result","cachedResult"[,"error"]}`.
+    pub fn add(&self, conflist: &Path) -> Value {
+        self.run(self.args("add", Some(conflist), None))
+    }
+
+    /// `CheckNetworkList`: `{"ok","command","result":null,"cachedResult"[,"error"]}`.
+    pub fn check(&self, conflist: &Path) -> Value {
+        self.run(self.args("check", Some(conflist), None))
+    }
+
+    /// `DelNetworkList`: `{"ok","command","result":null,"cachedResult"[,"error"]}`.
+    pub fn del(&self, conflist: &Path) -> Value {
+        self.run(self.args("del", Some(conflist), None))
+    }
+
+    /// ADD, CHECK (0.4.0+, unless disabled or ADD failed), DEL:
+    /// `{"ok","add","cachedAfterAdd","check","del","cachedAfterDel"}`.
+    pub fn add_check_del(&self, conflist: &Path) -> Value {
+        self.run(self.args("addcheckdel", Some(conflist), None))
+    }
+
+    /// `GetVersionInfo(plugin_type)`: `{"ok","cniVersion","supportedVersions"}`
+    /// or `{"ok":false,"error"}`. With [`Driver::with_cni_args`], the
+    /// plugin sees that `CNI_ARGS` instead of libcni's empty one.
+    pub fn version(&self, plugin_type: &str) -> Value {
+        self.run(self.args("version", None, Some(plugin_type)))
+    }
+}
+
+/// Writes `value` as JSON to `path`.
+///
+/// # Panics
+/// On I/O errors.
+pub fn write_json(path: &Path, value: &Value) {
+    fs::write(path, serde_json::to_vec(value).expect("serialisable"))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+}
+
+/// Reads and parses the JSON file at `path`.
+///
+/// # Panics
+/// On I/O or parse errors.
+pub fn read_json(path: &Path) -> Value {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+        panic!(
+            "{} is not JSON ({e}): {}",
+            path.display(),
+            String::from_utf8_lossy(&bytes)
+        )
+    })
+}
+
+/// Decodes standard (RFC 4648, padded) base64, as Go's `encoding/json` uses
+/// for `[]byte` fields such as the noop debug file's `CmdArgs.StdinData`.
+///
+/// # Panics
+/// On invalid input.
+pub fn base64_decode(s: &str) -> Vec<u8> {
+    fn val(c: u8) -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a') as u32 + 26,
+            b'0'..=b'9' => (c - b'0') as u32 + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("invalid base64 byte {c:?}"),
+        }
+    }
+    let bytes = s.trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= val(c) << (18 - 6 * i);
+        }
+        let n = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => panic!("invalid base64 length"),
+        };
+        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
+    }
+    out
+}
+
+/// Replaces, in every string inside `value`, the text after
+/// `netplugin failed: ` with `<stderr>`.
+///
+/// libcni reports a plugin that exits non-zero with an empty stdout as
+/// `netplugin failed: "<its stderr>"`; when the stderr is a crash trace
+/// (the reference noop panics in some scenarios) only the fact that it
+/// failed that way is comparable across implementations.
+pub fn redact_netplugin_stderr(value: &mut Value) {
+    const MARK: &str = "netplugin failed: ";
+    match value {
+        Value::String(s) => {
+            if let Some(i) = s.find(MARK) {
+                s.truncate(i + MARK.len());
+                s.push_str("<stderr>");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_netplugin_stderr),
+        Value::Object(map) => map.values_mut().for_each(redact_netplugin_stderr),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_go_output() {
+        assert_eq!(base64_decode("eyJhIjoxfQ=="), br#"{"a":1}"#);
+        assert_eq!(base64_decode("YWI="), b"ab");
+        assert_eq!(base64_decode("YWJj"), b"abc");
+        assert_eq!(base64_decode(""), b"");
+    }
+
+    #[test]
+    fn redaction_keeps_prefix() {
+        let mut v = serde_json::json!({"e": {"msg": "netplugin failed: \"panic: x\"", "code": 0}});
+        redact_netplugin_stderr(&mut v);
+        assert_eq!(v["e"]["msg"], "netplugin failed: <stderr>");
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end tests (crate `tests`) need from Debian:
+#
+#   golang-go                    `go`, to build tests/go/src/* and the
+#                                reference noop test double
+#   golang-github-appc-cni-dev   the reference Go library (libcni, skel,
+#                                plugins/test/noop) under /usr/share/gocode
+#   containernetworking-plugins  the reference plugins in /usr/lib/cni
+#
+# Idempotent and fast: when everything is present it does nothing (no
+# apt-get update). When something is missing and we are not root, it says
+# what to install and exits 1.
+set -euo pipefail
+
+LIBCNI_DIR=/usr/share/gocode/src/github.com/containernetworking/cni/libcni
+HOST_LOCAL=/usr/lib/cni/host-local
+
+missing=()
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
+[ -d "$LIBCNI_DIR" ] || missing+=(golang-github-appc-cni-dev)
+[ -x "$HOST_LOCAL" ] || missing+=(containernetworking-plugins)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"
+    exit 0
+fi
+
+if [ "${EUID}" -ne 0 ]; then
+    echo "install-test-deps: missing Debian packages: ${missing[*]}" >&2
+    echo "install-test-deps: run as root, or install them yourself:" >&2
+    echo "    sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "install-test-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Verify what the tests actually look for.
+command -v go >/dev/null 2>&1 || { echo "install-test-deps: go still not on PATH" >&2; exit 1; }
+[ -d "$LIBCNI_DIR" ] || { echo "install-test-deps: $LIBCNI_DIR still missing" >&2; exit 1; }
+[ -x "$HOST_LOCAL" ] || { echo "install-test-deps: $HOST_LOCAL still missing" >&2; exit 1; }
+echo "install-test-deps: done"
