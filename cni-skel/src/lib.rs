@@ -1,1 +1,103 @@
-//! placeholder
+//! The entry point of a CNI plugin.
+//!
+//! A runtime executes a plugin with the command and attachment parameters in
+//! `CNI_*` environment variables and the network configuration as JSON on
+//! stdin; the plugin answers with a JSON result or error on stdout and an
+//! exit status. This crate does all of that around a [`Plugin`] you write:
+//!
+//! env + stdin → checks → [`Request`] → your method → [`Reply`] →
+//! conversion to the configuration's `cniVersion` → stdout.
+//!
+//! A complete plugin:
+//!
+//! ```no_run
+//! use cni_skel::{BoxError, Plugin, Reply, Request};
+//! use cni_types::{Interface, NetConf, Result100, SpecVersion};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Config {
+//!     #[serde(default)]
+//!     greeting: String,
+//! }
+//!
+//! struct Hello;
+//!
+//! impl Plugin for Hello {
+//!     type Config = NetConf<Config>;
+//!
+//!     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+//!         req.log(format_args!("{} from {}", req.config.plugin.greeting, req.container_id));
+//!         let mut result = Result100::new(SpecVersion::V1_1_0);
+//!         result.interfaces.push(Interface::named(req.ifname.clone()));
+//!         Ok(result.into()) // printed in the configuration's cniVersion
+//!     }
+//!
+//!     fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+//!         Ok(Reply::Empty)
+//!     }
+//! }
+//!
+//! fn main() {
+//!     cni_skel::run(&Hello, &cni_version::PluginInfo::all(), "CNI hello plugin v1.0.0");
+//! }
+//! ```
+//!
+//! Test a plugin in-process with [`TestRequest`]: it builds the environment
+//! and stdin by hand and runs exactly the path a real invocation takes.
+//!
+//! # What is checked before your method runs
+//! Exactly what the reference skel (Go `pkg/skel`, spec 1.1.0) checks, in
+//! its order, with its error codes:
+//! - `CNI_COMMAND` always; `CNI_CONTAINERID` and `CNI_IFNAME` for ADD, DEL
+//!   and CHECK; `CNI_NETNS` for ADD and CHECK; `CNI_PATH` for GC. An empty
+//!   value is missing; all missing variables are named in one error (code
+//!   4). A present container id or interface name is validated only when
+//!   the command requires it (code 4, naming the variable and value).
+//! - No `CNI_COMMAND` and an about string: the about string and supported
+//!   versions go to stderr and the status is 0.
+//! - stdin must be JSON (code 6) with a valid `name` (code 7); an unknown
+//!   `CNI_COMMAND` is code 4 after that.
+//! - The configuration's `cniVersion` (0.1.0 when absent; code 6 when not a
+//!   string) must be one the plugin supports, by exact string (code 1).
+//!   CHECK needs 0.4.0 or later, GC and STATUS 1.1.0 or later (code 1).
+//! - ADD and DEL refuse a `CNI_NETNS` that is the plugin's own network
+//!   namespace (code 8), unless `CNI_NETNS_OVERRIDE` is `1` or `true`.
+//!
+//! Errors from your method keep their code when they are
+//! [`cni_types::Error`]s; anything else is code 999 with its message and
+//! cause chain. A panic is caught and reported as code 999.
+//!
+//! # Where we deliberately differ from the reference skel
+//! Everywhere else a runtime or test can observe, we match it. These five
+//! points contradict the spec or the reference's own users' bug reports:
+//! 1. **The netns check runs before your method**, so a rejected call prints
+//!    one error and nothing else; the reference runs it after ADD/DEL and
+//!    can print a result followed by an error.
+//! 2. **VERSION answers in the requested version**: its `cniVersion` is the
+//!    one stdin names when the plugin supports it (the spec), else the
+//!    newest supported; the reference always answers its own `1.1.0`.
+//! 3. **Error JSON carries `cniVersion`**, the configuration's when known,
+//!    else the newest supported, as the spec's error example shows.
+//! 4. **`CNI_PATH` is optional for ADD, DEL, CHECK and STATUS** and
+//!    required for GC, as the spec lists; the reference requires it for
+//!    all five. A plugin that delegates and finds it missing reports code 4
+//!    naming `CNI_PATH`.
+//! 5. **A `prevResult` of another version family is accepted and
+//!    converted** to the configuration's version; the reference rejects it.
+
+mod command;
+mod dispatch;
+mod env;
+mod harness;
+mod netns;
+mod plugin;
+mod process;
+mod request;
+
+pub use command::Command;
+pub use dispatch::dispatch;
+pub use env::{Env, ProcessEnv};
+pub use harness::{Outcome, TestRequest};
+pub use plugin::{BoxError, FromConfig, Plugin, Reply};
+pub use process::{run, try_run};
+pub use request::Request;

@@ -1,0 +1,293 @@
+//! The one path every invocation takes:
+//! env + stdin -> checks -> parsed request -> plugin method -> reply ->
+//! conversion to the configuration's version -> stdout.
+
+use std::cell::RefCell;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use cni_types::validate::validate_network_name;
+use cni_types::{Code, Error, SpecVersion};
+use cni_version::{peek_fields, LooseVersion, PluginInfo};
+
+use crate::env::CniEnv;
+use crate::netns::reject_own_netns;
+use crate::request::split_path;
+use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request};
+
+/// Runs one invocation of `plugin` with the given environment and standard
+/// streams, and returns the process exit status. Never panics and never
+/// exits: the caller decides what to do with the status (see
+/// [`run`](crate::run) for the process entry point and
+/// [`TestRequest`](crate::TestRequest) for tests).
+///
+/// On failure exactly one CNI error JSON is written to `stdout` and the
+/// status is 1.
+pub fn dispatch<P: Plugin>(
+    plugin: &P,
+    versions: &PluginInfo,
+    about: &str,
+    env: &dyn Env,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
+    let mut version_for_errors = None;
+    let stderr = RefCell::new(stderr);
+    let outcome = run_command(
+        plugin,
+        versions,
+        about,
+        env,
+        stdin,
+        &stderr,
+        &mut version_for_errors,
+    );
+    let stderr = stderr.into_inner();
+    match outcome {
+        Ok(Output::Nothing) => 0,
+        Ok(Output::Stdout(bytes, code)) => {
+            match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
+                Ok(()) => code,
+                Err(e) => {
+                    let _ = writeln!(stderr, "error writing the result to stdout: {e}");
+                    1
+                }
+            }
+        }
+        Err(err) => {
+            let version = version_for_errors.unwrap_or_else(|| versions.newest().to_owned());
+            let json = err.with_version(version).to_json();
+            if let Err(e) = stdout.write_all(&json).and_then(|()| stdout.flush()) {
+                let _ = writeln!(stderr, "error writing the error JSON to stdout: {e}");
+            }
+            1
+        }
+    }
+}
+
+/// What to print on success.
+enum Output {
+    Nothing,
+    Stdout(Vec<u8>, i32),
+}
+
+fn run_command<P: Plugin>(
+    plugin: &P,
+    versions: &PluginInfo,
+    about: &str,
+    env: &dyn Env,
+    stdin: &mut dyn Read,
+    stderr: &RefCell<&mut dyn Write>,
+    version_for_errors: &mut Option<String>,
+) -> Result<Output, Error> {
+    let cni_env = match CniEnv::read(env) {
+        Ok(e) => e,
+        // Run by hand with no command: say what this is, as the reference.
+        Err(e)
+            if e.code == Code::INVALID_ENVIRONMENT_VARIABLES
+                && env_is_empty(env, "CNI_COMMAND")
+                && !about.is_empty() =>
+        {
+            let mut err = stderr.borrow_mut();
+            let _ = writeln!(err, "{about}");
+            let _ = writeln!(
+                err,
+                "CNI protocol versions supported: {}",
+                versions.supported().join(", ")
+            );
+            return Ok(Output::Nothing);
+        }
+        Err(e) => return Err(e),
+    };
+    let command = Command::from_bytes(&cni_env.command);
+
+    let mut stdin_bytes = Vec::new();
+    stdin
+        .read_to_end(&mut stdin_bytes)
+        .map_err(|e| Error::new(Code::IO_FAILURE, format!("error reading from stdin: {e}")))?;
+
+    // The reference's decoder reads invalid UTF-8 in strings as U+FFFD
+    // rather than failing; so do we (without copying valid input).
+    let lossy = std::str::from_utf8(&stdin_bytes).is_err().then(|| {
+        String::from_utf8_lossy(&stdin_bytes)
+            .into_owned()
+            .into_bytes()
+    });
+    let json: &[u8] = lossy.as_deref().unwrap_or(&stdin_bytes);
+
+    if command == Some(Command::Version) {
+        // The spec: answer in the version the runtime asked in, when we
+        // support it (the reference ignores stdin here).
+        let requested = peek_fields(json, ["cniVersion"]).ok().and_then(|[v]| v);
+        let requested = requested.as_ref().and_then(|v| v.as_str());
+        return Ok(Output::Stdout(versions.version_answer(requested), 0));
+    }
+
+    check_network_name(json)?;
+
+    let Some(command) = command else {
+        return Err(Error::new(
+            Code::INVALID_ENVIRONMENT_VARIABLES,
+            format!(
+                "unknown CNI_COMMAND: {}",
+                String::from_utf8_lossy(&cni_env.command)
+            ),
+        ));
+    };
+
+    let config_version = decode_version(json)?;
+    *version_for_errors = Some(config_version.clone());
+    let minimum = match command {
+        Command::Check => Some("0.4.0"),
+        Command::Gc | Command::Status => Some("1.1.0"),
+        _ => None,
+    };
+    if let Some(minimum) = minimum {
+        check_minimum_version(command, &config_version, minimum, versions)?;
+    }
+    versions.reconcile(&config_version).map_err(|e| {
+        Error::new(Code::INCOMPATIBLE_CNI_VERSION, "incompatible CNI versions")
+            .with_details(e.details())
+    })?;
+
+    let netns_override = matches!(
+        cni_env.netns_override.to_ascii_uppercase().as_slice(),
+        b"TRUE" | b"1"
+    );
+    if matches!(command, Command::Add | Command::Del) && !netns_override {
+        reject_own_netns(&cni_env.netns)?;
+    }
+
+    let config = P::Config::from_config(json)?;
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let request = Request {
+        command,
+        container_id: lossy(&cni_env.container_id),
+        netns: (!cni_env.netns.is_empty())
+            .then(|| PathBuf::from(OsStr::from_bytes(&cni_env.netns))),
+        ifname: lossy(&cni_env.ifname),
+        args: lossy(&cni_env.args),
+        path: split_path(&cni_env.path),
+        raw_path: lossy(&cni_env.path),
+        netns_override: lossy(&cni_env.netns_override),
+        config_version: config_version.clone(),
+        config,
+        stdin: stdin_bytes,
+        stderr,
+    };
+
+    let reply = call(plugin, command, &request)?;
+    match reply {
+        Reply::Empty => Ok(Output::Nothing),
+        Reply::Raw { stdout, exit_code } => Ok(Output::Stdout(stdout, exit_code)),
+        Reply::Result(result) => {
+            let converted = SpecVersion::parse(&config_version)
+                .map_err(|e| e.to_string())
+                .and_then(|v| result.convert_to(&v).map_err(|e| e.to_string()))
+                .map_err(|e| {
+                    Error::new(
+                        Code::INTERNAL,
+                        format!("failed to convert result to version {config_version}: {e}"),
+                    )
+                })?;
+            Ok(Output::Stdout(converted.to_json(), 0))
+        }
+    }
+}
+
+fn env_is_empty(env: &dyn Env, name: &str) -> bool {
+    env.var(name).is_none_or(|v| v.is_empty())
+}
+
+/// The reference's check that stdin is a configuration with a valid `name`:
+/// code 6 when it is not JSON of the right shape, code 7 when the name is
+/// missing or invalid.
+fn check_network_name(stdin: &[u8]) -> Result<(), Error> {
+    let [name] = peek_fields(stdin, ["name"]).map_err(|e| {
+        Error::new(
+            Code::DECODING_FAILURE,
+            format!("error unmarshall network config: {e}"),
+        )
+    })?;
+    let name = match name {
+        None => String::new(),
+        Some(serde_json::Value::String(s)) => s,
+        Some(other) => {
+            return Err(Error::new(
+                Code::DECODING_FAILURE,
+                format!("error unmarshall network config: name must be a string, got {other}"),
+            ))
+        }
+    };
+    validate_network_name(&name)
+}
+
+/// The configuration's `cniVersion` ("0.1.0" when absent); code 6 when it is
+/// not a string.
+fn decode_version(stdin: &[u8]) -> Result<String, Error> {
+    cni_version::ConfigVersion::from_json(stdin)
+        .map(|v| v.cni_version)
+        .map_err(|e| Error::new(Code::DECODING_FAILURE, e.to_string()))
+}
+
+/// CHECK needs a configuration of 0.4.0 or later, GC and STATUS of 1.1.0 or
+/// later, and a plugin that supports at least the configuration's version;
+/// versions are compared as the reference compares them, and one that
+/// cannot be read even leniently is code 6.
+fn check_minimum_version(
+    command: Command,
+    config: &str,
+    minimum: &str,
+    versions: &PluginInfo,
+) -> Result<(), Error> {
+    let decode =
+        |e: cni_version::LooseVersionError| Error::new(Code::DECODING_FAILURE, e.to_string());
+    if !LooseVersion::greater_or_equal(config, minimum).map_err(decode)? {
+        return Err(Error::new(
+            Code::INCOMPATIBLE_CNI_VERSION,
+            format!("config version does not allow {command}"),
+        ));
+    }
+    for supported in versions.supported() {
+        if LooseVersion::greater_or_equal(supported, config).map_err(decode)? {
+            return Ok(());
+        }
+    }
+    Err(Error::new(
+        Code::INCOMPATIBLE_CNI_VERSION,
+        format!("plugin version does not allow {command}"),
+    ))
+}
+
+/// Calls the plugin's method, turning errors and panics into CNI errors.
+fn call<P: Plugin>(plugin: &P, command: Command, req: &Request<P::Config>) -> Result<Reply, Error> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<Reply, BoxError> {
+        match command {
+            Command::Add => plugin.add(req),
+            Command::Del => plugin.del(req),
+            Command::Check => plugin.check(req),
+            Command::Gc => plugin.gc(req),
+            Command::Status => plugin.status(req),
+            Command::Version => Ok(Reply::Empty),
+        }
+    }));
+    match outcome {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(err)) => Err(Error::from_boxed(err)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".to_owned());
+            Err(
+                Error::new(Code::INTERNAL, format!("plugin panicked during {command}"))
+                    .with_details(what),
+            )
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! What a plugin author implements.
+
+use cni_types::{CniResult, Error, NetConf, Result100};
+use serde::de::DeserializeOwned;
+
+use crate::Request;
+
+/// Any error a plugin method returns. A [`cni_types::Error`] keeps its code;
+/// anything else (an `io::Error`, an `anyhow::Error`, ...) is reported as
+/// code 999 with its message and cause chain, so `?` just works.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A CNI plugin: one method per command.
+///
+/// `add` and `del` are required. `check`, `gc` and `status` succeed with no
+/// output by default, as the reference does for a plugin that gives no
+/// callback; a future command will arrive the same way, as a new method with
+/// a default body.
+///
+/// Methods receive the parsed [`Request`] and answer a [`Reply`]:
+/// `add` normally returns [`Reply::Result`] (printed in the configuration's
+/// `cniVersion`, converted if built in another version); the others
+/// normally return [`Reply::Empty`].
+pub trait Plugin {
+    /// The configuration the plugin reads from stdin, usually
+    /// [`NetConf<YourFields>`](cni_types::NetConf); see [`FromConfig`].
+    type Config: FromConfig;
+
+    /// ADD: "Add container to network, or apply modifications."
+    fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError>;
+
+    /// DEL: "Remove container from network, or un-apply modifications."
+    /// Should succeed when the resources are already gone.
+    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError>;
+
+    /// CHECK: "Check container's networking is as expected." Only called
+    /// for configurations of version 0.4.0 and later.
+    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        let _ = req;
+        Ok(Reply::Empty)
+    }
+
+    /// GC: remove resources of attachments not in
+    /// [`Request::valid_attachments`]. Only called for configurations of
+    /// version 1.1.0 and later.
+    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        let _ = req;
+        Ok(Reply::Empty)
+    }
+
+    /// STATUS: whether the plugin is ready to service ADD; answer code 50 or
+    /// 51 when not. Only called for configurations of version 1.1.0 and later.
+    fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        let _ = req;
+        Ok(Reply::Empty)
+    }
+}
+
+/// What a plugin method answers on success.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Nothing on stdout (DEL, CHECK, GC, STATUS).
+    Empty,
+    /// A result, printed in the configuration's version (ADD).
+    Result(Box<CniResult>),
+    /// Exactly these bytes on stdout and this exit status. An escape hatch
+    /// for test doubles that must reproduce another plugin's output
+    /// byte for byte; real plugins have no use for it.
+    Raw {
+        /// Printed verbatim.
+        stdout: Vec<u8>,
+        /// The process exit status.
+        exit_code: i32,
+    },
+}
+
+impl From<CniResult> for Reply {
+    fn from(r: CniResult) -> Reply {
+        Reply::Result(Box::new(r))
+    }
+}
+
+impl From<Result100> for Reply {
+    fn from(r: Result100) -> Reply {
+        Reply::Result(Box::new(r.into()))
+    }
+}
+
+impl From<()> for Reply {
+    fn from((): ()) -> Reply {
+        Reply::Empty
+    }
+}
+
+/// How the configuration on stdin becomes the plugin's config value.
+///
+/// Implemented for [`NetConf<T>`] (serde, with `prevResult` parsed and
+/// converted to the configuration's version; a malformed configuration is
+/// code 6 naming the field) and for `()` (the plugin reads
+/// [`Request::stdin`] itself).
+pub trait FromConfig: Sized {
+    /// Parses stdin.
+    fn from_config(stdin: &[u8]) -> Result<Self, Error>;
+}
+
+impl<T: DeserializeOwned> FromConfig for NetConf<T> {
+    fn from_config(stdin: &[u8]) -> Result<Self, Error> {
+        NetConf::from_json(stdin).map_err(Error::from)
+    }
+}
+
+impl FromConfig for () {
+    fn from_config(_: &[u8]) -> Result<Self, Error> {
+        Ok(())
+    }
+}
