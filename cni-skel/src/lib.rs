@@ -99,5 +99,5 @@ pub use dispatch::dispatch;
 pub use env::{Env, ProcessEnv};
 pub use harness::{Outcome, TestRequest};
 pub use plugin::{BoxError, FromConfig, Plugin, Reply};
-pub use process::{run, try_run};
+pub use process::{read_stdin, run, try_run};
 pub use request::Request;

@@ -60,6 +60,29 @@ pub fn try_run<P: Plugin>(plugin: &P, versions: &PluginInfo, about: &str) -> i32
     }
 }
 
+/// Reads the process's stdin whole, as [`run`] does: for `VERSION` (whose
+/// stdin is only a hint) it stops waiting after a short deadline, so a
+/// runtime that never closes stdin cannot hang the plugin. For plugins that
+/// need stdin before dispatching (see [`dispatch`](crate::dispatch)).
+pub fn read_stdin() -> io::Result<Vec<u8>> {
+    let stdin = io::stdin();
+    let mut stdin = stdin.lock();
+    let mut out = Vec::new();
+    if ProcessEnv
+        .var("CNI_COMMAND")
+        .is_some_and(|c| c == "VERSION")
+    {
+        let mut bounded = DeadlineReader {
+            inner: &mut stdin,
+            deadline: Instant::now() + VERSION_STDIN_WAIT,
+        };
+        bounded.read_to_end(&mut out)?;
+    } else {
+        stdin.read_to_end(&mut out)?;
+    }
+    Ok(out)
+}
+
 /// Reads until EOF or the deadline, whichever comes first; after the
 /// deadline it reports EOF.
 struct DeadlineReader<'a, R: Read + AsFd> {

@@ -1,1 +1,13 @@
-//! placeholder
+//! Sample CNI plugins built on the SDK.
+//!
+//! - [`noop`]: a drop-in replacement for the reference test double
+//!   (`plugins/test/noop`), driven by a debug file exactly as runtime test
+//!   suites drive the reference one.
+//! - [`dns_mac`]: a small chained plugin to copy when starting a plugin: a
+//!   typed, validated configuration, a change to the previous result, CHECK
+//!   that verifies it, an idempotent DEL.
+//!
+//! The binaries in `src/bin` are thin `main`s over these modules.
+
+pub mod dns_mac;
+pub mod noop;

@@ -1,0 +1,230 @@
+//! A drop-in replacement for the reference noop test double
+//! (`plugins/test/noop` of the reference repository, spec 1.1.0).
+//!
+//! Runtime test suites drive it through a debug file named by `CNI_ARGS`
+//! key `DEBUG` or, failing that, the config key `debugFile`:
+//! - `ReportResult` is printed verbatim, except `PASSTHROUGH` (print
+//!   `prevResult` in the configuration's version) and `INJECT-DNS` (the same,
+//!   with nameservers set to `["1.2.3.4"]`);
+//! - `ReportError` fails with that message and `ReportErrorCode` (999 when
+//!   0); `ReportStderr` goes to stderr; `ExitWithCode` > 0 is the exit
+//!   status after printing; `ReportVersionSupport` replaces the supported
+//!   versions;
+//! - the plugin writes the command and its arguments back into the file,
+//!   and appends them to the config's `commandLog` file when named.
+//!
+//! With no debug file it prints `{}` and succeeds. Where the reference
+//! aborts with a Go panic ("test setup error", exit status 2), this plugin
+//! exits 2 as well, with one line on stderr instead of a stack trace.
+
+pub mod debug;
+
+use std::path::Path;
+
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::{CniArgs, CniResult, Code, Error, NetConf, SpecVersion};
+use cni_version::PluginInfo;
+use serde::Deserialize;
+
+use self::debug::{append_command_log, CmdArgs, CmdLogEntry, Debug};
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI noop plugin v0.7.0";
+
+/// The reference's default list, with its deliberately invalid first entry
+/// (runtime test suites look for it).
+pub const DEFAULT_VERSIONS: [&str; 8] = [
+    "0.-42.0", "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
+
+/// Exit status of a test setup error, as a Go panic exits.
+pub const SETUP_ERROR_STATUS: i32 = 2;
+
+/// The noop's own configuration keys.
+#[derive(Debug, Default, Deserialize)]
+struct NoopFields {
+    #[serde(rename = "debugFile", default)]
+    debug_file: Option<String>,
+    #[serde(rename = "commandLog", default)]
+    command_log: Option<String>,
+}
+
+/// The noop plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Noop;
+
+/// A failure the reference reports by panicking: the caller exits 2 with
+/// this one-line reason on stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+/// The versions the plugin supports for this invocation: the defaults, or
+/// the debug file's `ReportVersionSupport` when `CNI_ARGS` is set (the
+/// reference reads the debug file only then).
+pub fn supported_versions(stdin: &[u8], cni_args: &str) -> Result<PluginInfo, SetupError> {
+    if cni_args.is_empty() {
+        return Ok(PluginInfo::new(DEFAULT_VERSIONS));
+    }
+    let (path, _) = load_config(stdin, cni_args)
+        .map_err(|e| SetupError(format!("unable to get debug file path: {e}")))?;
+    let debug = Debug::read(Path::new(&path))
+        .map_err(|e| SetupError(format!("unable to read debug file: {e}")))?;
+    match debug.report_version_support {
+        None => Ok(PluginInfo::new(DEFAULT_VERSIONS)),
+        Some(v) if v.is_empty() => Err(SetupError("ReportVersionSupport lists no version".into())),
+        Some(v) => Ok(PluginInfo::new(v)),
+    }
+}
+
+/// The configuration and the debug file path (`CNI_ARGS` `DEBUG` wins over
+/// the config's `debugFile`; empty when neither is set).
+fn load_config(stdin: &[u8], cni_args: &str) -> Result<(String, NetConf<NoopFields>), String> {
+    let conf: NetConf<NoopFields> =
+        NetConf::from_json(&String::from_utf8_lossy(stdin).into_owned().into_bytes())
+            .map_err(|e| format!("failed to load netconf: {e}"))?;
+    let args =
+        CniArgs::parse(cni_args).map_err(|e| format!("CNI_ARGS invalid key/value pair: {e}"))?;
+    let path = match args.get("DEBUG") {
+        Some(p) => p.to_owned(),
+        None => conf.plugin.debug_file.clone().unwrap_or_default(),
+    };
+    Ok((path, conf))
+}
+
+impl Noop {
+    fn behave(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+        let command = req.command.as_str();
+        let (path, conf) = load_config(&req.stdin, &req.args)?;
+        if path.is_empty() {
+            req.write_stderr(b"CNI_ARGS or config empty, no debug behavior\n");
+            return Ok(Reply::Raw {
+                stdout: b"{}".to_vec(),
+                exit_code: 0,
+            });
+        }
+        let path = Path::new(&path);
+        let mut debug = Debug::read(path)?;
+        debug.command = command.to_owned();
+        debug.cmd_args = CmdArgs {
+            container_id: req.container_id.clone(),
+            netns: req
+                .netns
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            ifname: req.ifname.clone(),
+            args: req.args.clone(),
+            path: req.raw_path.clone(),
+            netns_override: req.netns_override.clone(),
+            stdin_data: req.stdin.clone(),
+        };
+        debug.write(path)?;
+        if let Some(log) = conf.plugin.command_log.as_deref().filter(|l| !l.is_empty()) {
+            let cmd_args = serde_json::to_value(&debug.cmd_args)?;
+            append_command_log(
+                Path::new(log),
+                CmdLogEntry {
+                    command: command.to_owned(),
+                    cmd_args,
+                },
+            )?;
+        }
+        if !debug.report_stderr.is_empty() {
+            req.write_stderr(debug.report_stderr.as_bytes());
+        }
+        if !debug.report_error.is_empty() {
+            let code = if debug.report_error_code == 0 {
+                Code::INTERNAL
+            } else {
+                Code(debug.report_error_code)
+            };
+            return Err(Error::new(code, debug.report_error).into());
+        }
+        let stdout = match debug.report_result.as_str() {
+            mode @ ("PASSTHROUGH" | "INJECT-DNS") => {
+                let Some(prev) = conf.prev_result.clone() else {
+                    req.log(format_args!("test setup error: {mode} needs a prevResult and the {command} configuration has none"));
+                    return Ok(Reply::Raw {
+                        stdout: Vec::new(),
+                        exit_code: SETUP_ERROR_STATUS,
+                    });
+                };
+                let prev = if mode == "INJECT-DNS" {
+                    let mut current = prev.to_current()?;
+                    current.dns.nameservers = vec!["1.2.3.4".to_owned()];
+                    CniResult::from(current)
+                } else {
+                    prev
+                };
+                let converted = SpecVersion::parse(conf.version())
+                    .map_err(|e| e.to_string())
+                    .and_then(|v| prev.convert_to(&v).map_err(|e| e.to_string()))
+                    .map_err(|e| {
+                        format!(
+                            "failed to convert result to config {:?}: {e}",
+                            conf.version()
+                        )
+                    })?;
+                serde_json::to_vec(&converted)?
+            }
+            verbatim => verbatim.as_bytes().to_vec(),
+        };
+        let exit_code = if debug.exit_with_code > 0 {
+            i32::try_from(debug.exit_with_code).unwrap_or(i32::MAX)
+        } else {
+            0
+        };
+        Ok(Reply::Raw { stdout, exit_code })
+    }
+}
+
+impl Plugin for Noop {
+    /// The noop reads stdin itself, as the reference does, so that a
+    /// malformed configuration fails the way the reference's does.
+    type Config = ();
+
+    fn add(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+        self.behave(req)
+    }
+    fn del(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+        self.behave(req)
+    }
+    fn check(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+        self.behave(req)
+    }
+    fn gc(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+        self.behave(req)
+    }
+    fn status(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+        self.behave(req)
+    }
+}
+
+/// Runs the noop for one invocation with the given environment and stdin:
+/// the whole binary, minus the process.
+pub fn main_with(
+    env: &dyn cni_skel::Env,
+    stdin: &[u8],
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+) -> i32 {
+    let cni_args = env
+        .var("CNI_ARGS")
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match supported_versions(stdin, &cni_args) {
+        Ok(versions) => cni_skel::dispatch(
+            &Noop,
+            &versions,
+            ABOUT,
+            env,
+            &mut &stdin[..],
+            stdout,
+            stderr,
+        ),
+        Err(SetupError(reason)) => {
+            let _ = writeln!(stderr, "test setup error: {reason}");
+            SETUP_ERROR_STATUS
+        }
+    }
+}
