@@ -157,17 +157,45 @@ impl<T: DeserializeOwned> NetConf<T> {
 
     /// Like [`NetConf::from_json`], from a parsed JSON value.
     pub fn from_value(value: Value) -> Result<NetConf<T>, ConfigError> {
-        // Two steps rather than one flattened derive: serde loses the path of
-        // an error inside a flattened field, and the path is the useful part.
+        // Standard fields and the plugin's are read separately rather than
+        // through one flattened derive: serde loses the path of an error
+        // inside a flattened field, and cannot buffer numbers beyond 64 bits.
+        let Value::Object(mut standard) = value else {
+            return Err(ConfigError::Json(format!(
+                "expected a JSON object, got {value}"
+            )));
+        };
+        let plugin: Extra = standard
+            .keys()
+            .filter(|k| !STANDARD_KEYS.contains(&k.as_str()))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|k| standard.remove_entry(&k))
+            .collect();
         let mut base: NetConf<Extra> =
-            serde_path_to_error::deserialize(value).map_err(path_error)?;
+            serde_path_to_error::deserialize(Value::Object(standard)).map_err(path_error)?;
         base.resolve()?;
-        let plugin = std::mem::take(&mut base.plugin);
         let plugin: T =
             serde_path_to_error::deserialize(Value::Object(plugin)).map_err(path_error)?;
         Ok(base.with_plugin(plugin))
     }
 }
+
+/// The keys [`NetConf`] reads itself; every other key is the plugin's.
+const STANDARD_KEYS: [&str; 11] = [
+    "cniVersion",
+    "name",
+    "type",
+    "capabilities",
+    "ipam",
+    "dns",
+    "args",
+    "runtimeConfig",
+    "prevResult",
+    "cni.dev/valid-attachments",
+    "cni.dev/attachments",
+];
 
 impl<T> NetConf<T> {
     /// The same configuration with other plugin fields.
@@ -241,6 +269,18 @@ mod tests {
         assert_eq!(conf.plugin.mtu, Some(1400));
         assert_eq!(conf.ipam.as_ref().unwrap().ipam_type, "host-local");
         assert_eq!(serde_json::to_value(&conf).unwrap(), input);
+    }
+
+    #[test]
+    fn numbers_of_any_size_round_trip_exactly() {
+        let json =
+            br#"{"name":"n","big":1e400,"huge":123456789012345678901234567890,"neg":-0.5e-7}"#;
+        let conf = NetConf::<Extra>::from_json(json).unwrap();
+        let back = serde_json::to_string(&conf).unwrap();
+        // Exponents are printed with an explicit sign; the value is the same.
+        for n in ["1e+400", "123456789012345678901234567890", "-0.5e-7"] {
+            assert!(back.contains(n), "{n} in {back}");
+        }
     }
 
     #[test]
