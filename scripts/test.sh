@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs the reference peers the
+# interoperability tests need (Go, libcni, the reference plugins), then
+# formatting, lints, docs and every test of the workspace. Interop tests fail,
+# never skip, when a peer is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-test-deps.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+cargo test --workspace
