@@ -136,7 +136,16 @@ impl CniResult {
                     .iter()
                     .map(Interface::without_1_1_fields)
                     .collect(),
-                ips: wire.ips,
+                // An untagged address (as an IPAM plugin may print) is
+                // tagged with its family, so what we print is valid 0.x.
+                ips: wire
+                    .ips
+                    .into_iter()
+                    .map(|ip| IpConfig040 {
+                        version: Some(ip.family()),
+                        ..ip
+                    })
+                    .collect(),
                 routes: wire.routes,
                 dns: wire.dns,
             })

@@ -1,0 +1,249 @@
+//! `cnitool`: run a network configuration for a network namespace, as a
+//! container runtime would, to try plugins by hand.
+//!
+//! ```text
+//! cnitool [OPTIONS] add|check|del NETWORK NETNS
+//! cnitool [OPTIONS] gc|status|version NETWORK [NETNS]
+//!
+//! Options:
+//!   -i, --ifname NAME        interface name (default: $CNI_IFNAME, else eth0)
+//!   --container-id ID        container id (default: cnitool-<sha512(NETNS)[:10] hex>)
+//!   --cache-dir DIR          result cache (default: $CNI_CACHE_DIR, else /var/lib/cni)
+//!   --valid ID/IFNAME        gc: an attachment still in use (repeatable;
+//!                            none means every cached attachment is stale)
+//! Environment:
+//!   NETCONFPATH  configuration directory (default /etc/cni/net.d)
+//!   CNI_PATH     plugin directories, colon separated
+//!   CNI_ARGS     K=V;K2=V2 passed to every plugin
+//!   CAP_ARGS     JSON object of capability arguments
+//! ```
+//!
+//! ADD prints the result; VERSION prints each plugin's answer. A failure
+//! prints the CNI error JSON on stdout and exits 1.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+use cni_types::{Code, Error, GcAttachment};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha512};
+
+struct Options {
+    command: String,
+    network: String,
+    netns: Option<String>,
+    ifname: Option<String>,
+    container_id: Option<String>,
+    cache_dir: Option<PathBuf>,
+    valid: Vec<GcAttachment>,
+}
+
+fn parse_options(args: &[String]) -> anyhow::Result<Options> {
+    let mut positional = Vec::new();
+    let mut opts = Options {
+        command: String::new(),
+        network: String::new(),
+        netns: None,
+        ifname: None,
+        container_id: None,
+        cache_dir: None,
+        valid: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .with_context(|| format!("{name} needs a value"))
+        };
+        match arg.as_str() {
+            "-i" | "--ifname" => opts.ifname = Some(value(arg)?),
+            "--container-id" => opts.container_id = Some(value(arg)?),
+            "--cache-dir" => opts.cache_dir = Some(value(arg)?.into()),
+            "--valid" => {
+                let v = value(arg)?;
+                let (container_id, ifname) = v
+                    .split_once('/')
+                    .with_context(|| format!("--valid {v:?}: expected ID/IFNAME"))?;
+                opts.valid.push(GcAttachment {
+                    container_id: container_id.into(),
+                    ifname: ifname.into(),
+                });
+            }
+            "-h" | "--help" => bail!("usage"),
+            flag if flag.starts_with('-') => bail!("unknown option {flag:?}"),
+            _ => positional.push(arg.clone()),
+        }
+    }
+    let mut positional = positional.into_iter();
+    opts.command = positional.next().context("a command is required")?;
+    opts.network = positional.next().context("a network name is required")?;
+    opts.netns = positional.next();
+    if positional.next().is_some() {
+        bail!("too many arguments");
+    }
+    Ok(opts)
+}
+
+const USAGE: &str =
+    "usage: cnitool [-i IFNAME] [--container-id ID] [--cache-dir DIR] [--valid ID/IFNAME]... \
+add|check|del|gc|status|version NETWORK [NETNS]";
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// `CNI_ARGS`: `K=V` pairs, neither side empty (as the reference cnitool).
+fn cni_args() -> Result<Vec<(String, String)>, Error> {
+    let Some(raw) = env("CNI_ARGS") else {
+        return Ok(Vec::new());
+    };
+    raw.split(';')
+        .map(|pair| match pair.split('=').collect::<Vec<_>>()[..] {
+            [k, v] if !k.is_empty() && !v.is_empty() => Ok((k.to_owned(), v.to_owned())),
+            _ => Err(Error::new(
+                Code::INVALID_ENVIRONMENT_VARIABLES,
+                format!("invalid CNI_ARGS pair {pair:?}"),
+            )),
+        })
+        .collect()
+}
+
+fn capability_args() -> Result<Map<String, Value>, Error> {
+    let Some(raw) = env("CAP_ARGS") else {
+        return Ok(Map::new());
+    };
+    serde_json::from_str(&raw).map_err(|e| {
+        Error::new(
+            Code::DECODING_FAILURE,
+            "invalid CAP_ARGS: expected a JSON object",
+        )
+        .with_details(e.to_string())
+    })
+}
+
+/// The reference cnitool's container id: a hash of the netns path, so the
+/// same namespace always gets the same id.
+fn default_container_id(netns: &str) -> String {
+    let digest = Sha512::digest(netns.as_bytes());
+    let hex: String = digest[..10].iter().map(|b| format!("{b:02x}")).collect();
+    format!("cnitool-{hex}")
+}
+
+fn absolute(p: &str) -> String {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        return p.to_owned();
+    }
+    std::env::current_dir()
+        .map(|d| d.join(path).display().to_string())
+        .unwrap_or_else(|_| p.to_owned())
+}
+
+fn run(opts: Options) -> Result<Option<Value>, Error> {
+    let conf_dir = env("NETCONFPATH").unwrap_or_else(|| "/etc/cni/net.d".into());
+    let net = NetworkList::load(Path::new(&conf_dir), &opts.network)?;
+    let path = env("CNI_PATH")
+        .map(|p| {
+            p.split(':')
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let cache_dir = opts
+        .cache_dir
+        .clone()
+        .or_else(|| env("CNI_CACHE_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| "/var/lib/cni".into());
+    let runtime = Runtime::new(path, cache_dir);
+
+    let needs_netns = matches!(opts.command.as_str(), "add" | "check" | "del");
+    let attachment = || -> Result<RuntimeConf, Error> {
+        let netns = absolute(opts.netns.as_deref().unwrap_or_default());
+        Ok(RuntimeConf {
+            container_id: opts
+                .container_id
+                .clone()
+                .unwrap_or_else(|| default_container_id(&netns)),
+            ifname: opts
+                .ifname
+                .clone()
+                .or_else(|| env("CNI_IFNAME"))
+                .unwrap_or_else(|| "eth0".into()),
+            netns,
+            args: cni_args()?,
+            capability_args: capability_args()?,
+        })
+    };
+    if needs_netns && opts.netns.is_none() {
+        return Err(Error::new(
+            Code::INVALID_ENVIRONMENT_VARIABLES,
+            format!("{}: a network namespace path is required", opts.command),
+        ));
+    }
+    match opts.command.as_str() {
+        "add" => Ok(Some(
+            serde_json::to_value(runtime.add(&net, &attachment()?)?).unwrap_or(Value::Null),
+        )),
+        "check" => runtime.check(&net, &attachment()?).map(|()| None),
+        "del" => runtime.del(&net, &attachment()?).map(|()| None),
+        "status" => runtime.status(&net).map(|()| None),
+        "gc" => runtime
+            .gc(&net, &opts.valid)
+            .map(|()| None)
+            .map_err(|errors| {
+                let first = errors[0].clone();
+                let all = errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                first.with_details(all)
+            }),
+        "version" => {
+            let mut answers = Map::new();
+            for plugin in &net.list.plugins {
+                let plugin_type = plugin
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let info = runtime.version_info(plugin_type)?;
+                let supports = info.reconcile(net.version()).is_ok();
+                answers.insert(
+                    plugin_type.to_owned(),
+                    serde_json::json!({"supportedVersions": info.supported(), "supportsListVersion": supports}),
+                );
+            }
+            Ok(Some(Value::Object(answers)))
+        }
+        other => Err(Error::new(
+            Code::INVALID_ENVIRONMENT_VARIABLES,
+            format!("unknown command {other:?}"),
+        )
+        .with_details(USAGE)),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match parse_options(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("cnitool: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    match run(opts) {
+        Ok(None) => {}
+        Ok(Some(value)) => println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        ),
+        Err(err) => {
+            print!("{}", String::from_utf8_lossy(&err.to_json()));
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Delegation (spec section 4): a plugin running another plugin, typically
+//! its IPAM plugin, "with the same environment and configuration" it was
+//! given.
+
+use cni_skel::{BoxError, Request};
+use cni_types::{CniResult, Code, Error};
+
+use crate::{exec_with_result, exec_without_result, find_in_path, Invocation};
+
+/// The delegate's invocation: the calling plugin's own parameters with
+/// another command. `CNI_PATH` is needed to find the delegate: when the
+/// runtime did not pass it, code 4 naming it.
+fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
+    if req.path.is_empty() {
+        return Err(Error::new(
+            Code::INVALID_ENVIRONMENT_VARIABLES,
+            "required env variables [CNI_PATH] missing",
+        )
+        .with_details("CNI_PATH is needed to find the delegated plugin"));
+    }
+    let args = req
+        .args
+        .split(';')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            None => (p.to_owned(), String::new()),
+        })
+        .collect();
+    Ok(Invocation {
+        command: command.to_owned(),
+        container_id: req.container_id.clone(),
+        netns: req
+            .netns
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        ifname: req.ifname.clone(),
+        args,
+        path: req.path.clone(),
+    })
+}
+
+fn run<C>(command: &str, plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
+    let plugin = find_in_path(plugin_type, &req.path)?;
+    exec_without_result(&plugin, &invocation(command, req)?, &req.stdin)
+}
+
+/// ADD of `plugin_type` with the configuration this plugin received; the
+/// result comes back in the configuration's version.
+pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult, Error> {
+    let invocation = invocation("ADD", req)?;
+    let plugin = find_in_path(plugin_type, &req.path)?;
+    exec_with_result(&plugin, &invocation, &req.stdin, &req.config_version)
+}
+
+/// CHECK of `plugin_type`.
+pub fn delegate_check<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
+    run("CHECK", plugin_type, req)
+}
+
+/// DEL of `plugin_type`.
+pub fn delegate_del<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
+    run("DEL", plugin_type, req)
+}
+
+/// GC of `plugin_type` (the configuration carries the valid attachments).
+pub fn delegate_gc<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
+    run("GC", plugin_type, req)
+}
+
+/// STATUS of `plugin_type`; its error (e.g. code 50) is the answer.
+pub fn delegate_status<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
+    run("STATUS", plugin_type, req)
+}
+
+/// Delegated ADD, then `rest` with its result; if `rest` fails, the
+/// delegate's DEL runs before the error is returned, so a failed ADD leaves
+/// no reservation behind ("If the plugin fails after a successful delegated
+/// ADD, it should run the delegated DEL" in spirit of spec section 4).
+///
+/// ```no_run
+/// # use cni_skel::{BoxError, Request};
+/// # fn setup(r: &cni_types::CniResult) -> Result<cni_types::CniResult, BoxError> { Ok(r.clone()) }
+/// # fn f(req: &Request<cni_types::NetConf>) -> Result<cni_types::CniResult, BoxError> {
+/// let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone()).unwrap_or_default();
+/// let result = cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| setup(&ipam_result))?;
+/// # Ok(result) }
+/// ```
+pub fn add_with_cleanup<C, T>(
+    plugin_type: &str,
+    req: &Request<C>,
+    rest: impl FnOnce(CniResult) -> Result<T, BoxError>,
+) -> Result<T, BoxError> {
+    let result = delegate_add(plugin_type, req)?;
+    match rest(result) {
+        Ok(t) => Ok(t),
+        Err(err) => {
+            if let Err(cleanup) = delegate_del(plugin_type, req) {
+                req.log(format_args!(
+                    "delegated DEL of {plugin_type} after a failed ADD also failed: {cleanup}"
+                ));
+            }
+            Err(err)
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Executing a plugin: env in, stdin in, stdout out, errors mapped.
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+
+use cni_types::{CniResult, Code, Error};
+
+/// The parameters of one plugin execution, passed as `CNI_*` variables.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Invocation {
+    /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`.
+    pub command: String,
+    /// `CNI_CONTAINERID`.
+    pub container_id: String,
+    /// `CNI_NETNS`.
+    pub netns: String,
+    /// `CNI_IFNAME`.
+    pub ifname: String,
+    /// `CNI_ARGS` pairs, joined as `K=V;K2=V2`.
+    pub args: Vec<(String, String)>,
+    /// `CNI_PATH` directories, joined with `:`.
+    pub path: Vec<PathBuf>,
+}
+
+impl Invocation {
+    /// The `CNI_*` variables; empty values are passed as empty, which a
+    /// plugin treats as unset.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let args = self
+            .args
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(";");
+        let path = self
+            .path
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":");
+        vec![
+            ("CNI_COMMAND", self.command.clone()),
+            ("CNI_CONTAINERID", self.container_id.clone()),
+            ("CNI_NETNS", self.netns.clone()),
+            ("CNI_IFNAME", self.ifname.clone()),
+            ("CNI_ARGS", args),
+            ("CNI_PATH", path),
+        ]
+    }
+}
+
+/// Runs `plugin` with the invocation's variables added to our environment
+/// and `stdin` on its stdin; returns its stdout.
+///
+/// The child's stderr is passed through to ours once it exits (and kept
+/// for the error message when it fails). A non-zero exit becomes the
+/// plugin's own CNI error when stdout holds one (its code kept), else an
+/// error saying what it printed and how it exited; a plugin killed by a
+/// signal is reported as such.
+pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
+    let name = plugin.display().to_string();
+    let mut child = Process::new(plugin)
+        .envs(invocation.env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
+                .with_details(e.to_string())
+        })?;
+
+    // Feed stdin from a thread: a plugin that exits (or closes stdin)
+    // without reading it must neither block us nor kill us (EPIPE is an
+    // error here, not a signal: Rust ignores SIGPIPE).
+    let mut child_stdin = child.stdin.take();
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        if let Some(pipe) = child_stdin.as_mut() {
+            let _ = pipe.write_all(&input);
+        }
+        drop(child_stdin);
+    });
+    let mut stderr_pipe = child.stderr.take();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(pipe) = stderr_pipe.as_mut() {
+            let _ = pipe.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let mut stdout = Vec::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_end(&mut stdout).map_err(|e| {
+            Error::new(
+                Code::IO_FAILURE,
+                format!("failed to read the output of {name}"),
+            )
+            .with_details(e.to_string())
+        })?;
+    }
+    let status = child.wait().map_err(|e| {
+        Error::new(
+            Code::IO_FAILURE,
+            format!("failed to wait for plugin {name}"),
+        )
+        .with_details(e.to_string())
+    })?;
+    let _ = writer.join();
+    let stderr = stderr_reader.join().unwrap_or_default();
+    let _ = std::io::stderr().write_all(&stderr);
+
+    if status.success() {
+        return Ok(stdout);
+    }
+    if let Some(signal) = status.signal() {
+        return Err(Error::new(
+            Code::INTERNAL,
+            format!("plugin {name} was killed by signal {signal}"),
+        )
+        .with_details(describe_output(&stdout, &stderr)));
+    }
+    let code = status.code().unwrap_or(-1);
+    if let Ok(err) = serde_json::from_slice::<Error>(&stdout) {
+        return Err(err);
+    }
+    Err(Error::new(
+        Code::INTERNAL,
+        format!("plugin {name} failed with exit status {code} and no CNI error"),
+    )
+    .with_details(describe_output(&stdout, &stderr)))
+}
+
+fn describe_output(stdout: &[u8], stderr: &[u8]) -> String {
+    let show = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b);
+        let s = s.trim();
+        if s.chars().count() > 512 {
+            format!("{:?}...", s.chars().take(512).collect::<String>())
+        } else {
+            format!("{s:?}")
+        }
+    };
+    format!("stdout: {}; stderr: {}", show(stdout), show(stderr))
+}
+
+/// Runs an ADD and reads its output as a result in `version` (the
+/// configuration's). The output's own `cniVersion` is honoured; an IPAM
+/// plugin's abbreviated result without one is read in `version`.
+pub fn exec_with_result(
+    plugin: &Path,
+    invocation: &Invocation,
+    config: &[u8],
+    version: &str,
+) -> Result<CniResult, Error> {
+    let stdout = exec_plugin(plugin, invocation, config)?;
+    CniResult::parse(version, &stdout).map_err(|e| {
+        Error::new(
+            Code::DECODING_FAILURE,
+            format!("failed to read the result of {}", plugin.display()),
+        )
+        .with_details(format!(
+            "{e}; output: {:?}",
+            String::from_utf8_lossy(&stdout)
+        ))
+    })
+}
+
+/// Runs a command whose success prints nothing (DEL, CHECK, GC, STATUS).
+pub fn exec_without_result(
+    plugin: &Path,
+    invocation: &Invocation,
+    config: &[u8],
+) -> Result<(), Error> {
+    exec_plugin(plugin, invocation, config).map(drop)
+}

@@ -1,0 +1,51 @@
+//! Running CNI plugins: the runtime side of the protocol, and delegation.
+//!
+//! - [`find_in_path`], [`exec_plugin`], [`exec_with_result`]: find a plugin
+//!   on `CNI_PATH` and execute it with an [`Invocation`], mapping its exit
+//!   into a result or a CNI error (the plugin's own code kept).
+//! - [`delegate_add`] and friends, [`add_with_cleanup`]: spec section 4, for
+//!   plugins that run their IPAM plugin.
+//! - [`get_version_info`], [`check_plugin_version`]: `VERSION` probing.
+//! - [`Runtime`], [`NetworkList`], [`RuntimeConf`]: spec section 3, running
+//!   a configuration list for one attachment (ADD, CHECK, DEL, GC, STATUS),
+//!   with a result cache in libcni's format.
+//! - The `cnitool` binary: a runtime on the command line for trying plugins.
+//!
+//! ```no_run
+//! use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+//!
+//! let net = NetworkList::load("/etc/cni/net.d".as_ref(), "mynet")?;
+//! let runtime = Runtime::new(vec!["/opt/cni/bin".into()], "/var/lib/cni");
+//! let rt = RuntimeConf {
+//!     container_id: "c1".into(),
+//!     netns: "/var/run/netns/c1".into(),
+//!     ifname: "eth0".into(),
+//!     ..RuntimeConf::default()
+//! };
+//! let result = runtime.add(&net, &rt)?;
+//! runtime.check(&net, &rt)?;
+//! runtime.del(&net, &rt)?;
+//! # let _ = result; Ok::<(), cni_types::Error>(())
+//! ```
+//!
+//! Where we depart from the reference runtime library: `capabilities` is
+//! removed from each plugin's execution configuration, as the spec requires
+//! (libcni passes it through); the cache file is written atomically.
+
+mod cache;
+mod delegate;
+mod exec;
+mod find;
+mod list;
+mod runtime;
+mod version;
+
+pub use cache::CachedAttachment;
+pub use delegate::{
+    add_with_cleanup, delegate_add, delegate_check, delegate_del, delegate_gc, delegate_status,
+};
+pub use exec::{exec_plugin, exec_with_result, exec_without_result, Invocation};
+pub use find::find_in_path;
+pub use list::NetworkList;
+pub use runtime::{Runtime, RuntimeConf};
+pub use version::{check_plugin_version, get_version_info};

@@ -1,0 +1,154 @@
+//! Network configuration lists as a runtime loads them.
+
+use std::path::Path;
+
+use cni_types::validate::validate_network_name;
+use cni_types::{Code, Error, Extra, NetConfList};
+use serde_json::Value;
+
+/// A network configuration list, with the bytes it was read from (the
+/// result cache keeps them, as libcni's does).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkList {
+    /// The parsed list.
+    pub list: NetConfList,
+    /// The bytes it was read from.
+    pub bytes: Vec<u8>,
+}
+
+fn invalid(msg: impl Into<String>, details: impl Into<String>) -> Error {
+    Error::new(Code::INVALID_NETWORK_CONFIG, msg).with_details(details)
+}
+
+impl NetworkList {
+    /// Reads a `.conflist`: a name, and plugins that each have a `type`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, Error> {
+        let list: NetConfList = serde_json::from_slice(bytes).map_err(|e| {
+            Error::new(Code::DECODING_FAILURE, "error parsing configuration list")
+                .with_details(e.to_string())
+        })?;
+        if list.name.is_empty() {
+            return Err(invalid("error parsing configuration list", "no name"));
+        }
+        validate_network_name(&list.name)?;
+        if list.plugins.is_empty() {
+            return Err(invalid(
+                "error parsing configuration list",
+                "no plugins in list",
+            ));
+        }
+        for (i, plugin) in list.plugins.iter().enumerate() {
+            if plugin
+                .get("type")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(invalid(
+                    "error parsing configuration list",
+                    format!("plugins[{i}] has no type"),
+                ));
+            }
+        }
+        Ok(NetworkList {
+            list,
+            bytes: bytes.to_vec(),
+        })
+    }
+
+    /// Wraps a single plugin configuration (`.conf`) into a list of one, as
+    /// runtimes do.
+    pub fn from_plugin_config(bytes: &[u8]) -> Result<NetworkList, Error> {
+        let conf: Extra = serde_json::from_slice(bytes).map_err(|e| {
+            Error::new(Code::DECODING_FAILURE, "error parsing configuration")
+                .with_details(e.to_string())
+        })?;
+        let list = serde_json::json!({
+            "name": conf.get("name").cloned().unwrap_or(Value::Null),
+            "cniVersion": conf.get("cniVersion").cloned().unwrap_or(Value::Null),
+            "plugins": [conf],
+        });
+        Self::from_bytes(&serde_json::to_vec(&list).unwrap_or_default())
+    }
+
+    /// Reads a list or a single configuration, whichever `bytes` holds.
+    pub fn from_any(bytes: &[u8]) -> Result<NetworkList, Error> {
+        let is_list = serde_json::from_slice::<Extra>(bytes)
+            .map(|m| m.contains_key("plugins"))
+            .unwrap_or(true);
+        if is_list {
+            Self::from_bytes(bytes)
+        } else {
+            Self::from_plugin_config(bytes)
+        }
+    }
+
+    /// Finds the network `name` in a configuration directory as libcni
+    /// does: `.conflist` files first, then `.conf` and `.json`, each in file
+    /// name order.
+    pub fn load(dir: &Path, name: &str) -> Result<NetworkList, Error> {
+        let mut lists = Vec::new();
+        let mut singles = Vec::new();
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            Error::new(
+                Code::IO_FAILURE,
+                format!("cannot read config directory {}", dir.display()),
+            )
+            .with_details(e.to_string())
+        })?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !path.is_file() {
+                continue;
+            }
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("conflist") => lists.push(path),
+                Some("conf" | "json") => singles.push(path),
+                _ => {}
+            }
+        }
+        lists.sort();
+        singles.sort();
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| {
+                Error::new(Code::IO_FAILURE, format!("cannot read {}", p.display()))
+                    .with_details(e.to_string())
+            })
+        };
+        for path in &lists {
+            let list = Self::from_bytes(&read(path)?)
+                .map_err(|e| e.with_details(format!("{}", path.display())))?;
+            if list.list.name == name {
+                return Ok(list);
+            }
+        }
+        for path in &singles {
+            let bytes = read(path)?;
+            let conf: Extra = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::new(
+                    Code::DECODING_FAILURE,
+                    format!("error parsing {}", path.display()),
+                )
+                .with_details(e.to_string())
+            })?;
+            if conf.get("name").and_then(Value::as_str) == Some(name) {
+                return Self::from_plugin_config(&bytes);
+            }
+        }
+        Err(Error::new(
+            Code::INVALID_NETWORK_CONFIG,
+            format!(
+                "no net configuration with name {name:?} in {}",
+                dir.display()
+            ),
+        ))
+    }
+
+    /// The list's `cniVersion` (0.1.0 when absent).
+    pub fn version(&self) -> &str {
+        if self.list.cni_version.is_empty() {
+            "0.1.0"
+        } else {
+            &self.list.cni_version
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The runtime side (spec section 3): running a network configuration list
+//! for one attachment.
+
+use std::path::PathBuf;
+
+use cni_types::validate::{validate_container_id, validate_interface_name};
+use cni_types::{CniResult, Code, Error, Extra, GcAttachment};
+use cni_version::{LooseVersion, PluginInfo};
+use serde_json::{Map, Value};
+
+use crate::cache::{self, CachedAttachment};
+use crate::{
+    exec_with_result, exec_without_result, find_in_path, get_version_info, Invocation, NetworkList,
+};
+
+/// The attachment parameters a runtime passes for one container interface.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuntimeConf {
+    /// `CNI_CONTAINERID`.
+    pub container_id: String,
+    /// `CNI_NETNS`.
+    pub netns: String,
+    /// `CNI_IFNAME`.
+    pub ifname: String,
+    /// `CNI_ARGS` pairs.
+    pub args: Vec<(String, String)>,
+    /// Capability arguments: each becomes part of `runtimeConfig` for the
+    /// plugins whose `capabilities` name it.
+    pub capability_args: Map<String, Value>,
+}
+
+/// A runtime: where plugins are and where results are cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runtime {
+    /// Plugin directories (`CNI_PATH`).
+    pub path: Vec<PathBuf>,
+    /// Cache directory (libcni's default is `/var/lib/cni`).
+    pub cache_dir: PathBuf,
+}
+
+impl Runtime {
+    /// A runtime looking for plugins in `path` and caching in `cache_dir`.
+    pub fn new(path: Vec<PathBuf>, cache_dir: impl Into<PathBuf>) -> Runtime {
+        Runtime {
+            path,
+            cache_dir: cache_dir.into(),
+        }
+    }
+
+    fn invocation(&self, command: &str, rt: &RuntimeConf) -> Invocation {
+        Invocation {
+            command: command.into(),
+            container_id: rt.container_id.clone(),
+            netns: rt.netns.clone(),
+            ifname: rt.ifname.clone(),
+            args: rt.args.clone(),
+            path: self.path.clone(),
+        }
+    }
+
+    /// Adds the attachment: every plugin in order, each given the previous
+    /// one's result; the final result is cached and returned.
+    pub fn add(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<CniResult, Error> {
+        validate_container_id(rt.container_id.as_bytes())?;
+        validate_interface_name(rt.ifname.as_bytes())?;
+        let mut result: Option<CniResult> = None;
+        for plugin in &net.list.plugins {
+            let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt))?;
+            let added =
+                exec_with_result(&path, &self.invocation("ADD", rt), &config, net.version())
+                    .map_err(|e| in_plugin(e, plugin, "add"))?;
+            result = Some(added);
+        }
+        let result =
+            result.ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "no plugins in list"))?;
+        cache::store(&self.cache_dir, &net.list.name, &net.bytes, rt, &result)?;
+        Ok(result)
+    }
+
+    /// Checks the attachment: every plugin in order, each given the cached
+    /// ADD result. Needs a list of version 0.4.0 or later; does nothing when
+    /// the list sets `disableCheck`.
+    pub fn check(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
+        if !at_least(net.version(), "0.4.0")? {
+            return Err(Error::new(
+                Code::INCOMPATIBLE_CNI_VERSION,
+                format!(
+                    "configuration version {:?} does not support the CHECK command",
+                    net.version()
+                ),
+            ));
+        }
+        if net.list.disable_check {
+            return Ok(());
+        }
+        let cached = self.cached_result(net, rt)?;
+        for plugin in &net.list.plugins {
+            let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt))?;
+            exec_without_result(&path, &self.invocation("CHECK", rt), &config)
+                .map_err(|e| in_plugin(e, plugin, "check"))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the attachment: every plugin in reverse order, each given the
+    /// cached ADD result (from 0.4.0 on, as libcni), then drops the cache
+    /// entry.
+    pub fn del(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
+        let cached = if at_least(net.version(), "0.4.0")? {
+            self.cached_result(net, rt).unwrap_or_else(|_| {
+                cache::remove(&self.cache_dir, &net.list.name, rt);
+                None
+            })
+        } else {
+            None
+        };
+        for plugin in net.list.plugins.iter().rev() {
+            let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt))?;
+            exec_without_result(&path, &self.invocation("DEL", rt), &config)
+                .map_err(|e| in_plugin(e, plugin, "delete"))?;
+        }
+        cache::remove(&self.cache_dir, &net.list.name, rt);
+        Ok(())
+    }
+
+    /// Garbage collection (1.1.0): deletes every cached attachment of this
+    /// network that is not in `valid`, then sends GC with
+    /// `cni.dev/valid-attachments` to every plugin. Carries on past errors
+    /// and reports them all. Does nothing when the list sets `disableGC`.
+    pub fn gc(&self, net: &NetworkList, valid: &[GcAttachment]) -> Result<(), Vec<Error>> {
+        if net.list.disable_gc {
+            return Ok(());
+        }
+        let mut errors = Vec::new();
+        for stale in cache::attachments(&self.cache_dir, &net.list.name) {
+            let key = GcAttachment {
+                container_id: stale.container_id.clone(),
+                ifname: stale.ifname.clone(),
+            };
+            if valid.contains(&key) {
+                continue;
+            }
+            if let Err(e) = self.del(net, &runtime_conf_of(stale)) {
+                errors.push(e.with_details(format!(
+                    "deleting stale attachment {} {}",
+                    key.container_id, key.ifname
+                )));
+            }
+        }
+        if at_least(net.version(), "1.1.0").unwrap_or(false) {
+            let valid = serde_json::to_value(valid).unwrap_or(Value::Null);
+            for plugin in &net.list.plugins {
+                let result = self
+                    .prepare(net, plugin, None, None)
+                    .and_then(|(path, config)| {
+                        let mut config: Extra = serde_json::from_slice(&config).unwrap_or_default();
+                        config.insert("cni.dev/valid-attachments".into(), valid.clone());
+                        config.insert("cni.dev/attachments".into(), valid.clone());
+                        let config = serde_json::to_vec(&config).unwrap_or_default();
+                        exec_without_result(
+                            &path,
+                            &self.invocation("GC", &RuntimeConf::default()),
+                            &config,
+                        )
+                    });
+                if let Err(e) = result {
+                    errors.push(in_plugin(e, plugin, "gc"));
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Asks every plugin whether it is ready (1.1.0); the first error is
+    /// the answer. Lists below 1.1.0 are always ready.
+    pub fn status(&self, net: &NetworkList) -> Result<(), Error> {
+        if !at_least(net.version(), "1.1.0").unwrap_or(false) {
+            return Ok(());
+        }
+        for plugin in &net.list.plugins {
+            let (path, config) = self.prepare(net, plugin, None, None)?;
+            exec_without_result(
+                &path,
+                &self.invocation("STATUS", &RuntimeConf::default()),
+                &config,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The cached ADD result of this attachment in the list's version.
+    pub fn cached_result(
+        &self,
+        net: &NetworkList,
+        rt: &RuntimeConf,
+    ) -> Result<Option<CniResult>, Error> {
+        cache::load(&self.cache_dir, &net.list.name, rt, net.version())
+    }
+
+    /// The versions a plugin supports (its `VERSION` answer).
+    pub fn version_info(&self, plugin_type: &str) -> Result<PluginInfo, Error> {
+        get_version_info(&find_in_path(plugin_type, &self.path)?)
+    }
+
+    /// The plugin's binary and its execution configuration: the plugin's
+    /// entry with `name` and `cniVersion` inserted, `prevResult` when given,
+    /// `runtimeConfig` from the capabilities it declares and the runtime
+    /// provides, and `capabilities` removed (spec section 3).
+    fn prepare(
+        &self,
+        net: &NetworkList,
+        plugin: &Extra,
+        prev: Option<&CniResult>,
+        rt: Option<&RuntimeConf>,
+    ) -> Result<(PathBuf, Vec<u8>), Error> {
+        let plugin_type = plugin
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let path = find_in_path(plugin_type, &self.path)?;
+        let mut config = plugin.clone();
+        config.insert("name".into(), net.list.name.clone().into());
+        config.insert("cniVersion".into(), net.version().into());
+        if let Some(prev) = prev {
+            config.insert(
+                "prevResult".into(),
+                serde_json::to_value(prev).unwrap_or(Value::Null),
+            );
+        }
+        let capabilities = config.remove("capabilities");
+        if let (Some(Value::Object(caps)), Some(rt)) = (capabilities, rt) {
+            let runtime_config: Map<String, Value> = caps
+                .iter()
+                .filter(|(_, on)| on.as_bool() == Some(true))
+                .filter_map(|(cap, _)| {
+                    rt.capability_args
+                        .get(cap)
+                        .map(|v| (cap.clone(), v.clone()))
+                })
+                .collect();
+            if !runtime_config.is_empty() {
+                config.insert("runtimeConfig".into(), Value::Object(runtime_config));
+            }
+        }
+        Ok((path, serde_json::to_vec(&config).unwrap_or_default()))
+    }
+}
+
+fn runtime_conf_of(a: CachedAttachment) -> RuntimeConf {
+    RuntimeConf {
+        container_id: a.container_id,
+        netns: a.netns,
+        ifname: a.ifname,
+        args: a.cni_args,
+        capability_args: a.capability_args,
+    }
+}
+
+fn at_least(version: &str, minimum: &str) -> Result<bool, Error> {
+    LooseVersion::greater_or_equal(version, minimum).map_err(|e| {
+        Error::new(
+            Code::DECODING_FAILURE,
+            format!("invalid list version {version:?}"),
+        )
+        .with_details(e.to_string())
+    })
+}
+
+/// Says which plugin failed, keeping the plugin's code and message.
+fn in_plugin(mut err: Error, plugin: &Extra, op: &str) -> Error {
+    let plugin_type = plugin
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let context = format!("plugin type={plugin_type:?} failed ({op})");
+    err.details = if err.details.is_empty() {
+        context
+    } else {
+        format!("{context}: {}", err.details)
+    };
+    err
+}

@@ -1,0 +1,143 @@
+//! Executing plugins: how each way a plugin can end reaches the caller.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use cni_invoke::{exec_plugin, exec_with_result, get_version_info, Invocation};
+use cni_types::Code;
+
+/// A plugin that is a shell script.
+fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn add() -> Invocation {
+    Invocation {
+        command: "ADD".into(),
+        container_id: "c1".into(),
+        netns: "/var/run/netns/x".into(),
+        ifname: "eth0".into(),
+        args: vec![
+            ("K".into(), "V".into()),
+            ("IgnoreUnknown".into(), "1".into()),
+        ],
+        path: vec!["/opt/cni/bin".into(), "/usr/lib/cni".into()],
+    }
+}
+
+#[test]
+fn the_plugin_gets_cni_variables_and_the_config_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(
+        &dir,
+        "echo",
+        r#"printf '%s|%s|%s|%s|%s|%s|' "$CNI_COMMAND" "$CNI_CONTAINERID" "$CNI_NETNS" "$CNI_IFNAME" "$CNI_ARGS" "$CNI_PATH"; cat"#,
+    );
+    let out = exec_plugin(&p, &add(), b"{\"x\":1}").unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "ADD|c1|/var/run/netns/x|eth0|K=V;IgnoreUnknown=1|/opt/cni/bin:/usr/lib/cni|{\"x\":1}"
+    );
+}
+
+#[test]
+fn a_cni_error_on_stdout_keeps_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(
+        &dir,
+        "fail",
+        r#"echo '{"cniVersion":"1.0.0","code":123,"msg":"mine","details":"why"}'; exit 1"#,
+    );
+    let e = exec_plugin(&p, &add(), b"{}").unwrap_err();
+    assert_eq!(
+        (e.code, e.msg.as_str(), e.details.as_str()),
+        (Code(123), "mine", "why")
+    );
+}
+
+#[test]
+fn a_failure_without_a_cni_error_says_what_was_printed_and_the_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(
+        &dir,
+        "junk",
+        "echo 'not json'; echo 'on stderr' >&2; exit 3",
+    );
+    let e = exec_plugin(&p, &add(), b"{}").unwrap_err();
+    assert_eq!(e.code, Code::INTERNAL);
+    assert!(e.msg.contains("exit status 3"), "{e:?}");
+    assert!(
+        e.details.contains("not json") && e.details.contains("on stderr"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_plugin_killed_by_a_signal_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "killed", "kill -9 $$");
+    let e = exec_plugin(&p, &add(), b"{}").unwrap_err();
+    assert!(e.msg.contains("killed by signal 9"), "{e:?}");
+}
+
+#[test]
+fn a_plugin_that_closes_stdout_and_ignores_stdin_does_not_hang_us() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "closer", "exec 1>&- 0<&-; exit 0");
+    // More than a pipe buffer of stdin that nobody reads.
+    let big = vec![b' '; 4 << 20];
+    assert_eq!(exec_plugin(&p, &add(), &big).unwrap(), b"");
+}
+
+#[test]
+fn a_missing_binary_is_an_io_error_naming_it() {
+    let e = exec_plugin("/nonexistent/plugin".as_ref(), &add(), b"{}").unwrap_err();
+    assert_eq!(e.code, Code::IO_FAILURE);
+    assert!(e.msg.contains("/nonexistent/plugin"));
+}
+
+#[test]
+fn an_ipam_result_without_version_is_read_in_the_config_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(
+        &dir,
+        "ipam",
+        r#"echo '{"ips":[{"address":"10.1.0.5/16","gateway":"10.1.0.1"}],"routes":[{"dst":"0.0.0.0/0"}]}'"#,
+    );
+    let r = exec_with_result(&p, &add(), b"{}", "0.4.0").unwrap();
+    assert_eq!(r.version().to_string(), "0.4.0");
+    let v: serde_json::Value = serde_json::from_slice(&r.to_json()).unwrap();
+    assert_eq!(v["ips"][0]["version"], "4");
+}
+
+#[test]
+fn unreadable_add_output_is_a_decoding_failure_quoting_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "garbage", "echo '{\"ips\": 5}'");
+    let e = exec_with_result(&p, &add(), b"{}", "1.0.0").unwrap_err();
+    assert_eq!(e.code, Code::DECODING_FAILURE);
+    assert!(e.details.contains("ips"), "{e:?}");
+}
+
+#[test]
+fn version_probe_decodes_the_answer_and_treats_pre_version_plugins_as_0_1_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(
+        &dir,
+        "v",
+        r#"echo '{"cniVersion":"1.0.0","supportedVersions":["0.4.0","1.0.0"]}'"#,
+    );
+    assert_eq!(
+        get_version_info(&p).unwrap().supported(),
+        ["0.4.0", "1.0.0"]
+    );
+    let old = script(
+        &dir,
+        "old",
+        r#"echo '{"code":4,"msg":"unknown CNI_COMMAND: VERSION"}'; exit 1"#,
+    );
+    assert_eq!(get_version_info(&old).unwrap().supported(), ["0.1.0"]);
+}
