@@ -7,7 +7,11 @@
 //!   typed, validated configuration, a change to the previous result, CHECK
 //!   that verifies it, an idempotent DEL.
 //!
+//! - [`delegator`]: an interface-plugin skeleton that delegates IPAM
+//!   (spec section 4) and releases the address when its ADD fails.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
+pub mod delegator;
 pub mod dns_mac;
 pub mod noop;

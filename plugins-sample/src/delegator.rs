@@ -1,0 +1,150 @@
+//! `delegator`: the skeleton of an interface plugin that delegates address
+//! management to its IPAM plugin (spec section 4), without touching the
+//! kernel (the `veth` sample does that part).
+//!
+//! ADD runs the `ipam.type` plugin with the same environment and
+//! configuration, checks that every address family listed in
+//! `requireFamilies` was assigned, and reports the container interface
+//! (`CNI_IFNAME` in `CNI_NETNS`) with the addresses on it. When anything
+//! after the IPAM ADD fails, the IPAM DEL runs before the error is returned,
+//! so no address leaks. DEL, CHECK, GC and STATUS are forwarded to IPAM.
+//!
+//! ```json
+//! {"type": "delegator", "requireFamilies": ["4"],
+//!  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.1.0.0/24"}]]}}
+//! ```
+
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::{Code, Error, Interface, IpFamily, NetConf};
+use serde::Deserialize;
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI delegator sample plugin v0.1.0";
+
+/// The plugin's own configuration keys.
+#[derive(Debug, Default, Deserialize)]
+pub struct Fields {
+    /// Address families the interface needs: `"4"`, `"6"`.
+    #[serde(rename = "requireFamilies", default)]
+    pub require_families: Vec<IpFamily>,
+}
+
+/// The plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Delegator;
+
+fn ipam_type(req: &Request<NetConf<Fields>>) -> Result<String, Error> {
+    req.config
+        .ipam
+        .as_ref()
+        .map(|i| i.ipam_type.clone())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
+                .with_details("the ipam section must name an IPAM plugin")
+        })
+}
+
+impl Plugin for Delegator {
+    type Config = NetConf<Fields>;
+
+    fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        let ipam = ipam_type(req)?;
+        let result = cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
+            let mut result = ipam_result.to_current()?;
+            for family in &req.config.plugin.require_families {
+                let want_v4 = *family == IpFamily::V4;
+                if !result.ips.iter().any(|ip| ip.address.is_ipv4() == want_v4) {
+                    return Err(Error::new(
+                        Code::INVALID_NETWORK_CONFIG,
+                        "IPAM assigned no address of a required family",
+                    )
+                    .with_details(format!(
+                        "requireFamilies has {family:?}; {ipam} returned {} address(es)",
+                        result.ips.len()
+                    ))
+                    .into());
+                }
+            }
+            let netns = req
+                .netns
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            result.interfaces = vec![Interface {
+                sandbox: netns,
+                ..Interface::named(req.ifname.clone())
+            }];
+            for ip in &mut result.ips {
+                ip.interface = Some(0);
+            }
+            Ok(result)
+        })?;
+        Ok(result.into())
+    }
+
+    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        cni_invoke::delegate_del(&ipam_type(req)?, req)?;
+        Ok(Reply::Empty)
+    }
+
+    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        cni_invoke::delegate_check(&ipam_type(req)?, req)?;
+        Ok(Reply::Empty)
+    }
+
+    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        cni_invoke::delegate_gc(&ipam_type(req)?, req)?;
+        Ok(Reply::Empty)
+    }
+
+    fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        cni_invoke::delegate_status(&ipam_type(req)?, req)?;
+        Ok(Reply::Empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_skel::TestRequest;
+    use cni_version::PluginInfo;
+
+    use super::*;
+
+    fn add() -> TestRequest {
+        TestRequest::new("ADD")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/var/run/netns/c1")
+            .env("CNI_IFNAME", "eth0")
+    }
+
+    #[test]
+    fn delegating_without_cni_path_is_code_4_naming_it() {
+        let out = add()
+            .stdin(r#"{"cniVersion":"1.0.0","name":"n","type":"delegator","ipam":{"type":"host-local"}}"#)
+            .run(&Delegator, &PluginInfo::all());
+        let err = out.error().unwrap();
+        assert_eq!(err.code, Code::INVALID_ENVIRONMENT_VARIABLES);
+        assert!(err.msg.contains("CNI_PATH"), "{err:?}");
+    }
+
+    #[test]
+    fn a_missing_ipam_type_is_code_7() {
+        let out = add()
+            .env("CNI_PATH", "/usr/lib/cni")
+            .stdin(r#"{"cniVersion":"1.0.0","name":"n","type":"delegator"}"#)
+            .run(&Delegator, &PluginInfo::all());
+        assert_eq!(out.error().unwrap().code, Code::INVALID_NETWORK_CONFIG);
+    }
+
+    #[test]
+    fn an_unknown_family_is_a_config_error_naming_the_field() {
+        let out = add()
+            .env("CNI_PATH", "/usr/lib/cni")
+            .stdin(r#"{"cniVersion":"1.0.0","name":"n","requireFamilies":["5"],"ipam":{"type":"host-local"}}"#)
+            .run(&Delegator, &PluginInfo::all());
+        let err = out.error().unwrap();
+        assert_eq!(err.code, Code::DECODING_FAILURE);
+        assert!(err.msg.contains("requireFamilies"), "{err:?}");
+    }
+}
