@@ -400,6 +400,7 @@ pub struct Driver {
     ifname: String,
     cni_args: Option<String>,
     cap_args: Option<Value>,
+    stderr_log: Option<Arc<Mutex<String>>>,
 }
 
 impl Driver {
@@ -421,7 +422,16 @@ impl Driver {
             ifname: "eth0".to_owned(),
             cni_args: None,
             cap_args: None,
+            stderr_log: None,
         }
+    }
+
+    /// Appends the driver's stderr (plugin stderr that libcni forwards on
+    /// success, driver diagnostics) of every later run to `log`, so tests
+    /// can compare it even when they only look at the JSON report.
+    pub fn with_stderr_log(mut self, log: Arc<Mutex<String>>) -> Self {
+        self.stderr_log = Some(log);
+        self
     }
 
     /// Sets `CNI_CONTAINERID`.
@@ -514,7 +524,13 @@ impl Driver {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        run_with_clean_env(&self.bin, args, &[], b"")
+        let out = run_with_clean_env(&self.bin, args, &[], b"");
+        if let Some(log) = &self.stderr_log {
+            log.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_str(&out.stderr_str());
+        }
+        out
     }
 
     /// Runs `cnidriver` with raw arguments and returns its JSON report.
