@@ -21,6 +21,7 @@
 //! ADD prints the result; VERSION prints each plugin's answer. A failure
 //! prints the CNI error JSON on stdout and exits 1.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -141,7 +142,8 @@ fn absolute(p: &str) -> String {
         .unwrap_or_else(|_| p.to_owned())
 }
 
-fn run(opts: Options) -> Result<Option<Value>, Error> {
+/// Runs the command; what to print on success, if anything.
+fn run(opts: Options) -> Result<Option<Vec<u8>>, Error> {
     let conf_dir = env("NETCONFPATH").unwrap_or_else(|| "/etc/cni/net.d".into());
     let net = NetworkList::load(Path::new(&conf_dir), &opts.network)?;
     let path = env("CNI_PATH")
@@ -184,9 +186,7 @@ fn run(opts: Options) -> Result<Option<Value>, Error> {
         ));
     }
     match opts.command.as_str() {
-        "add" => Ok(Some(
-            serde_json::to_value(runtime.add(&net, &attachment()?)?).unwrap_or(Value::Null),
-        )),
+        "add" => Ok(Some(runtime.add(&net, &attachment()?)?.to_json())),
         "check" => runtime.check(&net, &attachment()?).map(|()| None),
         "del" => runtime.del(&net, &attachment()?).map(|()| None),
         "status" => runtime.status(&net).map(|()| None),
@@ -216,7 +216,9 @@ fn run(opts: Options) -> Result<Option<Value>, Error> {
                     serde_json::json!({"supportedVersions": info.supported(), "supportsListVersion": supports}),
                 );
             }
-            Ok(Some(Value::Object(answers)))
+            Ok(Some(
+                serde_json::to_vec_pretty(&answers).unwrap_or_default(),
+            ))
         }
         other => Err(Error::new(
             Code::INVALID_ENVIRONMENT_VARIABLES,
@@ -237,10 +239,12 @@ fn main() {
     };
     match run(opts) {
         Ok(None) => {}
-        Ok(Some(value)) => println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        ),
+        Ok(Some(mut bytes)) => {
+            if !bytes.ends_with(b"\n") {
+                bytes.push(b'\n');
+            }
+            let _ = std::io::stdout().lock().write_all(&bytes);
+        }
         Err(err) => {
             print!("{}", String::from_utf8_lossy(&err.to_json()));
             std::process::exit(1);
