@@ -101,7 +101,21 @@ fn run_command<P: Plugin>(
             );
             return Ok(Output::Nothing);
         }
-        Err(e) => return Err(e),
+        Err(e) => {
+            // A runtime did call us: label the error with the configuration's
+            // version, as every error we print is (best effort; the checks
+            // themselves never depend on stdin here).
+            if !env_is_empty(env, "CNI_COMMAND") {
+                let mut bytes = Vec::new();
+                if stdin.read_to_end(&mut bytes).is_ok() {
+                    let lossy = String::from_utf8_lossy(&bytes);
+                    if let Ok([version]) = peek_fields(lossy.as_bytes(), ["cniVersion"]) {
+                        *version_for_errors = config_version(version).ok();
+                    }
+                }
+            }
+            return Err(e);
+        }
     };
     let command = Command::from_bytes(&cni_env.command);
 
@@ -127,7 +141,19 @@ fn run_command<P: Plugin>(
         return Ok(Output::Stdout(versions.version_answer(requested), 0));
     }
 
-    check_network_name(json)?;
+    // One pass over the configuration for both fields the checks need; the
+    // checks then run in the reference's order.
+    let [name, version] = peek_fields(json, ["name", "cniVersion"]).map_err(|e| {
+        Error::new(
+            Code::DECODING_FAILURE,
+            format!("error unmarshall network config: {e}"),
+        )
+    })?;
+    let config_version = config_version(version);
+    if let Ok(v) = &config_version {
+        *version_for_errors = Some(v.clone());
+    }
+    check_network_name(name)?;
 
     let Some(command) = command else {
         return Err(Error::new(
@@ -139,8 +165,7 @@ fn run_command<P: Plugin>(
         ));
     };
 
-    let config_version = decode_version(json)?;
-    *version_for_errors = Some(config_version.clone());
+    let config_version = config_version?;
     let minimum = match command {
         Command::Check => Some("0.4.0"),
         Command::Gc | Command::Status => Some("1.1.0"),
@@ -203,16 +228,9 @@ fn env_is_empty(env: &dyn Env, name: &str) -> bool {
     env.var(name).is_none_or(|v| v.is_empty())
 }
 
-/// The reference's check that stdin is a configuration with a valid `name`:
-/// code 6 when it is not JSON of the right shape, code 7 when the name is
-/// missing or invalid.
-fn check_network_name(stdin: &[u8]) -> Result<(), Error> {
-    let [name] = peek_fields(stdin, ["name"]).map_err(|e| {
-        Error::new(
-            Code::DECODING_FAILURE,
-            format!("error unmarshall network config: {e}"),
-        )
-    })?;
+/// The reference's check of the configuration's `name`: code 6 when it is
+/// not a string, code 7 when it is missing or invalid.
+fn check_network_name(name: Option<serde_json::Value>) -> Result<(), Error> {
     let name = match name {
         None => String::new(),
         Some(serde_json::Value::String(s)) => s,
@@ -226,12 +244,20 @@ fn check_network_name(stdin: &[u8]) -> Result<(), Error> {
     validate_network_name(&name)
 }
 
-/// The configuration's `cniVersion` ("0.1.0" when absent); code 6 when it is
-/// not a string.
-fn decode_version(stdin: &[u8]) -> Result<String, Error> {
-    cni_version::ConfigVersion::from_json(stdin)
-        .map(|v| v.cni_version)
-        .map_err(|e| Error::new(Code::DECODING_FAILURE, e.to_string()))
+/// The configuration's `cniVersion`: "0.1.0" when absent or empty, code 6
+/// when not a string.
+fn config_version(version: Option<serde_json::Value>) -> Result<String, Error> {
+    match version {
+        None => Ok("0.1.0".to_owned()),
+        Some(serde_json::Value::String(s)) if s.is_empty() => Ok("0.1.0".to_owned()),
+        Some(serde_json::Value::String(s)) => Ok(s),
+        Some(other) => Err(Error::new(
+            Code::DECODING_FAILURE,
+            format!(
+                "decoding version from network config: cniVersion must be a string, got {other}"
+            ),
+        )),
+    }
 }
 
 /// CHECK needs a configuration of 0.4.0 or later, GC and STATUS of 1.1.0 or

@@ -454,3 +454,14 @@ fn huge_stdin_is_read_whole() {
     );
     assert_eq!(run(&add("1.0.0").stdin(huge)).exit_code, 0);
 }
+
+#[test]
+fn every_error_names_the_configuration_version_once_stdin_is_known() {
+    // Environment errors, name errors and unknown commands alike.
+    let env_error = error_of(&TestRequest::new("ADD").stdin(conf("0.4.0")));
+    assert_eq!(env_error.cni_version.as_deref(), Some("0.4.0"));
+    let name_error = error_of(&add("0.3.1").stdin(r#"{"cniVersion":"0.3.1","name":"bad name"}"#));
+    assert_eq!(name_error.cni_version.as_deref(), Some("0.3.1"));
+    let unknown = error_of(&TestRequest::new("FROB").stdin(conf("1.0.0")));
+    assert_eq!(unknown.cni_version.as_deref(), Some("1.0.0"));
+}

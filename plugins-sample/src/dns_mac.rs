@@ -120,10 +120,20 @@ fn container_interface<'r>(
         .as_ref()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    result
+    // The one in the namespace; else one that names no namespace at all
+    // (some plugins leave `sandbox` empty). Never a host-side namesake.
+    let named = |i: &Interface| i.name == req.ifname;
+    let index = result
         .interfaces
-        .iter_mut()
-        .find(|i| i.name == req.ifname && (i.sandbox == netns || i.sandbox.is_empty()))
+        .iter()
+        .position(|i| named(i) && i.sandbox == netns)
+        .or_else(|| {
+            result
+                .interfaces
+                .iter()
+                .position(|i| named(i) && i.sandbox.is_empty())
+        })?;
+    result.interfaces.get_mut(index)
 }
 
 impl Plugin for DnsMac {

@@ -248,7 +248,6 @@ fn check_fails_when_the_interface_lacks_the_mac() {
 /// (no `sandbox`) that happens to share the name, listed first, is left
 /// alone.
 #[test]
-#[ignore = "KNOWN BUG: dns-mac puts the MAC on the first interface named CNI_IFNAME with an empty sandbox, even when the one in CNI_NETNS is listed"]
 fn mac_goes_to_the_interface_in_the_container_not_a_host_namesake() {
     let chain = Chain::new("1.0.0", dns_mac_config());
     let mut reported = interface_result("1.0.0");

@@ -296,7 +296,6 @@ fn gc_without_cni_path_is_code_4_naming_it() {
 /// configuration". Errors found in the environment, before stdin is read,
 /// carry the newest supported version (`1.1.0`) instead.
 #[test]
-#[ignore = "KNOWN BUG: env-var errors (code 4) report cniVersion 1.1.0, not the configuration's"]
 fn errors_from_the_environment_name_the_configuration_version() {
     let case = Case::new(&json!({}));
     for v in VERSIONS {
@@ -369,7 +368,6 @@ fn stdin_error_cases(v: &str) -> Vec<(&'static str, String, Value)> {
 /// holds `cniVersion`, yet these errors say `1.1.0`: the version is only
 /// decoded after the name check.
 #[test]
-#[ignore = "KNOWN BUG: network-name (code 7) and unknown-command (code 4) errors report cniVersion 1.1.0 although the configuration says otherwise"]
 fn errors_found_after_reading_stdin_name_the_configuration_version() {
     let case = Case::new(&json!({}));
     for v in ["0.4.0", "1.0.0"] {
