@@ -10,8 +10,13 @@
 //! - [`delegator`]: an interface-plugin skeleton that delegates IPAM
 //!   (spec section 4) and releases the address when its ADD fails.
 //!
+//! - [`veth`]: an interface plugin that does real work: a veth pair into
+//!   the container namespace over rtnetlink, addresses from its IPAM
+//!   plugin, routes both ways.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod delegator;
 pub mod dns_mac;
 pub mod noop;
+pub mod veth;
