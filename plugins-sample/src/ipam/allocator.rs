@@ -1,0 +1,270 @@
+//! Choosing addresses: pure functions over the configuration and what is
+//! reserved, so every decision is made (and every error found) before a
+//! file is written.
+//!
+//! The search is host-local's round robin: in each range set, start after
+//! the address recorded in `last_reserved_ip.<index>` (at `rangeStart` of
+//! the first range when there is none, or it is no longer in the set), walk
+//! the ranges in order, wrapping from the end of the last range to the start
+//! of the first, skip each range's gateway, and take the first address with
+//! no reservation file. A fresh directory therefore hands out the network
+//! address + 2 first when the gateway defaults to + 1.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use cni_types::Error;
+
+use super::config::{bits, from_bits, IpamConfig, Range, RangeSet, Requested};
+use super::store::Reservation;
+use super::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
+
+/// An address for one range set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assigned {
+    /// The range set's index.
+    pub set: usize,
+    /// The address.
+    pub ip: IpAddr,
+    /// The range's subnet prefix length.
+    pub prefix: u8,
+    /// The range's gateway.
+    pub gateway: IpAddr,
+    /// Whether it must be reserved now (else the attachment holds it).
+    pub new: bool,
+}
+
+/// One address per range set for the attachment `(id, ifname)`.
+///
+/// An address the attachment already holds in a set is returned again, so
+/// repeating an ADD is harmless (host-local refuses the repeat). A requested
+/// address must lie in a range (`rangeStart`..`rangeEnd`), not be its
+/// gateway, and be free or already this attachment's.
+pub fn plan(
+    cfg: &IpamConfig,
+    held: &[Reservation],
+    last_reserved: &[Option<IpAddr>],
+    id: &str,
+    ifname: &str,
+    requested: &[Requested],
+) -> Result<Vec<Assigned>, Error> {
+    let wanted = requested_per_set(&cfg.range_sets, requested)?;
+    let taken: HashMap<IpAddr, &Reservation> = held.iter().map(|r| (r.ip, r)).collect();
+    let mut out = Vec::with_capacity(cfg.range_sets.len());
+    for (i, set) in cfg.range_sets.iter().enumerate() {
+        let mut mine: Vec<IpAddr> = held
+            .iter()
+            .filter(|r| r.held_by(id, ifname) && set.contains(r.ip))
+            .map(|r| r.ip)
+            .collect();
+        mine.sort_by_key(|ip| bits(*ip));
+        let (ip, new) = match (wanted[i], mine.first()) {
+            (Some(req), _) if mine.contains(&req.ip) => (req.ip, false),
+            (Some(req), Some(holding)) => {
+                return Err(Error::new(
+                    ADDRESS_UNAVAILABLE,
+                    format!(
+                        "requested address {} ({}) but the attachment already holds {holding}",
+                        req.ip, req.source
+                    ),
+                )
+                .with_details(format!(
+                    "container {id:?}, interface {ifname:?} in range set {} ({set}); DEL it first",
+                    set.field
+                )))
+            }
+            (Some(req), None) => match taken.get(&req.ip) {
+                Some(other) => {
+                    return Err(Error::new(
+                        ADDRESS_UNAVAILABLE,
+                        format!(
+                            "requested address {} ({}) is already reserved",
+                            req.ip, req.source
+                        ),
+                    )
+                    .with_details(format!("held by {}", other.describe_owner())))
+                }
+                None => (req.ip, true),
+            },
+            (None, Some(holding)) => (*holding, false),
+            (None, None) => {
+                let free = RangeIter::new(set, last_reserved.get(i).copied().flatten())
+                    .find(|ip| !taken.contains_key(ip));
+                match free {
+                    Some(ip) => (ip, true),
+                    None => {
+                        return Err(Error::new(
+                            RANGE_EXHAUSTED,
+                            format!(
+                                "no IP addresses available in range set {} ({set})",
+                                set.field
+                            ),
+                        )
+                        .with_details(format!(
+                            "{} reservations in {}",
+                            held.len(),
+                            cfg.network_dir().display()
+                        )))
+                    }
+                }
+            }
+        };
+        let range = set.range_for(ip).unwrap_or(&set.ranges[0]);
+        out.push(Assigned {
+            set: i,
+            ip,
+            prefix: range.subnet.prefix(),
+            gateway: range.gateway,
+            new,
+        });
+    }
+    Ok(out)
+}
+
+/// Which requested address goes to which range set (at most one each).
+fn requested_per_set<'r>(
+    sets: &[RangeSet],
+    requested: &'r [Requested],
+) -> Result<Vec<Option<&'r Requested>>, Error> {
+    let mut per_set: Vec<Option<&Requested>> = vec![None; sets.len()];
+    for req in requested {
+        let Some((i, range)) = sets
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| s.range_for(req.ip).map(|r| (i, r)))
+        else {
+            let ranges: Vec<String> = sets.iter().map(|s| format!("{} ({s})", s.field)).collect();
+            return Err(Error::new(
+                ADDRESS_NOT_ALLOCATABLE,
+                format!(
+                    "requested address {} ({}) is in no range",
+                    req.ip, req.source
+                ),
+            )
+            .with_details(format!("ranges: {}", ranges.join("; "))));
+        };
+        if req.ip == range.gateway {
+            return Err(Error::new(
+                ADDRESS_NOT_ALLOCATABLE,
+                format!(
+                    "requested address {} ({}) is the gateway of its range",
+                    req.ip, req.source
+                ),
+            )
+            .with_details(format!("range {range} of {}", sets[i].field)));
+        }
+        if let Some(first) = per_set[i] {
+            return Err(Error::new(
+                ADDRESS_NOT_ALLOCATABLE,
+                format!(
+                    "requested addresses {} ({}) and {} ({}) are in the same range set",
+                    first.ip, first.source, req.ip, req.source
+                ),
+            )
+            .with_details(format!(
+                "one address is allocated per range set; {} is {}",
+                sets[i].field, sets[i]
+            )));
+        }
+        per_set[i] = Some(req);
+    }
+    Ok(per_set)
+}
+
+/// The range sets in which every address is reserved (or is a gateway), by
+/// index: ADD cannot succeed while there is one.
+pub fn exhausted_sets(cfg: &IpamConfig, held: &[Reservation]) -> Vec<usize> {
+    cfg.range_sets
+        .iter()
+        .enumerate()
+        .filter(|(_, set)| set.ranges.iter().all(|r| free_in_range(r, held) == 0))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// How many addresses of `range` could still be handed out.
+fn free_in_range(range: &Range, held: &[Reservation]) -> u128 {
+    let (start, end) = (bits(range.start), bits(range.end));
+    let gateway_inside = range.contains(range.gateway);
+    // end - start + 1 without overflow: a range never spans a whole family
+    // (the network address is never in it).
+    let size = end - start + 1;
+    let used = held
+        .iter()
+        .filter(|r| range.contains(r.ip) && r.ip != range.gateway)
+        .count() as u128;
+    size.saturating_sub(used + u128::from(gateway_inside))
+}
+
+/// host-local's `RangeIter`: every address of the set once, starting after
+/// `last` (or at the first `rangeStart`), skipping gateways.
+struct RangeIter<'s> {
+    set: &'s RangeSet,
+    range: usize,
+    cur: Option<u128>,
+    start: Option<u128>,
+    done: bool,
+}
+
+impl<'s> RangeIter<'s> {
+    fn new(set: &'s RangeSet, last: Option<IpAddr>) -> RangeIter<'s> {
+        let from_last = last.and_then(|ip| {
+            set.ranges
+                .iter()
+                .position(|r| r.contains(ip))
+                .map(|i| (i, bits(ip)))
+        });
+        let (range, cur) = match from_last {
+            Some((i, ip)) => (i, Some(ip)),
+            None => (0, None),
+        };
+        RangeIter {
+            set,
+            range,
+            cur,
+            start: None,
+            done: set.ranges.is_empty(),
+        }
+    }
+}
+
+impl Iterator for RangeIter<'_> {
+    type Item = IpAddr;
+
+    fn next(&mut self) -> Option<IpAddr> {
+        while !self.done {
+            let r = &self.set.ranges[self.range];
+            let cur = match self.cur {
+                None => {
+                    let first = bits(r.start);
+                    self.start = Some(first);
+                    first
+                }
+                Some(c) => {
+                    let next = if c == bits(r.end) {
+                        self.range = (self.range + 1) % self.set.ranges.len();
+                        bits(self.set.ranges[self.range].start)
+                    } else {
+                        c + 1
+                    };
+                    match self.start {
+                        None => self.start = Some(next),
+                        Some(s) if s == next => {
+                            self.done = true;
+                            return None;
+                        }
+                        Some(_) => {}
+                    }
+                    next
+                }
+            };
+            self.cur = Some(cur);
+            let r = &self.set.ranges[self.range];
+            let ip = from_bits(cur, r.start.is_ipv4());
+            if ip != r.gateway {
+                return Some(ip);
+            }
+        }
+        None
+    }
+}
