@@ -268,3 +268,103 @@ impl Iterator for RangeIter<'_> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use cni_types::NetConf;
+    use serde_json::json;
+
+    use super::*;
+
+    fn config(ranges: serde_json::Value) -> IpamConfig {
+        let conf: NetConf = NetConf::from_value(json!({
+            "cniVersion": "1.1.0", "name": "n",
+            "ipam": {"type": "ipam-file", "ranges": ranges}
+        }))
+        .unwrap();
+        IpamConfig::from_conf(&conf).unwrap()
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn held(ips: &[&str]) -> Vec<Reservation> {
+        ips.iter()
+            .map(|s| Reservation::new(ip(s), "other\r\neth0".into()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_exclude_the_ipv4_broadcast_but_not_the_last_ipv6_address() {
+        let cfg = config(json!([[{"subnet": "10.0.0.0/24"}], [{"subnet": "2001:db8::/120"}]]));
+        let [v4, v6] = [&cfg.range_sets[0].ranges[0], &cfg.range_sets[1].ranges[0]];
+        assert_eq!(
+            (v4.start, v4.end, v4.gateway),
+            (ip("10.0.0.1"), ip("10.0.0.254"), ip("10.0.0.1"))
+        );
+        assert_eq!(
+            (v6.start, v6.end, v6.gateway),
+            (ip("2001:db8::1"), ip("2001:db8::ff"), ip("2001:db8::1"))
+        );
+    }
+
+    #[test]
+    fn the_search_wraps_from_the_last_range_to_the_first_skipping_gateways() {
+        let cfg = config(json!([[
+            {"subnet": "10.0.0.0/29", "rangeStart": "10.0.0.4"},
+            {"subnet": "10.0.1.0/29", "rangeEnd": "10.0.1.3"}
+        ]]));
+        let set = &cfg.range_sets[0];
+        let all: Vec<IpAddr> = RangeIter::new(set, Some(ip("10.0.0.5"))).collect();
+        let want: Vec<IpAddr> = ["10.0.0.6", "10.0.1.2", "10.0.1.3", "10.0.0.4", "10.0.0.5"]
+            .map(ip)
+            .to_vec();
+        assert_eq!(all, want);
+        // A last address outside the set starts at the first rangeStart.
+        assert_eq!(
+            RangeIter::new(set, Some(ip("10.9.9.9"))).next(),
+            Some(ip("10.0.0.4"))
+        );
+    }
+
+    #[test]
+    fn plan_takes_the_first_free_address_after_the_last_one() {
+        let cfg = config(json!([[{"subnet": "10.0.0.0/29"}]]));
+        let taken = held(&["10.0.0.2", "10.0.0.6", "10.0.0.3"]);
+        let got = plan(&cfg, &taken, &[Some(ip("10.0.0.5"))], "c", "eth0", &[]).unwrap();
+        assert_eq!(
+            (got[0].ip, got[0].prefix, got[0].new),
+            (ip("10.0.0.4"), 29, true)
+        );
+        let all = held(&["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]);
+        assert_eq!(
+            plan(&cfg, &all, &[None], "c", "eth0", &[])
+                .unwrap_err()
+                .code,
+            RANGE_EXHAUSTED
+        );
+        assert_eq!(exhausted_sets(&cfg, &all), [0]);
+        assert!(exhausted_sets(&cfg, &taken).is_empty());
+    }
+
+    #[test]
+    fn two_requests_in_one_range_set_are_refused() {
+        let cfg = config(json!([[{"subnet": "10.0.0.0/24"}]]));
+        let req = |s: &str, src: &str| Requested {
+            ip: ip(s),
+            source: src.into(),
+        };
+        let e = plan(
+            &cfg,
+            &[],
+            &[None],
+            "c",
+            "eth0",
+            &[req("10.0.0.7", "a"), req("10.0.0.8", "b")],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ADDRESS_NOT_ALLOCATABLE);
+        assert!(e.msg.contains("10.0.0.7 (a) and 10.0.0.8 (b)"), "{e:?}");
+    }
+}
