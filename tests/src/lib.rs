@@ -11,7 +11,12 @@
 //! * the reference `noop` test double from Debian's CNI source
 //!   ([`reference_noop`]);
 //! * the reference plugins shipped by Debian's `containernetworking-plugins`
-//!   ([`reference_plugin_dir`]).
+//!   ([`reference_plugin_dir`]);
+//! * our runtime's command line, `cnitool` (`cargo build -p cni-invoke
+//!   --bin cnitool`, [`cnitool_bin`], driven by [`Cnitool`]).
+//!
+//! [`NetNs`] is a network namespace for tests that need a real one (root and
+//! iproute2 required: they fail with a clear message otherwise).
 //!
 //! Missing prerequisites (Go, Debian's CNI library source, the reference
 //! plugins) make the tests **fail** with a message pointing at
@@ -576,6 +581,370 @@ impl Driver {
     pub fn version(&self, plugin_type: &str) -> Value {
         self.run(self.args("version", None, Some(plugin_type)))
     }
+}
+
+static CNITOOL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// Builds our runtime on the command line (`cargo build -p cni-invoke --bin
+/// cnitool`, debug profile) once per test process and returns the binary's
+/// path, or the build failure as text.
+pub fn try_cnitool_bin() -> Result<PathBuf, String> {
+    CNITOOL
+        .get_or_init(|| {
+            let output = Command::new(cargo_executable())
+                .args(["build", "-p", "cni-invoke", "--bin", "cnitool", "--quiet"])
+                .current_dir(workspace_root())
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run cargo: {e}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "`cargo build -p cni-invoke --bin cnitool` failed ({}):\n{}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            Ok(target_dir().join("debug").join("cnitool"))
+        })
+        .clone()
+}
+
+/// Builds `cnitool` once per test process and returns its path.
+///
+/// # Panics
+/// If the build fails (the cargo output is part of the message).
+pub fn cnitool_bin() -> PathBuf {
+    try_cnitool_bin().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Our runtime (`cni_invoke::Runtime`, through the `cnitool` binary) with
+/// the same knobs as [`Driver`]: networks are looked up by name in a
+/// configuration directory (`NETCONFPATH`), plugins on `CNI_PATH`, results
+/// cached in `--cache-dir`. Runs with a cleared environment (plus `PATH`).
+///
+/// Every command returns a report shaped like the driver's:
+/// `{"ok":true,"result":R|null}` or `{"ok":false,"error":E}` where `E` is the
+/// CNI error JSON cnitool printed (exit status 1).
+#[derive(Clone, Debug)]
+pub struct Cnitool {
+    bin: PathBuf,
+    conf_dir: PathBuf,
+    cni_path: Vec<PathBuf>,
+    cache_dir: PathBuf,
+    container_id: String,
+    ifname: String,
+    cni_args: Option<String>,
+    cap_args: Option<Value>,
+}
+
+impl Cnitool {
+    /// A runtime reading configurations from `conf_dir`, searching plugins
+    /// in `cni_path` and caching results in `cache_dir`, with container id
+    /// `cnitool-container`, ifname `eth0`, no CNI_ARGS and no capability
+    /// args. Builds `cnitool` (once per process) via [`cnitool_bin`].
+    pub fn new<I, P>(
+        conf_dir: impl Into<PathBuf>,
+        cni_path: I,
+        cache_dir: impl Into<PathBuf>,
+    ) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        Cnitool {
+            bin: cnitool_bin(),
+            conf_dir: conf_dir.into(),
+            cni_path: cni_path.into_iter().map(Into::into).collect(),
+            cache_dir: cache_dir.into(),
+            container_id: "cnitool-container".to_owned(),
+            ifname: "eth0".to_owned(),
+            cni_args: None,
+            cap_args: None,
+        }
+    }
+
+    /// Sets `--container-id`.
+    pub fn with_container_id(mut self, id: &str) -> Self {
+        self.container_id = id.to_owned();
+        self
+    }
+
+    /// Sets `--ifname`.
+    pub fn with_ifname(mut self, ifname: &str) -> Self {
+        self.ifname = ifname.to_owned();
+        self
+    }
+
+    /// Sets `CNI_ARGS` (`K=V;K2=V2`).
+    pub fn with_cni_args(mut self, args: &str) -> Self {
+        self.cni_args = Some(args.to_owned());
+        self
+    }
+
+    /// Sets `CAP_ARGS` (a JSON object of capability arguments).
+    pub fn with_cap_args(mut self, caps: Value) -> Self {
+        self.cap_args = Some(caps);
+        self
+    }
+
+    /// Path of the `cnitool` binary.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    /// The `CNI_PATH` value (entries joined with `:`).
+    pub fn cni_path(&self) -> String {
+        std::env::join_paths(&self.cni_path)
+            .expect("CNI path entries contain no ':'")
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Runs `cnitool ARGS...` with `NETCONFPATH`, `CNI_PATH`, `CNI_ARGS`
+    /// and `CAP_ARGS` set from this runtime, plus `--cache-dir`,
+    /// `--container-id` and `--ifname`; returns the process outcome.
+    pub fn run_outcome(&self, args: &[&str]) -> Outcome {
+        let conf_dir = self.conf_dir.to_str().expect("UTF-8 config dir");
+        let cni_path = self.cni_path();
+        let caps = self.cap_args.as_ref().map(Value::to_string);
+        let mut env = vec![("NETCONFPATH", conf_dir), ("CNI_PATH", cni_path.as_str())];
+        if let Some(a) = &self.cni_args {
+            env.push(("CNI_ARGS", a));
+        }
+        if let Some(c) = &caps {
+            env.push(("CAP_ARGS", c));
+        }
+        let mut argv: Vec<OsString> = vec![
+            "--cache-dir".into(),
+            self.cache_dir.as_os_str().to_owned(),
+            "--container-id".into(),
+            self.container_id.clone().into(),
+            "--ifname".into(),
+            self.ifname.clone().into(),
+        ];
+        argv.extend(args.iter().map(OsString::from));
+        run_with_clean_env(&self.bin, argv, &env, b"")
+    }
+
+    /// Runs `cnitool ARGS...` and returns its report (see the type's docs).
+    ///
+    /// # Panics
+    /// If cnitool exits with anything but 0 or 1 (misuse), or prints
+    /// something other than one JSON value (or nothing, on success).
+    pub fn run(&self, args: &[&str]) -> Value {
+        let out = self.run_outcome(args);
+        match out.status {
+            Some(0) if out.stdout.iter().all(u8::is_ascii_whitespace) => {
+                serde_json::json!({"ok": true, "result": null})
+            }
+            Some(0) => serde_json::json!({"ok": true, "result": out.stdout_json()}),
+            Some(1) => serde_json::json!({"ok": false, "error": out.stdout_json()}),
+            _ => panic!("cnitool {args:?} failed: {out:?}"),
+        }
+    }
+
+    /// `cnitool add NETWORK NETNS`.
+    pub fn add(&self, network: &str, netns: &str) -> Value {
+        self.run(&["add", network, netns])
+    }
+
+    /// `cnitool check NETWORK NETNS`.
+    pub fn check(&self, network: &str, netns: &str) -> Value {
+        self.run(&["check", network, netns])
+    }
+
+    /// `cnitool del NETWORK NETNS`.
+    pub fn del(&self, network: &str, netns: &str) -> Value {
+        self.run(&["del", network, netns])
+    }
+
+    /// `cnitool status NETWORK`.
+    pub fn status(&self, network: &str) -> Value {
+        self.run(&["status", network])
+    }
+
+    /// `cnitool gc NETWORK [--valid ID/IFNAME]...`.
+    pub fn gc(&self, network: &str, valid: &[&str]) -> Value {
+        let mut args = vec!["gc", network];
+        for v in valid {
+            args.extend(["--valid", v]);
+        }
+        self.run(&args)
+    }
+}
+
+/// Panics with a clear message unless this process runs as root and
+/// `ip` (iproute2) works: the namespace tests create network namespaces and
+/// links. CI runs as root; elsewhere run them with `sudo -E cargo test`.
+pub fn require_root_and_ip() {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .unwrap_or("?");
+    if euid != "0" {
+        panic!(
+            "this test creates network namespaces and needs root (effective uid is {euid}); \
+             run it as root (CI does), e.g. `sudo -E cargo test -p tests`"
+        );
+    }
+    match Command::new("ip").arg("-V").stdin(Stdio::null()).output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("`ip -V` failed ({}): install iproute2", out.status),
+        Err(e) => panic!("cannot run `ip` ({e}): install iproute2 (`apt-get install iproute2`)"),
+    }
+}
+
+/// Runs `ip ARGS...`; returns the outcome (never panics on failure).
+pub fn ip(args: &[&str]) -> Outcome {
+    let out = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `ip {}`: {e}", args.join(" ")));
+    Outcome {
+        status: out.status.code(),
+        stdout: out.stdout,
+        stderr: out.stderr,
+    }
+}
+
+/// A network namespace `cni-rs-test-<pid>-<tag>` (made with `ip netns
+/// add`) that is deleted when dropped, even when the test panics, together
+/// with any host links registered with [`NetNs::delete_link_on_drop`].
+#[derive(Debug)]
+pub struct NetNs {
+    name: String,
+    host_links: Mutex<Vec<String>>,
+}
+
+impl NetNs {
+    /// Creates the namespace (replacing a leftover of the same name).
+    ///
+    /// # Panics
+    /// Via [`require_root_and_ip`] when not root or `ip` is missing, or if
+    /// `ip netns add` fails.
+    pub fn create(tag: &str) -> NetNs {
+        require_root_and_ip();
+        let name = format!("cni-rs-test-{}-{tag}", std::process::id());
+        let _ = ip(&["netns", "del", &name]);
+        let out = ip(&["netns", "add", &name]);
+        if !out.success() {
+            panic!("`ip netns add {name}` failed: {out:?}");
+        }
+        NetNs {
+            name,
+            host_links: Mutex::default(),
+        }
+    }
+
+    /// The namespace's name (for `ip -n`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The namespace's path, as `CNI_NETNS`: `/var/run/netns/<name>`.
+    pub fn path(&self) -> String {
+        format!("/var/run/netns/{}", self.name)
+    }
+
+    /// Also deletes the host link `name` (e.g. a bridge a plugin creates)
+    /// when this guard is dropped; deletes a leftover of it right away.
+    pub fn delete_link_on_drop(&self, name: &str) {
+        delete_host_link(name);
+        self.host_links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.to_owned());
+    }
+
+    /// `ip -n <name> -j addr`: every link in the namespace with its
+    /// addresses.
+    ///
+    /// # Panics
+    /// If `ip` fails or prints no JSON.
+    pub fn addrs(&self) -> Value {
+        let out = ip(&["-n", &self.name, "-j", "addr"]);
+        if !out.success() {
+            panic!("`ip -n {} -j addr` failed: {out:?}", self.name);
+        }
+        out.stdout_json()
+    }
+
+    /// The link `ifname` in the namespace as [`NetNs::addrs`] shows it, or
+    /// `None`.
+    pub fn link(&self, ifname: &str) -> Option<Value> {
+        self.addrs()
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|l| l["ifname"] == ifname)
+            .cloned()
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        for link in self
+            .host_links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            delete_host_link(link);
+        }
+        let out = ip(&["netns", "del", &self.name]);
+        if !out.success() {
+            eprintln!("warning: `ip netns del {}` failed: {out:?}", self.name);
+        }
+    }
+}
+
+/// `ip link del <name>` when the link exists on the host.
+pub fn delete_host_link(name: &str) {
+    if host_link(name).is_some() {
+        let out = ip(&["link", "del", name]);
+        if !out.success() {
+            eprintln!("warning: `ip link del {name}` failed: {out:?}");
+        }
+    }
+}
+
+/// The host link `name` as `ip -j addr show dev <name>` shows it, or `None`.
+pub fn host_link(name: &str) -> Option<Value> {
+    let out = ip(&["-j", "addr", "show", "dev", name]);
+    if !out.success() {
+        return None;
+    }
+    out.try_stdout_json()
+        .ok()
+        .and_then(|v| v.as_array().and_then(|a| a.first().cloned()))
+}
+
+/// The first place where two JSON values differ, as a JSON-pointer-like
+/// path with both sides (`None` when they are equal). Handy to point at the
+/// difference between two large observations.
+pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
+    fn walk(a: &Value, b: &Value, path: &str) -> Option<String> {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => x.keys().chain(y.keys()).find_map(|k| {
+                let sub = format!("{path}/{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => walk(p, q, &sub),
+                    (p, q) => Some(format!("{sub}: {p:?} vs {q:?}")),
+                }
+            }),
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+                .iter()
+                .zip(y)
+                .enumerate()
+                .find_map(|(i, (p, q))| walk(p, q, &format!("{path}/{i}"))),
+            _ if a == b => None,
+            _ => Some(format!("{path}: {a} vs {b}")),
+        }
+    }
+    walk(a, b, "")
 }
 
 /// Writes `value` as JSON to `path`.
