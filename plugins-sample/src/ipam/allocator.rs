@@ -186,9 +186,9 @@ pub fn exhausted_sets(cfg: &IpamConfig, held: &[Reservation]) -> Vec<usize> {
 fn free_in_range(range: &Range, held: &[Reservation]) -> u128 {
     let (start, end) = (bits(range.start), bits(range.end));
     let gateway_inside = range.contains(range.gateway);
-    // end - start + 1 without overflow: a range never spans a whole family
-    // (the network address is never in it).
-    let size = end - start + 1;
+    // Saturates for the one range too big to count, `::` to the last IPv6
+    // address (a `::/0` subnet with `rangeStart` `::`).
+    let size = (end - start).saturating_add(1);
     let used = held
         .iter()
         .filter(|r| range.contains(r.ip) && r.ip != range.gateway)
@@ -346,6 +346,14 @@ mod tests {
         );
         assert_eq!(exhausted_sets(&cfg, &all), [0]);
         assert!(exhausted_sets(&cfg, &taken).is_empty());
+    }
+
+    #[test]
+    fn the_whole_ipv6_space_is_counted_without_overflow() {
+        let cfg = config(json!([[{"subnet": "::/0", "rangeStart": "::"}]]));
+        assert!(exhausted_sets(&cfg, &held(&["::", "::2"])).is_empty());
+        let got = plan(&cfg, &held(&["::"]), &[None], "c", "eth0", &[]).unwrap();
+        assert_eq!(got[0].ip, ip("::2"));
     }
 
     #[test]
