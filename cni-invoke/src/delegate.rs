@@ -3,7 +3,7 @@
 //! given.
 
 use cni_skel::{BoxError, Request};
-use cni_types::{CniResult, Code, Error};
+use cni_types::{CniResult, Code, Error, SpecVersion};
 
 use crate::{exec_with_result, exec_without_result, find_in_path, Invocation};
 
@@ -51,7 +51,16 @@ fn run<C>(command: &str, plugin_type: &str, req: &Request<C>) -> Result<(), Erro
 pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult, Error> {
     let invocation = invocation("ADD", req)?;
     let plugin = find_in_path(plugin_type, &req.path)?;
-    exec_with_result(&plugin, &invocation, &req.stdin, &req.config_version)
+    let result = exec_with_result(&plugin, &invocation, &req.stdin, &req.config_version)?;
+    let version = SpecVersion::parse(&req.config_version)
+        .map_err(|e| Error::new(Code::INCOMPATIBLE_CNI_VERSION, e.to_string()))?;
+    result.convert_to(&version).map_err(|e| {
+        Error::new(
+            Code::INTERNAL,
+            format!("failed to convert the result of {plugin_type} to {version}"),
+        )
+        .with_details(e.to_string())
+    })
 }
 
 /// CHECK of `plugin_type`.

@@ -146,9 +146,11 @@ fn describe_output(stdout: &[u8], stderr: &[u8]) -> String {
     format!("stdout: {}; stderr: {}", show(stdout), show(stderr))
 }
 
-/// Runs an ADD and reads its output as a result in `version` (the
-/// configuration's). The output's own `cniVersion` is honoured; an IPAM
-/// plugin's abbreviated result without one is read in `version`.
+/// Runs an ADD and reads its output as the result the plugin gave: in its
+/// own `cniVersion`, or in `version` (the configuration's) when it names
+/// none, as an IPAM plugin's abbreviated result may. Not converted: a
+/// runtime passes a plugin's result on as given (the reference does too);
+/// convert with [`CniResult::convert_to`] where one version is needed.
 pub fn exec_with_result(
     plugin: &Path,
     invocation: &Invocation,
@@ -156,7 +158,7 @@ pub fn exec_with_result(
     version: &str,
 ) -> Result<CniResult, Error> {
     let stdout = exec_plugin(plugin, invocation, config)?;
-    CniResult::parse(version, &stdout).map_err(|e| {
+    CniResult::parse_as_given(version, &stdout).map_err(|e| {
         Error::new(
             Code::DECODING_FAILURE,
             format!("failed to read the result of {}", plugin.display()),

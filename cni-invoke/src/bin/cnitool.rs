@@ -194,13 +194,13 @@ fn run(opts: Options) -> Result<Option<Vec<u8>>, Error> {
             .gc(&net, &opts.valid)
             .map(|()| None)
             .map_err(|errors| {
-                let first = errors[0].clone();
-                let all = errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                first.with_details(all)
+                // The first error speaks for itself; the others are listed after it.
+                let mut first = errors[0].clone();
+                let rest: Vec<String> = errors[1..].iter().map(ToString::to_string).collect();
+                if !rest.is_empty() {
+                    first.details = format!("{}; also: {}", first.details, rest.join("; "));
+                }
+                first
             }),
         "version" => {
             let mut answers = Map::new();

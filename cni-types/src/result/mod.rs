@@ -95,16 +95,19 @@ impl CniResult {
     /// for a 1.0.0 configuration comes back as 1.0.0).
     pub fn parse(version: &str, json: &[u8]) -> Result<CniResult, ResultError> {
         let wanted = released(version)?;
-        let wire: Wire = serde_json::from_slice(json)?;
-        let own = match wire.cni_version.as_deref() {
-            None | Some("") => wanted.clone(),
-            Some(v) => released(v)?,
-        };
-        let result = CniResult::from_wire(wire, own);
+        let result = Self::parse_as_given(version, json)?;
         if *result.version() == wanted {
             return Ok(result);
         }
         Ok(result.convert_to(&wanted)?)
+    }
+
+    /// Reads a result in its own `cniVersion`, or in `fallback` when it has
+    /// none (an IPAM plugin's abbreviated result), without converting it: a
+    /// runtime passes a plugin's result on as the plugin gave it.
+    pub fn parse_as_given(fallback: &str, json: &[u8]) -> Result<CniResult, ResultError> {
+        let wire: Wire = serde_json::from_slice(json)?;
+        Self::resolve(fallback, wire)
     }
 
     /// Reads a result from an already-parsed JSON value (such as a
@@ -112,11 +115,15 @@ impl CniResult {
     pub fn from_value(version: &str, value: serde_json::Value) -> Result<CniResult, ResultError> {
         let wanted = released(version)?;
         let wire: Wire = serde_json::from_value(value)?;
+        Ok(Self::resolve(version, wire)?.convert_to(&wanted)?)
+    }
+
+    fn resolve(fallback: &str, wire: Wire) -> Result<CniResult, ResultError> {
         let own = match wire.cni_version.as_deref() {
-            None | Some("") => wanted.clone(),
+            None | Some("") => released(fallback)?,
             Some(v) => released(v)?,
         };
-        Ok(CniResult::from_wire(wire, own).convert_to(&wanted)?)
+        Ok(CniResult::from_wire(wire, own))
     }
 
     fn from_wire(wire: Wire, version: SpecVersion) -> CniResult {
