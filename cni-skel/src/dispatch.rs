@@ -119,7 +119,7 @@ fn run_command<P: Plugin>(
     };
     let command = Command::from_bytes(&cni_env.command);
 
-    let mut stdin_bytes = Vec::new();
+    let mut stdin_bytes = Vec::with_capacity(16 * 1024);
     stdin
         .read_to_end(&mut stdin_bytes)
         .map_err(|e| Error::new(Code::IO_FAILURE, format!("error reading from stdin: {e}")))?;

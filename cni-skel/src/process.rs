@@ -67,7 +67,9 @@ pub fn try_run<P: Plugin>(plugin: &P, versions: &PluginInfo, about: &str) -> i32
 pub fn read_stdin() -> io::Result<Vec<u8>> {
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
-    let mut out = Vec::new();
+    // Configurations are a few KiB: one read instead of a run of small
+    // probing ones.
+    let mut out = Vec::with_capacity(16 * 1024);
     if ProcessEnv
         .var("CNI_COMMAND")
         .is_some_and(|c| c == "VERSION")

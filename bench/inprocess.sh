@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# In-process benchmarks, side by side: our crates (criterion) and the same
+# operations in the reference Go library (testing.Benchmark, Debian's
+# golang-github-appc-cni-dev), on the fixtures in bench/fixtures.
+#
+# usage: bench/inprocess.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+mkdir -p target/bench
+scripts/install-test-deps.sh >/dev/null
+cargo bench --quiet -p cni-types --bench types -- --warm-up-time 1 --measurement-time 5 >/dev/null 2>&1
+cargo bench --quiet -p cni-skel --bench dispatch -- --warm-up-time 1 --measurement-time 5 >/dev/null 2>&1
+GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH="$root/bench/go:/usr/share/gocode" \
+    GOCACHE="$root/target/go-cache" go build -o target/bench/cnibench cnibench
+target/bench/cnibench bench/fixtures > target/bench/go.json
+python3 - <<'PY'
+import json, os
+go = json.load(open("target/bench/go.json"))
+# criterion's directories are named after the benchmark with some
+# characters replaced; its benchmark.json has the exact name.
+ours_by_name = {}
+for d in os.listdir("target/criterion"):
+    meta = os.path.join("target/criterion", d, "new/benchmark.json")
+    if os.path.exists(meta):
+        ours_by_name[json.load(open(meta))["full_id"]] = os.path.join("target/criterion", d, "new/estimates.json")
+print("| operation | ours (median) | reference Go | ours / reference |")
+print("|---|---|---|---|")
+for name, theirs in go.items():
+    ours = json.load(open(ours_by_name[name]))["median"]["point_estimate"]
+    fmt = lambda ns: f"{ns / 1000:.2f} µs" if ns >= 1000 else f"{ns:.0f} ns"
+    print(f"| {name} | {fmt(ours)} | {fmt(theirs)} | {ours / theirs:.2f}x |")
+print("\nThe reference library as packaged by Debian has no 1.1.0 result type; on its side 1.0.0 stands in for 1.1.0.")
+PY

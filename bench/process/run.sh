@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Process-level benchmark: our noop against the reference Go noop (Debian's
+# golang-github-appc-cni-dev) and the physical floor (a static C program that
+# reads stdin and writes one JSON line), executed interleaved A B C A B C ...
+# by a small static C harness, for VERSION and for an ADD whose 1.0.0
+# configuration carries runtimeConfig and a realistic prevResult, with the
+# debug file set to PASSTHROUGH.
+#
+# usage: bench/process/run.sh [ROUNDS]   (default 550: 50 warm-up + 500)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+rounds=${1:-550}
+warmup=50
+out=target/bench/process
+mkdir -p "$out"
+
+scripts/install-test-deps.sh >/dev/null
+echo "building: harness and floor (gcc -O2 -static), reference noop (Debian Go), our noop (cargo --release)" >&2
+gcc -O2 -static -o "$out/harness" bench/process/harness.c
+gcc -O2 -static -o "$out/floor" bench/process/floor.c
+GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH=/usr/share/gocode GOCACHE="$root/target/go-cache" \
+    go build -o "$out/reference-noop" github.com/containernetworking/cni/plugins/test/noop
+cargo build --release --quiet -p plugins-sample --bin noop
+cp target/release/noop "$out/noop-dynamic"
+scripts/build-static-plugins.sh >/dev/null
+cp target/x86_64-unknown-linux-gnu/release/noop "$out/noop"
+
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+prev = {
+    "cniVersion": "1.0.0",
+    "interfaces": [
+        {"name": "cni0", "mac": "00:11:22:33:44:55"},
+        {"name": "veth3243", "mac": "55:44:33:22:11:11"},
+        {"name": "eth0", "mac": "99:88:77:66:55:44", "sandbox": "/var/run/netns/blue"},
+    ],
+    "ips": [
+        {"address": "10.1.0.5/16", "gateway": "10.1.0.1", "interface": 2},
+        {"address": "2001:db8:1::5/64", "gateway": "2001:db8:1::1", "interface": 2},
+    ],
+    "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0", "gw": "2001:db8:1::1"}],
+    "dns": {"nameservers": ["10.1.0.1", "2001:db8::53"], "domain": "example.com",
+            "search": ["example.com", "svc.example.com"], "options": ["ndots:2", "timeout:1"]},
+}
+conf = {
+    "cniVersion": "1.0.0", "name": "dbnet", "type": "noop", "debugFile": f"{out}/debug.json",
+    "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}],
+                      "mac": "c2:11:22:33:44:55"},
+    "prevResult": prev,
+}
+open(f"{out}/add.json", "w").write(json.dumps(conf))
+open(f"{out}/version.json", "w").write('{"cniVersion":"1.0.0"}')
+open(f"{out}/debug-template.json", "w").write('{"ReportResult":"PASSTHROUGH"}')
+common = "PATH=/usr/bin:/bin\n"
+open(f"{out}/add.env", "w").write(common + "CNI_COMMAND=ADD\nCNI_CONTAINERID=bench-container\n"
+    "CNI_NETNS=/var/run/netns/bench-does-not-exist\nCNI_IFNAME=eth0\nCNI_PATH=/opt/cni/bin\n")
+open(f"{out}/version.env", "w").write(common + "CNI_COMMAND=VERSION\n")
+PY
+
+for scenario in version add; do
+    "$out/harness" "$rounds" "$out/debug.json" "$out/debug-template.json" \
+        "$out/floor:$out/$scenario.json:$out/$scenario.env" \
+        "$out/reference-noop:$out/$scenario.json:$out/$scenario.env" \
+        "$out/noop:$out/$scenario.json:$out/$scenario.env" \
+        "$out/noop-dynamic:$out/$scenario.json:$out/$scenario.env" > "$out/$scenario.samples"
+done
+python3 bench/process/report.py "$out" "$warmup"
