@@ -6,6 +6,9 @@
 #   golang-github-appc-cni-dev   the reference Go library (libcni, skel,
 #                                plugins/test/noop) under /usr/share/gocode
 #   containernetworking-plugins  the reference plugins in /usr/lib/cni
+#   iproute2, iputils-ping       `ip netns` and `ping` for the tests that
+#                                run plugins in real network namespaces
+#   gcc                          the process benchmark's static C harness
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -19,6 +22,9 @@ missing=()
 command -v go >/dev/null 2>&1 || missing+=(golang-go)
 [ -d "$LIBCNI_DIR" ] || missing+=(golang-github-appc-cni-dev)
 [ -x "$HOST_LOCAL" ] || missing+=(containernetworking-plugins)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"
