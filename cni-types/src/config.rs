@@ -217,6 +217,19 @@ impl<T> NetConf<T> {
         }
     }
 
+    /// The IPAM plugin a delegating plugin runs: `ipam.type`, or code 7
+    /// naming the field when the section or the name is missing.
+    pub fn ipam_type(&self) -> Result<&str, Error> {
+        self.ipam
+            .as_ref()
+            .map(|i| i.ipam_type.as_str())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
+                    .with_details("the ipam section must name an IPAM plugin")
+            })
+    }
+
     /// The configuration's version, with 0.1.0 for an empty one.
     pub fn version(&self) -> &str {
         if self.cni_version.is_empty() {

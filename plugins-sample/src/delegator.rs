@@ -33,24 +33,12 @@ pub struct Fields {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Delegator;
 
-fn ipam_type(req: &Request<NetConf<Fields>>) -> Result<String, Error> {
-    req.config
-        .ipam
-        .as_ref()
-        .map(|i| i.ipam_type.clone())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
-                .with_details("the ipam section must name an IPAM plugin")
-        })
-}
-
 impl Plugin for Delegator {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        let ipam = ipam_type(req)?;
-        let result = cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
+        let ipam = req.config.ipam_type()?;
+        let result = cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
             let mut result = ipam_result.to_current()?;
             for family in &req.config.plugin.require_families {
                 let want_v4 = *family == IpFamily::V4;
@@ -84,22 +72,22 @@ impl Plugin for Delegator {
     }
 
     fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        cni_invoke::delegate_del(&ipam_type(req)?, req)?;
+        cni_invoke::delegate_del(req.config.ipam_type()?, req)?;
         Ok(Reply::Empty)
     }
 
     fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        cni_invoke::delegate_check(&ipam_type(req)?, req)?;
+        cni_invoke::delegate_check(req.config.ipam_type()?, req)?;
         Ok(Reply::Empty)
     }
 
     fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        cni_invoke::delegate_gc(&ipam_type(req)?, req)?;
+        cni_invoke::delegate_gc(req.config.ipam_type()?, req)?;
         Ok(Reply::Empty)
     }
 
     fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        cni_invoke::delegate_status(&ipam_type(req)?, req)?;
+        cni_invoke::delegate_status(req.config.ipam_type()?, req)?;
         Ok(Reply::Empty)
     }
 }

@@ -67,15 +67,7 @@ fn validate(req: &Req) -> Result<String, Error> {
                 .with_details(format!("{mtu}: must be between 68 and 65535")));
         }
     }
-    req.config
-        .ipam
-        .as_ref()
-        .map(|i| i.ipam_type.clone())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
-                .with_details("the ipam section must name an IPAM plugin")
-        })
+    Ok(req.config.ipam_type()?.to_owned())
 }
 
 fn open_netns(req: &Req) -> Result<File, Error> {
