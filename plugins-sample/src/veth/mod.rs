@@ -215,6 +215,8 @@ fn configure(
         .map_err(netlink_error("set the container interface up"))?;
     host.set_up(host_link.index)
         .map_err(netlink_error("set the host interface up"))?;
+    wait_until_up(host, host_link.index, "host")?;
+    wait_until_up(inside, peer.index, "container")?;
 
     for ip in &result.ips {
         inside
@@ -264,6 +266,25 @@ fn configure(
         result.dns = dns;
     }
     Ok(result)
+}
+
+/// The kernel brings a veth end's carrier up shortly after it is set up;
+/// answer ADD only once the pair can carry traffic (as the reference bridge
+/// plugin waits for its port). Bounded: about 1.3 s in all.
+fn wait_until_up(netlink: &mut Netlink, index: u32, end: &str) -> Result<(), Error> {
+    for delay_ms in [0, 5, 20, 50, 200, 1000] {
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        if netlink
+            .is_oper_up(index)
+            .map_err(netlink_error("read the link state"))?
+        {
+            return Ok(());
+        }
+    }
+    Err(Error::new(
+        Code::INTERNAL,
+        format!("the {end} end of the veth pair did not come up"),
+    ))
 }
 
 /// The gateway of the first address of the same family.

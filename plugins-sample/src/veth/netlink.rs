@@ -17,7 +17,7 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage, AddressScope};
 use netlink_packet_route::link::{
-    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
 };
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
@@ -164,6 +164,19 @@ impl Netlink {
         msg.header.flags = LinkFlags::Up;
         msg.header.change_mask = LinkFlags::Up;
         self.change(RouteNetlinkMessage::SetLink(msg), 0)
+    }
+
+    /// Whether a link is operationally up (carrier on), not just set up.
+    pub fn is_oper_up(&mut self, index: u32) -> io::Result<bool> {
+        let mut msg = LinkMessage::default();
+        msg.header.index = index;
+        let replies = self.request(RouteNetlinkMessage::GetLink(msg), NLM_F_ACK)?;
+        Ok(replies.iter().any(|r| match r {
+            RouteNetlinkMessage::NewLink(link) => link
+                .attributes
+                .contains(&LinkAttribute::OperState(State::Up)),
+            _ => false,
+        }))
     }
 
     /// Deletes a link (both ends, for a veth).
