@@ -89,6 +89,7 @@ mod command;
 mod dispatch;
 mod env;
 mod harness;
+pub mod log;
 mod netns;
 mod plugin;
 mod process;
