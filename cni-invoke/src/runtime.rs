@@ -187,7 +187,8 @@ impl Runtime {
                 &path,
                 &self.invocation("STATUS", &RuntimeConf::default()),
                 &config,
-            )?;
+            )
+            .map_err(|e| in_plugin(e, plugin, "status"))?;
         }
         Ok(())
     }

@@ -472,7 +472,10 @@ fn status_and_gc_are_forwarded_to_the_delegate() {
     write_json(&debug, &not_ready);
     assert_eq!(
         cnitool_status_gc(&sb, "status", "fwd", &[]),
-        json!({"ok": false, "error": {"code": 50, "msg": "not ready", "details": null}})
+        json!({"ok": false, "error": {
+            "code": 50, "msg": "not ready",
+            "details": "plugin type=\"delegator\" failed (status)"
+        }})
     );
     write_json(&debug, &not_ready);
     assert_eq!(
@@ -484,7 +487,7 @@ fn status_and_gc_are_forwarded_to_the_delegate() {
         cnitool_status_gc(&sb, "gc", "fwd", &[]),
         json!({"ok": false, "error": {
             "code": 50, "msg": "not ready",
-            "details": "not ready; plugin type=\"delegator\" failed (gc)"
+            "details": "plugin type=\"delegator\" failed (gc)"
         }})
     );
 }
@@ -501,13 +504,16 @@ fn status_and_gc_reach_debian_host_local_and_its_answer_passes_through() {
     let missing = json!({"code": 3, "msg": "missing containerID", "details": null});
     assert_eq!(
         cnitool_status_gc(&sb, "status", "net110", &[]),
-        json!({"ok": false, "error": missing})
+        json!({"ok": false, "error": {
+            "code": 3, "msg": "missing containerID",
+            "details": "plugin type=\"delegator\" failed (status)"
+        }})
     );
     assert_eq!(
         cnitool_status_gc(&sb, "gc", "net110", &[]),
         json!({"ok": false, "error": {
             "code": 3, "msg": "missing containerID",
-            "details": "missing containerID; plugin type=\"delegator\" failed (gc)"
+            "details": "plugin type=\"delegator\" failed (gc)"
         }})
     );
 
