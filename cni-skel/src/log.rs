@@ -25,7 +25,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// ```
 pub fn append_line(path: &Path, message: impl fmt::Display) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let line = format!("{}.{:03} [{}] {message}\n", now.as_secs(), now.subsec_millis(), std::process::id());
-    OpenOptions::new().create(true).append(true).mode(0o600).open(path)?.write_all(line.as_bytes())
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let line = format!(
+        "{}.{:03} [{}] {message}\n",
+        now.as_secs(),
+        now.subsec_millis(),
+        std::process::id()
+    );
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(line.as_bytes())
 }
