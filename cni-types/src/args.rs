@@ -103,16 +103,25 @@ impl CniArgs {
                 ),
             })?,
         };
+        // The pair being read, for errors raised by a field's own parser
+        // after our deserializer has handed it the string.
+        let current = std::cell::Cell::new(("", ""));
         let fields = self
             .pairs
             .iter()
             .filter(|(k, _)| k != IGNORE_UNKNOWN)
-            .map(|(k, v)| (k.as_str(), ArgValue { key: k, value: v }));
+            .map(|(k, v)| (k.as_str(), ArgValue { key: k, value: v, current: &current }));
         let map = de::value::MapDeserializer::<_, ArgError>::new(fields);
         let mut unknown = Vec::new();
         let value = serde_ignored::deserialize(map, |path| unknown.push(path.to_string()))
             .map_err(|e| {
                 let ArgError(pair, reason) = e;
+                let pair = if pair.is_empty() {
+                    let (k, v) = current.get();
+                    format!("{k}={v}")
+                } else {
+                    pair
+                };
                 CniArgsError::BadValue { pair, reason }
             })?;
         if !unknown.is_empty() && !ignore_unknown {
@@ -159,6 +168,7 @@ impl de::Error for ArgError {
 struct ArgValue<'a> {
     key: &'a str,
     value: &'a str,
+    current: &'a std::cell::Cell<(&'a str, &'a str)>,
 }
 
 impl ArgValue<'_> {
@@ -176,6 +186,7 @@ impl ArgValue<'_> {
 impl<'a> IntoDeserializer<'a, ArgError> for ArgValue<'a> {
     type Deserializer = Self;
     fn into_deserializer(self) -> Self {
+        self.current.set((self.key, self.value));
         self
     }
 }
