@@ -108,8 +108,9 @@ fn run_command<P: Plugin>(
             if !env_is_empty(env, "CNI_COMMAND") {
                 let mut bytes = Vec::new();
                 if stdin.read_to_end(&mut bytes).is_ok() {
-                    let lossy = String::from_utf8_lossy(&bytes);
-                    if let Ok([version]) = peek_fields(lossy.as_bytes(), ["cniVersion"]) {
+                    let sanitized = sanitize_utf8(&bytes);
+                    let json = sanitized.as_deref().unwrap_or(&bytes);
+                    if let Ok([version]) = peek_fields(json, ["cniVersion"]) {
                         *version_for_errors = config_version(version).ok();
                     }
                 }
@@ -125,13 +126,9 @@ fn run_command<P: Plugin>(
         .map_err(|e| Error::new(Code::IO_FAILURE, format!("error reading from stdin: {e}")))?;
 
     // The reference's decoder reads invalid UTF-8 in strings as U+FFFD
-    // rather than failing; so do we (without copying valid input).
-    let lossy = std::str::from_utf8(&stdin_bytes).is_err().then(|| {
-        String::from_utf8_lossy(&stdin_bytes)
-            .into_owned()
-            .into_bytes()
-    });
-    let json: &[u8] = lossy.as_deref().unwrap_or(&stdin_bytes);
+    // instead of failing; so do we. Valid input is not copied.
+    let sanitized = sanitize_utf8(&stdin_bytes);
+    let json: &[u8] = sanitized.as_deref().unwrap_or(&stdin_bytes);
 
     if command == Some(Command::Version) {
         // The spec: answer in the version the runtime asked in, when we
@@ -188,6 +185,8 @@ fn run_command<P: Plugin>(
     }
 
     let config = P::Config::from_config(json)?;
+    // The plugin gets the bytes as they came; the copy is no longer needed.
+    drop(sanitized);
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let request = Request {
         command,
@@ -222,6 +221,26 @@ fn run_command<P: Plugin>(
             Ok(Output::Stdout(converted.to_json(), 0))
         }
     }
+}
+
+/// JSON bytes made readable the way the reference's decoder reads them:
+/// every byte of an invalid UTF-8 sequence becomes U+FFFD (Go decodes an
+/// invalid byte as one replacement rune). `None` when `bytes` is valid
+/// UTF-8 already, so valid input is never copied; the worst case, input
+/// that is all invalid bytes, triples in size.
+pub fn sanitize_utf8(bytes: &[u8]) -> Option<Vec<u8>> {
+    if std::str::from_utf8(bytes).is_ok() {
+        return None;
+    }
+    const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2);
+    for chunk in bytes.utf8_chunks() {
+        out.extend_from_slice(chunk.valid().as_bytes());
+        for _ in chunk.invalid() {
+            out.extend_from_slice(REPLACEMENT);
+        }
+    }
+    Some(out)
 }
 
 fn env_is_empty(env: &dyn Env, name: &str) -> bool {

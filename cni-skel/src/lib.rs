@@ -96,7 +96,7 @@ mod process;
 mod request;
 
 pub use command::Command;
-pub use dispatch::dispatch;
+pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
 pub use harness::{Outcome, TestRequest};
 pub use plugin::{BoxError, FromConfig, Plugin, Reply};

@@ -3,9 +3,9 @@
 //! struct without tags, so keys are the field names, read
 //! case-insensitively and written back in field order.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use serde_json::Value;
 /// What the test asks the plugin to do, and what the plugin recorded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Debug {
+pub struct Debug<'a> {
     /// Printed on stdout: verbatim, or `PASSTHROUGH` / `INJECT-DNS`.
     pub report_result: String,
     /// Makes the plugin fail with this message.
@@ -30,12 +30,12 @@ pub struct Debug {
     /// The command the plugin received.
     pub command: String,
     /// The arguments the plugin received.
-    pub cmd_args: CmdArgs,
+    pub cmd_args: CmdArgs<'a>,
 }
 
 /// The reference skel's `CmdArgs`, as the reference encodes it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct CmdArgs {
+pub struct CmdArgs<'a> {
     /// `CNI_CONTAINERID`.
     #[serde(rename = "ContainerID")]
     pub container_id: String,
@@ -54,9 +54,10 @@ pub struct CmdArgs {
     /// `CNI_NETNS_OVERRIDE`.
     #[serde(rename = "NetnsOverride")]
     pub netns_override: String,
-    /// stdin, base64 (Go's encoding of a byte slice).
+    /// stdin, base64 (Go's encoding of a byte slice); borrowed, and encoded
+    /// straight into the output, so a large stdin is not copied.
     #[serde(rename = "StdinData", serialize_with = "base64")]
-    pub stdin_data: Vec<u8>,
+    pub stdin_data: &'a [u8],
 }
 
 /// One entry of the command log.
@@ -79,15 +80,15 @@ const FIELDS: [&str; 6] = [
     "ExitWithCode",
 ];
 
-impl Debug {
+impl Debug<'_> {
     /// Reads the debug file. Errors say which file and what was wrong.
-    pub fn read(path: &Path) -> Result<Debug, String> {
+    pub fn read(path: &Path) -> Result<Debug<'static>, String> {
         let bytes = fs::read(path).map_err(|e| format!("open {}: {e}", path.display()))?;
         Self::parse(&bytes).map_err(|e| format!("debug file {}: {e}", path.display()))
     }
 
     /// Parses debug-file JSON with the reference decoder's key matching.
-    pub fn parse(bytes: &[u8]) -> Result<Debug, String> {
+    pub fn parse(bytes: &[u8]) -> Result<Debug<'static>, String> {
         let [result, error, code, stderr, versions, exit] =
             cni_version::peek_fields(bytes, FIELDS).map_err(|e| e.to_string())?;
         fn field<T: serde::de::DeserializeOwned + Default>(
@@ -109,10 +110,56 @@ impl Debug {
         })
     }
 
-    /// Writes the debug file back (mode 0600 when created).
+    /// Writes the debug file back (mode 0600 when created), whole or not at
+    /// all: into a temporary file beside it, renamed over it, so a full disk
+    /// leaves the previous file intact. (The reference truncates it in
+    /// place.) Where no file can be created beside it (a read-only
+    /// directory), it is rewritten in place.
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        let bytes = serde_json::to_vec(self).map_err(|e| e.to_string())?;
-        write_file(path, &bytes, 0o600)
+        let write_to = |file: File| -> Result<(), String> {
+            let mut out = BufWriter::new(file);
+            serde_json::to_writer(&mut out, self)
+                .map_err(|e| format!("write {}: {e}", path.display()))?;
+            out.into_inner()
+                .map_err(|e| format!("write {}: {}", path.display(), e.error()))?
+                .sync_all()
+                .map_err(|e| format!("write {}: {e}", path.display()))
+        };
+        let mode = fs::metadata(path)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o600);
+        let tmp = path.with_file_name(format!(
+            ".{}.tmp.{}",
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+        {
+            Ok(file) => {
+                let written = write_to(file).and_then(|()| {
+                    fs::rename(&tmp, path).map_err(|e| format!("rename {}: {e}", tmp.display()))
+                });
+                if written.is_err() {
+                    let _ = fs::remove_file(&tmp);
+                }
+                written
+            }
+            Err(_) => write_to(
+                OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| format!("open {}: {e}", path.display()))?,
+            ),
+        }
     }
 }
 
@@ -144,9 +191,11 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
         .map_err(|e| format!("write {}: {e}", path.display()))
 }
 
-fn base64<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    use base64::Engine;
-    s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+fn base64<S: serde::Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&base64::display::Base64Display::new(
+        bytes,
+        &base64::engine::general_purpose::STANDARD,
+    ))
 }
 
 #[cfg(test)]
@@ -166,7 +215,7 @@ mod tests {
         let d = Debug {
             command: "ADD".into(),
             cmd_args: CmdArgs {
-                stdin_data: b"{\"a\":1}".to_vec(),
+                stdin_data: b"{\"a\":1}",
                 ..CmdArgs::default()
             },
             ..Debug::default()
@@ -182,7 +231,7 @@ mod tests {
     fn base64_matches_go_for_every_padding() {
         let enc = |b: &[u8]| {
             let mut s = serde_json::Serializer::new(Vec::new());
-            base64(b, &mut s).unwrap();
+            base64(&b, &mut s).unwrap();
             String::from_utf8(s.into_inner()).unwrap()
         };
         assert_eq!(enc(b""), r#""""#);

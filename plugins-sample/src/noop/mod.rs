@@ -79,22 +79,45 @@ pub fn supported_versions(stdin: &[u8], cni_args: &str) -> Result<PluginInfo, Se
 /// The configuration and the debug file path (`CNI_ARGS` `DEBUG` wins over
 /// the config's `debugFile`; empty when neither is set).
 fn load_config(stdin: &[u8], cni_args: &str) -> Result<(String, NetConf<NoopFields>), String> {
-    let conf: NetConf<NoopFields> =
-        NetConf::from_json(&String::from_utf8_lossy(stdin).into_owned().into_bytes())
-            .map_err(|e| format!("failed to load netconf: {e}"))?;
-    let args =
-        CniArgs::parse(cni_args).map_err(|e| format!("CNI_ARGS invalid key/value pair: {e}"))?;
-    let path = match args.get("DEBUG") {
-        Some(p) => p.to_owned(),
-        None => conf.plugin.debug_file.clone().unwrap_or_default(),
-    };
+    let sanitized = cni_skel::sanitize_utf8(stdin);
+    let conf = parse_config(sanitized.as_deref().unwrap_or(stdin))?;
+    let path = debug_path(&conf, cni_args)?;
     Ok((path, conf))
 }
 
+/// The configuration as the reference noop reads it (its failure is the
+/// plugin's error, code 999, not the SDK's).
+fn parse_config(json: &[u8]) -> Result<NetConf<NoopFields>, String> {
+    NetConf::from_json(json).map_err(|e| format!("failed to load netconf: {e}"))
+}
+
+/// `CNI_ARGS` `DEBUG`, else the config's `debugFile`; empty when neither.
+fn debug_path(conf: &NetConf<NoopFields>, cni_args: &str) -> Result<String, String> {
+    let args =
+        CniArgs::parse(cni_args).map_err(|e| format!("CNI_ARGS invalid key/value pair: {e}"))?;
+    Ok(match args.get("DEBUG") {
+        Some(p) => p.to_owned(),
+        None => conf.plugin.debug_file.clone().unwrap_or_default(),
+    })
+}
+
+/// The noop's configuration, parsed once by the SDK (from stdin made
+/// readable as the reference reads it); a failure is kept and reported by
+/// the command as the reference noop reports it, not as an SDK error.
+#[derive(Debug)]
+pub struct NoopConfig(Result<NetConf<NoopFields>, String>);
+
+impl cni_skel::FromConfig for NoopConfig {
+    fn from_config(stdin: &[u8]) -> Result<Self, Error> {
+        Ok(NoopConfig(parse_config(stdin)))
+    }
+}
+
 impl Noop {
-    fn behave(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+    fn behave(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         let command = req.command.as_str();
-        let (path, conf) = load_config(&req.stdin, &req.args)?;
+        let conf = req.config.0.as_ref().map_err(|e| e.clone())?;
+        let path = debug_path(conf, &req.args)?;
         if path.is_empty() {
             req.write_stderr(b"CNI_ARGS or config empty, no debug behavior\n");
             return Ok(Reply::Raw {
@@ -116,7 +139,7 @@ impl Noop {
             args: req.args.clone(),
             path: req.raw_path.clone(),
             netns_override: req.netns_override.clone(),
-            stdin_data: req.stdin.clone(),
+            stdin_data: &req.stdin,
         };
         debug.write(path)?;
         if let Some(log) = conf.plugin.command_log.as_deref().filter(|l| !l.is_empty()) {
@@ -179,23 +202,23 @@ impl Noop {
 }
 
 impl Plugin for Noop {
-    /// The noop reads stdin itself, as the reference does, so that a
-    /// malformed configuration fails the way the reference's does.
-    type Config = ();
+    /// Parsed without failing, so that a malformed configuration fails the
+    /// way the reference noop's does (code 999 from the command).
+    type Config = NoopConfig;
 
-    fn add(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+    fn add(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         self.behave(req)
     }
-    fn del(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         self.behave(req)
     }
-    fn check(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         self.behave(req)
     }
-    fn gc(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         self.behave(req)
     }
-    fn status(&self, req: &Request<()>) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         self.behave(req)
     }
 }
