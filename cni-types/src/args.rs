@@ -110,7 +110,16 @@ impl CniArgs {
             .pairs
             .iter()
             .filter(|(k, _)| k != IGNORE_UNKNOWN)
-            .map(|(k, v)| (k.as_str(), ArgValue { key: k, value: v, current: &current }));
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    ArgValue {
+                        key: k,
+                        value: v,
+                        current: &current,
+                    },
+                )
+            });
         let map = de::value::MapDeserializer::<_, ArgError>::new(fields);
         let mut unknown = Vec::new();
         let value = serde_ignored::deserialize(map, |path| unknown.push(path.to_string()))
