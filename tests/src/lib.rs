@@ -22,6 +22,8 @@
 //! plugins) make the tests **fail** with a message pointing at
 //! `scripts/install-test-deps.sh`; interop tests never skip silently.
 
+pub mod invariants;
+
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt;

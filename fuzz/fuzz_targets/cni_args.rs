@@ -1,0 +1,5 @@
+//! `cni_args`: see `tests::invariants::fuzz_cni_args` for the input format and the
+//! invariants checked.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tests::invariants::fuzz_cni_args(data));
