@@ -120,10 +120,12 @@ impl Debug<'_> {
             let mut out = BufWriter::new(file);
             serde_json::to_writer(&mut out, self)
                 .map_err(|e| format!("write {}: {e}", path.display()))?;
+            // Flushed, not fsynced: a test double's file needs to be whole
+            // for the next reader, not durable across a crash (the rename
+            // gives the former; fsync would double the cost of an ADD).
             out.into_inner()
-                .map_err(|e| format!("write {}: {}", path.display(), e.error()))?
-                .sync_all()
-                .map_err(|e| format!("write {}: {e}", path.display()))
+                .map(drop)
+                .map_err(|e| format!("write {}: {}", path.display(), e.error()))
         };
         let mode = fs::metadata(path)
             .map(|m| m.permissions().mode() & 0o7777)
