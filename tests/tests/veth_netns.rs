@@ -156,21 +156,6 @@ fn empty_ok() -> Value {
     json!({"ok": true, "result": null})
 }
 
-/// The host end's name the `veth` plugin gives the attachment `(cid,
-/// ifname)`: a copy of its (private) FNV-1a naming, checked against real
-/// ADD results in [`veth_with_ipam_file_through_cnitool_and_libcni`], so
-/// tests can look for, and clean up, a host veth the plugin may have left.
-fn host_veth_name(cid: &str, ifname: &str) -> String {
-    let hash = cid
-        .bytes()
-        .chain([0])
-        .chain(ifname.bytes())
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    format!("veth{:08x}", hash as u32)
-}
-
 /// A link as `ip -j addr` shows it, reduced to name, up, MTU, MAC and
 /// addresses (`a.b.c.d/len`, link-local IPv6 ones left out).
 fn link_state(link: &Value) -> Value {
@@ -373,7 +358,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
     let dirs = Dirs::new();
     let net = "vethnet";
     let cid = "veth-c1";
-    let host_veth = host_veth_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
     let list = json!({
         "cniVersion": "1.0.0",
         "name": net,
@@ -395,7 +380,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
         let result = &add["result"];
         assert_eq!(
             result["interfaces"][0]["name"], host_veth,
-            "{via:?}: the host end is named as host_veth_name() computes"
+            "{via:?}: the host end is named as plugins_sample::veth::host_name() computes"
         );
         let host = link_state(&host_link(&host_veth).expect("the host end exists"));
         let eth0 = link_state(&ns.link("eth0").expect("eth0 exists in the namespace"));
@@ -572,7 +557,7 @@ fn veth_with_reference_host_local() {
     let dirs = Dirs::new();
     let net = "vethhl";
     let cid = "veth-hl";
-    let host_veth = host_veth_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
     let list = json!({
         "cniVersion": "1.0.0",
         "name": net,
@@ -633,7 +618,7 @@ fn veth_then_dns_mac_chain() {
     let dirs = Dirs::new();
     let net = "vethdns";
     let cid = "veth-dns";
-    let host_veth = host_veth_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
     let list = json!({
         "cniVersion": "1.0.0",
         "name": net,
@@ -708,7 +693,7 @@ fn veth_add_failures_leave_nothing() {
     let dirs = Dirs::new();
     let net = "vethfail";
     let cid = "veth-fail";
-    let host_veth = host_veth_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
     let ns = NetNs::create("vethfail");
     ns.delete_link_on_drop(&host_veth);
 
@@ -780,7 +765,7 @@ fn eight_veth_containers_in_parallel() {
     let containers: Vec<(String, String, NetNs)> = (0..N)
         .map(|i| {
             let cid = format!("veth-par-{i}");
-            let host_veth = host_veth_name(&cid, "eth0");
+            let host_veth = plugins_sample::veth::host_name(&cid, "eth0");
             let ns = NetNs::create(&format!("vethpar{i}"));
             ns.delete_link_on_drop(&host_veth);
             (cid, host_veth, ns)

@@ -84,9 +84,9 @@ fn open_netns(req: &Req) -> Result<File, Error> {
     })
 }
 
-/// The host end's name: stable for an attachment, short enough for the
-/// kernel (15 bytes).
-fn host_name(container_id: &str, ifname: &str) -> String {
+/// The host end's name for an attachment: stable (a runtime or a test can
+/// find it again), short enough for the kernel (15 bytes).
+pub fn host_name(container_id: &str, ifname: &str) -> String {
     // FNV-1a: a stable, dependency-free hash; collisions only mean EEXIST.
     let hash = container_id
         .bytes()
