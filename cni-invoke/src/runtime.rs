@@ -65,7 +65,7 @@ impl Runtime {
         validate_interface_name(rt.ifname.as_bytes())?;
         let mut result: Option<CniResult> = None;
         for plugin in &net.list.plugins {
-            let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt))?;
+            let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt), &[])?;
             let added =
                 exec_with_result(&path, &self.invocation("ADD", rt), &config, net.version())
                     .map_err(|e| in_plugin(e, plugin, "add"))?;
@@ -95,7 +95,7 @@ impl Runtime {
         }
         let cached = self.cached_result(net, rt)?;
         for plugin in &net.list.plugins {
-            let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt))?;
+            let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
             exec_without_result(&path, &self.invocation("CHECK", rt), &config)
                 .map_err(|e| in_plugin(e, plugin, "check"))?;
         }
@@ -115,7 +115,7 @@ impl Runtime {
             None
         };
         for plugin in net.list.plugins.iter().rev() {
-            let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt))?;
+            let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
             exec_without_result(&path, &self.invocation("DEL", rt), &config)
                 .map_err(|e| in_plugin(e, plugin, "delete"))?;
         }
@@ -150,19 +150,20 @@ impl Runtime {
         if at_least(net.version(), "1.1.0").unwrap_or(false) {
             let valid = serde_json::to_value(valid).unwrap_or(Value::Null);
             for plugin in &net.list.plugins {
-                let result = self
-                    .prepare(net, plugin, None, None)
-                    .and_then(|(path, config)| {
-                        let mut config: Extra = serde_json::from_slice(&config).unwrap_or_default();
-                        config.insert("cni.dev/valid-attachments".into(), valid.clone());
-                        config.insert("cni.dev/attachments".into(), valid.clone());
-                        let config = serde_json::to_vec(&config).unwrap_or_default();
-                        exec_without_result(
-                            &path,
-                            &self.invocation("GC", &RuntimeConf::default()),
-                            &config,
-                        )
-                    });
+                // Both names: the spec's, and the older one libcni also sends.
+                let also = [
+                    ("cni.dev/valid-attachments", &valid),
+                    ("cni.dev/attachments", &valid),
+                ];
+                let result =
+                    self.prepare(net, plugin, None, None, &also)
+                        .and_then(|(path, config)| {
+                            exec_without_result(
+                                &path,
+                                &self.invocation("GC", &RuntimeConf::default()),
+                                &config,
+                            )
+                        });
                 if let Err(e) = result {
                     errors.push(in_plugin(e, plugin, "gc"));
                 }
@@ -182,7 +183,7 @@ impl Runtime {
             return Ok(());
         }
         for plugin in &net.list.plugins {
-            let (path, config) = self.prepare(net, plugin, None, None)?;
+            let (path, config) = self.prepare(net, plugin, None, None, &[])?;
             exec_without_result(
                 &path,
                 &self.invocation("STATUS", &RuntimeConf::default()),
@@ -210,13 +211,15 @@ impl Runtime {
     /// The plugin's binary and its execution configuration: the plugin's
     /// entry with `name` and `cniVersion` inserted, `prevResult` when given,
     /// `runtimeConfig` from the capabilities it declares and the runtime
-    /// provides, and `capabilities` removed (spec section 3).
+    /// provides, `capabilities` removed (spec section 3), and any `also`
+    /// keys the command needs (GC's valid attachments).
     fn prepare(
         &self,
         net: &NetworkList,
         plugin: &Extra,
         prev: Option<&CniResult>,
         rt: Option<&RuntimeConf>,
+        also: &[(&str, &Value)],
     ) -> Result<(PathBuf, Vec<u8>), Error> {
         let plugin_type = plugin
             .get("type")
@@ -246,6 +249,9 @@ impl Runtime {
             if !runtime_config.is_empty() {
                 config.insert("runtimeConfig".into(), Value::Object(runtime_config));
             }
+        }
+        for (key, value) in also {
+            config.insert((*key).to_owned(), (*value).clone());
         }
         Ok((path, serde_json::to_vec(&config).unwrap_or_default()))
     }
