@@ -24,7 +24,7 @@ GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH=/usr/share/gocode GOCACHE="$root/t
 cargo build --release --quiet -p plugins-sample --bin noop
 cp target/release/noop "$out/noop-dynamic"
 scripts/build-static-plugins.sh >/dev/null
-cp target/x86_64-unknown-linux-gnu/release/noop "$out/noop"
+cp target/x86_64-unknown-linux-gnu/plugin/noop "$out/noop"
 
 python3 - "$out" <<'PY'
 import json, sys
