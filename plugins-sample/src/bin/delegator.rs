@@ -1,9 +1,8 @@
 //! `delegator`: the IPAM-delegating sample; see `plugins_sample::delegator`.
+#![no_main]
 
-fn main() {
-    cni_skel::run(
-        &plugins_sample::delegator::Delegator,
-        &cni_version::PluginInfo::all(),
-        plugins_sample::delegator::ABOUT,
-    );
-}
+cni_skel::plugin_main!(
+    plugins_sample::delegator::Delegator,
+    cni_version::PluginInfo::all(),
+    plugins_sample::delegator::ABOUT
+);

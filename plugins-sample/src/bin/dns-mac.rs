@@ -1,9 +1,8 @@
 //! `dns-mac`: the chained sample plugin; see `plugins_sample::dns_mac`.
+#![no_main]
 
-fn main() {
-    cni_skel::run(
-        &plugins_sample::dns_mac::DnsMac,
-        &cni_version::PluginInfo::all(),
-        plugins_sample::dns_mac::ABOUT,
-    );
-}
+cni_skel::plugin_main!(
+    plugins_sample::dns_mac::DnsMac,
+    cni_version::PluginInfo::all(),
+    plugins_sample::dns_mac::ABOUT
+);

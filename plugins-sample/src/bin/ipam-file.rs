@@ -1,10 +1,9 @@
 //! `ipam-file`: the host-local-compatible IPAM plugin; see
 //! `plugins_sample::ipam`.
+#![no_main]
 
-fn main() {
-    cni_skel::run(
-        &plugins_sample::ipam::IpamFile,
-        &cni_version::PluginInfo::all(),
-        plugins_sample::ipam::ABOUT,
-    );
-}
+cni_skel::plugin_main!(
+    plugins_sample::ipam::IpamFile,
+    cni_version::PluginInfo::all(),
+    plugins_sample::ipam::ABOUT
+);

@@ -1,9 +1,8 @@
 //! `veth`: the interface sample; see `plugins_sample::veth`.
+#![no_main]
 
-fn main() {
-    cni_skel::run(
-        &plugins_sample::veth::Veth,
-        &cni_version::PluginInfo::all(),
-        plugins_sample::veth::ABOUT,
-    );
-}
+cni_skel::plugin_main!(
+    plugins_sample::veth::Veth,
+    cni_version::PluginInfo::all(),
+    plugins_sample::veth::ABOUT
+);
