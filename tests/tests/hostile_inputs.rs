@@ -1154,6 +1154,36 @@ fn full_debug_dir() -> (Run, String, Vec<u8>, Vec<String>) {
     (out, original, after, left)
 }
 
+/// The rewritten debug file would fit in the blocks the file has, but not
+/// under the file size limit: an error, and the file left as it was (the
+/// noop rewrites a debug file in place only when that cannot fail).
+#[test]
+fn debug_file_beyond_the_size_limit_is_an_error_and_left_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let debug = dir.path().join("debug.json");
+    let mut original = json!({"ReportResult": "{}"}).to_string().into_bytes();
+    original.resize(8000, b' ');
+    fs::write(&debug, &original).unwrap();
+    // ~5.7 KB once recorded in base64: over 4096, under the 8 KiB the file
+    // occupies.
+    let mut inv = invocation("ADD")
+        .debug(&debug)
+        .stdin(padded_conf(4000, b"p"));
+    inv.file_size_limit = Some(4096);
+    let out = run(&noop(), &inv);
+    let err = fails_with(&out, 999);
+    assert!(err.msg.contains("debug.json"), "{err:?}");
+    let after = fs::read(&debug).unwrap();
+    assert!(
+        after == original,
+        "debug file changed: {} bytes, starting {:?}",
+        after.len(),
+        String::from_utf8_lossy(&after[..after.len().min(80)])
+    );
+    let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "temporary files left: {left:?}");
+}
+
 #[test]
 fn full_debug_dir_is_an_error() {
     let (out, _, _, _) = full_debug_dir();
