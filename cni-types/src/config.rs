@@ -150,13 +150,22 @@ impl<T: DeserializeOwned> NetConf<T> {
     /// family outright; accepting and converting it is a deliberate
     /// improvement.
     pub fn from_json(json: &[u8]) -> Result<NetConf<T>, ConfigError> {
-        let value: Value =
-            serde_json::from_slice(json).map_err(|e| ConfigError::Json(e.to_string()))?;
-        Self::from_value(value)
+        let parse = || serde_json::from_slice(json).map_err(|e| ConfigError::Json(e.to_string()));
+        match Self::build(parse()?, Tracking::Off) {
+            // Read again, tracking the path, for an error naming the field:
+            // tracking costs a wrapper around every value, so the common
+            // case goes without it.
+            Err(ConfigError::Json(_)) => Self::from_value(parse()?),
+            built => built,
+        }
     }
 
     /// Like [`NetConf::from_json`], from a parsed JSON value.
     pub fn from_value(value: Value) -> Result<NetConf<T>, ConfigError> {
+        Self::build(value, Tracking::On)
+    }
+
+    fn build(value: Value, tracking: Tracking) -> Result<NetConf<T>, ConfigError> {
         // Standard fields and the plugin's are read separately rather than
         // through one flattened derive: serde loses the path of an error
         // inside a flattened field, and cannot buffer numbers beyond 64 bits.
@@ -173,11 +182,9 @@ impl<T: DeserializeOwned> NetConf<T> {
             .into_iter()
             .filter_map(|k| standard.remove_entry(&k))
             .collect();
-        let mut base: NetConf<Extra> =
-            serde_path_to_error::deserialize(Value::Object(standard)).map_err(path_error)?;
+        let mut base: NetConf<Extra> = tracking.typed(Value::Object(standard))?;
         base.resolve()?;
-        let plugin: T =
-            serde_path_to_error::deserialize(Value::Object(plugin)).map_err(path_error)?;
+        let plugin: T = tracking.typed(Value::Object(plugin))?;
         Ok(base.with_plugin(plugin))
     }
 }
@@ -247,6 +254,22 @@ impl<T> NetConf<T> {
             self.valid_attachments = self.legacy_attachments.take();
         }
         Ok(())
+    }
+}
+
+/// Whether typed fields are read tracking the path to an error.
+#[derive(Clone, Copy)]
+enum Tracking {
+    On,
+    Off,
+}
+
+impl Tracking {
+    fn typed<T: DeserializeOwned>(self, value: Value) -> Result<T, ConfigError> {
+        match self {
+            Tracking::On => serde_path_to_error::deserialize(value).map_err(path_error),
+            Tracking::Off => T::deserialize(value).map_err(|e| ConfigError::Json(e.to_string())),
+        }
     }
 }
 
