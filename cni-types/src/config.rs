@@ -82,7 +82,7 @@ pub struct NetConf<T = Extra> {
     )]
     pub prev_result: Option<CniResult>,
     #[serde(rename = "prevResult", default, skip_serializing)]
-    raw_prev_result: Option<Value>,
+    raw_prev_result: Option<RawPrevResult>,
     /// GC: "`cni.dev/valid-attachments` (array of objects): List of
     /// attachments that are still valid" (1.1.0). Also read from the older
     /// name `cni.dev/attachments`, which the reference runtime sends too.
@@ -150,22 +150,29 @@ impl<T: DeserializeOwned> NetConf<T> {
     /// family outright; accepting and converting it is a deliberate
     /// improvement.
     pub fn from_json(json: &[u8]) -> Result<NetConf<T>, ConfigError> {
-        let parse = || serde_json::from_slice(json).map_err(|e| ConfigError::Json(e.to_string()));
-        match Self::build(parse()?, Tracking::Off) {
-            // Read again, tracking the path, for an error naming the field:
-            // tracking costs a wrapper around every value, so the common
-            // case goes without it.
-            Err(ConfigError::Json(_)) => Self::from_value(parse()?),
-            built => built,
-        }
+        // Straight from the bytes when nothing is unusual: the standard
+        // fields typed as they are read, `prevResult` kept as its bytes and
+        // read once, only the unknown keys as JSON values. Anything else
+        // (an error, to report with its path; a repeated key, which Go
+        // reads as the last one) goes through a JSON value, which is the
+        // reference for what this returns: the fast path succeeds only
+        // where that one gives the same configuration.
+        Self::direct(json).or_else(|_| {
+            let value: Value =
+                serde_json::from_slice(json).map_err(|e| ConfigError::Json(e.to_string()))?;
+            Self::from_value(value)
+        })
+    }
+
+    fn direct(json: &[u8]) -> Result<NetConf<T>, Box<dyn std::error::Error>> {
+        let mut base: NetConf<Extra> = serde_json::from_slice(json)?;
+        base.resolve()?;
+        let plugin = T::deserialize(Value::Object(std::mem::take(&mut base.plugin)))?;
+        Ok(base.with_plugin(plugin))
     }
 
     /// Like [`NetConf::from_json`], from a parsed JSON value.
     pub fn from_value(value: Value) -> Result<NetConf<T>, ConfigError> {
-        Self::build(value, Tracking::On)
-    }
-
-    fn build(value: Value, tracking: Tracking) -> Result<NetConf<T>, ConfigError> {
         // Standard fields and the plugin's are read separately rather than
         // through one flattened derive: serde loses the path of an error
         // inside a flattened field, and cannot buffer numbers beyond 64 bits.
@@ -182,9 +189,11 @@ impl<T: DeserializeOwned> NetConf<T> {
             .into_iter()
             .filter_map(|k| standard.remove_entry(&k))
             .collect();
-        let mut base: NetConf<Extra> = tracking.typed(Value::Object(standard))?;
+        let mut base: NetConf<Extra> =
+            serde_path_to_error::deserialize(Value::Object(standard)).map_err(path_error)?;
         base.resolve()?;
-        let plugin: T = tracking.typed(Value::Object(plugin))?;
+        let plugin: T =
+            serde_path_to_error::deserialize(Value::Object(plugin)).map_err(path_error)?;
         Ok(base.with_plugin(plugin))
     }
 }
@@ -247,8 +256,8 @@ impl<T> NetConf<T> {
     }
 
     fn resolve(&mut self) -> Result<(), ConfigError> {
-        if let Some(raw) = self.raw_prev_result.take() {
-            self.prev_result = Some(CniResult::from_value(self.version(), raw)?);
+        if let Some(RawPrevResult(raw)) = self.raw_prev_result.take() {
+            self.prev_result = Some(CniResult::parse(self.version(), raw.get().as_bytes())?);
         }
         if self.valid_attachments.is_none() {
             self.valid_attachments = self.legacy_attachments.take();
@@ -257,19 +266,15 @@ impl<T> NetConf<T> {
     }
 }
 
-/// Whether typed fields are read tracking the path to an error.
-#[derive(Clone, Copy)]
-enum Tracking {
-    On,
-    Off,
-}
+/// A configuration's `prevResult` as it was given, read once the
+/// configuration's version is known.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+struct RawPrevResult(Box<serde_json::value::RawValue>);
 
-impl Tracking {
-    fn typed<T: DeserializeOwned>(self, value: Value) -> Result<T, ConfigError> {
-        match self {
-            Tracking::On => serde_path_to_error::deserialize(value).map_err(path_error),
-            Tracking::Off => T::deserialize(value).map_err(|e| ConfigError::Json(e.to_string())),
-        }
+impl PartialEq for RawPrevResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
     }
 }
 

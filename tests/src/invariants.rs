@@ -522,8 +522,31 @@ struct Typed {
     extra: Extra,
 }
 
-/// The `config_parse` target: a configuration that parses prints and
-/// parses back equal (its `prevResult` in the configuration's version,
+/// `from_json` reads straight from the bytes when it can: it must give
+/// exactly what reading through a JSON value gives (the same configuration,
+/// or the same error).
+fn same_as_through_a_value<T>(data: &[u8]) -> Result<(), String>
+where
+    T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let direct = NetConf::<T>::from_json(data).map_err(|e| e.to_string());
+    let Ok(value) = serde_json::from_slice::<Value>(data) else {
+        return match direct {
+            Ok(conf) => Err(format!("not JSON, yet read as {conf:?}")),
+            Err(_) => Ok(()),
+        };
+    };
+    let through = NetConf::<T>::from_value(value).map_err(|e| e.to_string());
+    if direct != through {
+        return Err(format!(
+            "read from the bytes: {direct:?}\nthrough a JSON value: {through:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// The `config_parse` target: read from the bytes as through a JSON value;
+/// a configuration that parses prints and parses back equal (its `prevResult` in the configuration's version,
 /// readable there), untyped and with typed plugin fields; a configuration
 /// list likewise.
 pub fn fuzz_config_parse(data: &[u8]) {
@@ -533,6 +556,8 @@ pub fn fuzz_config_parse(data: &[u8]) {
 }
 
 fn check_config(data: &[u8]) -> Result<(), String> {
+    same_as_through_a_value::<Extra>(data)?;
+    same_as_through_a_value::<Typed>(data)?;
     if let Ok(conf) = NetConf::<Extra>::from_json(data) {
         let printed = serde_json::to_vec(&conf).map_err(|e| format!("cannot print: {e}"))?;
         let back = NetConf::<Extra>::from_json(&printed)
