@@ -154,10 +154,16 @@ impl<T: DeserializeOwned> NetConf<T> {
         // fields typed as they are read, `prevResult` kept as its bytes and
         // read once, only the unknown keys as JSON values. Anything else
         // (an error, to report with its path; a repeated key, which Go
-        // reads as the last one) goes through a JSON value, which is the
-        // reference for what this returns: the fast path succeeds only
-        // where that one gives the same configuration.
-        Self::direct(json).or_else(|_| {
+        // reads as the last one; see `plain` for the rest) goes through a
+        // JSON value, which is the reference for what this returns: the
+        // fast path succeeds only where that one gives the same
+        // configuration.
+        let direct = if plain(json) {
+            Self::direct(json).ok()
+        } else {
+            None
+        };
+        direct.map(Ok).unwrap_or_else(|| {
             let value: Value =
                 serde_json::from_slice(json).map_err(|e| ConfigError::Json(e.to_string()))?;
             Self::from_value(value)
@@ -264,6 +270,50 @@ impl<T> NetConf<T> {
         }
         Ok(())
     }
+}
+
+/// Nesting beyond which a configuration is read through a JSON value.
+const PLAIN_DEPTH: usize = 64;
+
+/// Whether reading `json` straight from its bytes cannot differ from
+/// reading it through a JSON value. Values the typed fields do not use are
+/// skipped by the fast path, and skipping is more lenient than reading: it
+/// accepts invalid UTF-8, lone surrogate escapes and any nesting depth,
+/// where reading them into a value fails. So the fast path takes only
+/// valid UTF-8 without `\uD800`-`\uDFFF` escapes, nested at most
+/// [`PLAIN_DEPTH`] deep (the value reader's limit is 128).
+fn plain(json: &[u8]) -> bool {
+    if std::str::from_utf8(json).is_err() {
+        return false;
+    }
+    let (mut depth, mut in_string, mut i) = (0usize, false, 0);
+    while let Some(&b) = json.get(i) {
+        match (in_string, b) {
+            (true, b'\\') => {
+                let surrogate = json.get(i + 1) == Some(&b'u')
+                    && matches!(json.get(i + 2), Some(b'd' | b'D'))
+                    && matches!(
+                        json.get(i + 3),
+                        Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                    );
+                if surrogate {
+                    return false;
+                }
+                i += 1; // the escaped character
+            }
+            (true, b'"') | (false, b'"') => in_string = !in_string,
+            (false, b'{' | b'[') => {
+                depth += 1;
+                if depth > PLAIN_DEPTH {
+                    return false;
+                }
+            }
+            (false, b'}' | b']') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    true
 }
 
 /// A configuration's `prevResult` as it was given, read once the
