@@ -165,30 +165,41 @@ impl Noop {
         }
         let stdout = match debug.report_result.as_str() {
             mode @ ("PASSTHROUGH" | "INJECT-DNS") => {
-                let Some(prev) = conf.prev_result.clone() else {
+                let Some(prev) = conf.prev_result.as_ref() else {
                     req.log(format_args!("test setup error: {mode} needs a prevResult and the {command} configuration has none"));
                     return Ok(Reply::Raw {
                         stdout: Vec::new(),
                         exit_code: SETUP_ERROR_STATUS,
                     });
                 };
+                let injected;
                 let prev = if mode == "INJECT-DNS" {
                     let mut current = prev.to_current()?;
                     current.dns.nameservers = vec!["1.2.3.4".to_owned()];
-                    CniResult::from(current)
+                    injected = CniResult::from(current);
+                    &injected
                 } else {
                     prev
                 };
-                let converted = SpecVersion::parse(conf.version())
-                    .map_err(|e| e.to_string())
-                    .and_then(|v| prev.convert_to(&v).map_err(|e| e.to_string()))
-                    .map_err(|e| {
+                let version = SpecVersion::parse(conf.version()).map_err(|e| {
+                    format!(
+                        "failed to convert result to config {:?}: {e}",
+                        conf.version()
+                    )
+                })?;
+                if *prev.version() == version {
+                    // Already in the configuration's version (as the SDK
+                    // reads prevResult): printed as it is, not copied.
+                    serde_json::to_vec(prev)?
+                } else {
+                    let converted = prev.convert_to(&version).map_err(|e| {
                         format!(
                             "failed to convert result to config {:?}: {e}",
                             conf.version()
                         )
                     })?;
-                serde_json::to_vec(&converted)?
+                    serde_json::to_vec(&converted)?
+                }
             }
             verbatim => verbatim.as_bytes().to_vec(),
         };
