@@ -286,29 +286,39 @@ fn plain(json: &[u8]) -> bool {
     if std::str::from_utf8(json).is_err() {
         return false;
     }
-    let (mut depth, mut in_string, mut i) = (0usize, false, 0);
+    let (mut depth, mut i) = (0usize, 0);
     while let Some(&b) = json.get(i) {
-        match (in_string, b) {
-            (true, b'\\') => {
-                let surrogate = json.get(i + 1) == Some(&b'u')
-                    && matches!(json.get(i + 2), Some(b'd' | b'D'))
-                    && matches!(
-                        json.get(i + 3),
-                        Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-                    );
-                if surrogate {
-                    return false;
+        match b {
+            b'"' => {
+                // To the end of the string, looking only at escapes.
+                loop {
+                    let rest = json.get(i + 1..).unwrap_or_default();
+                    let Some(at) = memchr::memchr2(b'"', b'\\', rest) else {
+                        return true; // unterminated: the parser will say so
+                    };
+                    i += 1 + at;
+                    if json[i] == b'"' {
+                        break;
+                    }
+                    let surrogate = json.get(i + 1) == Some(&b'u')
+                        && matches!(json.get(i + 2), Some(b'd' | b'D'))
+                        && matches!(
+                            json.get(i + 3),
+                            Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                        );
+                    if surrogate {
+                        return false;
+                    }
+                    i += 1; // the escaped character
                 }
-                i += 1; // the escaped character
             }
-            (true, b'"') | (false, b'"') => in_string = !in_string,
-            (false, b'{' | b'[') => {
+            b'{' | b'[' => {
                 depth += 1;
                 if depth > PLAIN_DEPTH {
                     return false;
                 }
             }
-            (false, b'}' | b']') => depth = depth.saturating_sub(1),
+            b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
         i += 1;
