@@ -126,7 +126,7 @@ pub(crate) fn load(
         .to_owned();
     let parsed = CniResult::from_value(&own, result)
         .and_then(|r| {
-            Ok(r.convert_to(
+            Ok(r.into_version(
                 &cni_types::SpecVersion::parse(version)
                     .map_err(|e| cni_types::ResultError::UnsupportedVersion(e.version))?,
             )?)

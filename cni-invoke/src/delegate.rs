@@ -54,7 +54,7 @@ pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult,
     let result = exec_with_result(&plugin, &invocation, &req.stdin, &req.config_version)?;
     let version = SpecVersion::parse(&req.config_version)
         .map_err(|e| Error::new(Code::INCOMPATIBLE_CNI_VERSION, e.to_string()))?;
-    result.convert_to(&version).map_err(|e| {
+    result.into_version(&version).map_err(|e| {
         Error::new(
             Code::INTERNAL,
             format!("failed to convert the result of {plugin_type} to {version}"),

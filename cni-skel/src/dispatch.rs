@@ -211,7 +211,7 @@ fn run_command<P: Plugin>(
         Reply::Result(result) => {
             let converted = SpecVersion::parse(&config_version)
                 .map_err(|e| e.to_string())
-                .and_then(|v| result.convert_to(&v).map_err(|e| e.to_string()))
+                .and_then(|v| result.into_version(&v).map_err(|e| e.to_string()))
                 .map_err(|e| {
                     Error::new(
                         Code::INTERNAL,

@@ -68,7 +68,7 @@ impl Route {
     }
 
     /// The route without its 1.1.0-only fields.
-    pub(crate) fn without_1_1_fields(&self) -> Route {
+    pub(crate) fn without_1_1_fields(self) -> Route {
         Route::new(self.dst, self.gw)
     }
 }

@@ -44,7 +44,7 @@ fn family(v: &SpecVersion) -> Family {
     }
 }
 
-pub(super) fn convert(from: &CniResult, to: &SpecVersion) -> Result<CniResult, ConvertError> {
+pub(super) fn convert(from: CniResult, to: &SpecVersion) -> Result<CniResult, ConvertError> {
     if !to.is_released() {
         return Err(ConvertError::NoConverter {
             from: from.version().to_string(),
@@ -52,69 +52,75 @@ pub(super) fn convert(from: &CniResult, to: &SpecVersion) -> Result<CniResult, C
         });
     }
     if from.version() == to {
-        return Ok(from.clone());
+        return Ok(from);
     }
     let to = to.clone();
     Ok(match (from, family(&to)) {
         (CniResult::V020(r), Family::V020) => CniResult::V020(Result020 {
             cni_version: to,
-            ..r.clone()
+            ..r
         }),
         (CniResult::V020(r), Family::V040) => CniResult::V040(v020_to_v040(r, to)),
         (CniResult::V020(r), Family::V100) => {
-            CniResult::V100(v040_to_v100(&v020_to_v040(r, SpecVersion::V0_4_0), to))
+            CniResult::V100(v040_to_v100(v020_to_v040(r, SpecVersion::V0_4_0), to))
         }
         (CniResult::V040(r), Family::V020) => CniResult::V020(v040_to_v020(r, to)?),
         (CniResult::V040(r), Family::V040) => CniResult::V040(Result040 {
             cni_version: to,
+            interfaces: r.interfaces,
             ips: r
                 .ips
-                .iter()
+                .into_iter()
                 .map(|ip| IpConfig040 {
                     version: Some(ip.family()),
-                    ..ip.clone()
+                    ..ip
                 })
-                .collect(),
-            routes: r.routes.iter().map(Route::without_1_1_fields).collect(),
-            ..r.clone()
-        }),
-        (CniResult::V040(r), Family::V100) => CniResult::V100(v040_to_v100(r, to)),
-        (CniResult::V100(r), Family::V020) => {
-            CniResult::V020(v040_to_v020(&v100_to_v040(r, SpecVersion::V0_4_0), to)?)
-        }
-        (CniResult::V100(r), Family::V040) => CniResult::V040(v100_to_v040(r, to)),
-        (CniResult::V100(r), Family::V100) => CniResult::V100(Result100 {
-            cni_version: to.clone(),
-            interfaces: r
-                .interfaces
-                .iter()
-                .map(|i| keep_1_1(&to, i.clone(), Interface::without_1_1_fields))
                 .collect(),
             routes: r
                 .routes
-                .iter()
-                .map(|rt| keep_1_1(&to, rt.clone(), Route::without_1_1_fields))
+                .into_iter()
+                .map(Route::without_1_1_fields)
                 .collect(),
-            ..r.clone()
+            dns: r.dns,
+        }),
+        (CniResult::V040(r), Family::V100) => CniResult::V100(v040_to_v100(r, to)),
+        (CniResult::V100(r), Family::V020) => {
+            CniResult::V020(v040_to_v020(v100_to_v040(r, SpecVersion::V0_4_0), to)?)
+        }
+        (CniResult::V100(r), Family::V040) => CniResult::V040(v100_to_v040(r, to)),
+        (CniResult::V100(r), Family::V100) => CniResult::V100(Result100 {
+            interfaces: r
+                .interfaces
+                .into_iter()
+                .map(|i| keep_1_1(&to, i, Interface::without_1_1_fields))
+                .collect(),
+            routes: r
+                .routes
+                .into_iter()
+                .map(|rt| keep_1_1(&to, rt, Route::without_1_1_fields))
+                .collect(),
+            ips: r.ips,
+            dns: r.dns,
+            cni_version: to,
         }),
     })
 }
 
 /// `item` as is at 1.1.0 and above, stripped of its 1.1.0 fields below.
-fn keep_1_1<T>(to: &SpecVersion, item: T, strip: fn(&T) -> T) -> T {
+fn keep_1_1<T>(to: &SpecVersion, item: T, strip: fn(T) -> T) -> T {
     if *to >= SpecVersion::V1_1_0 {
         item
     } else {
-        strip(&item)
+        strip(item)
     }
 }
 
 /// 0.1.0/0.2.0 up to 0.3.x/0.4.0: `ip4` then `ip6` become `ips`, their routes
 /// become `routes`.
-fn v020_to_v040(r: &Result020, to: SpecVersion) -> Result040 {
+fn v020_to_v040(r: Result020, to: SpecVersion) -> Result040 {
     let mut ips = Vec::new();
     let mut routes = Vec::new();
-    for (ip, family) in [(&r.ip4, IpFamily::V4), (&r.ip6, IpFamily::V6)] {
+    for (ip, family) in [(r.ip4, IpFamily::V4), (r.ip6, IpFamily::V6)] {
         if let Some(ip) = ip {
             ips.push(IpConfig040 {
                 version: Some(family),
@@ -122,7 +128,7 @@ fn v020_to_v040(r: &Result020, to: SpecVersion) -> Result040 {
                 address: ip.ip,
                 gateway: ip.gateway,
             });
-            routes.extend(ip.routes.iter().map(Route::without_1_1_fields));
+            routes.extend(ip.routes.into_iter().map(Route::without_1_1_fields));
         }
     }
     Result040 {
@@ -130,12 +136,12 @@ fn v020_to_v040(r: &Result020, to: SpecVersion) -> Result040 {
         interfaces: Vec::new(),
         ips,
         routes,
-        dns: r.dns.clone(),
+        dns: r.dns,
     }
 }
 
 /// 0.3.x/0.4.0 down to 0.1.0/0.2.0.
-fn v040_to_v020(r: &Result040, to: SpecVersion) -> Result<Result020, ConvertError> {
+fn v040_to_v020(r: Result040, to: SpecVersion) -> Result<Result020, ConvertError> {
     let first = |family: IpFamily| {
         r.ips
             .iter()
@@ -147,7 +153,7 @@ fn v040_to_v020(r: &Result040, to: SpecVersion) -> Result<Result020, ConvertErro
             })
     };
     let (mut ip4, mut ip6) = (first(IpFamily::V4), first(IpFamily::V6));
-    for route in &r.routes {
+    for route in r.routes {
         let target = if is_ipv4(route.dst.addr()) {
             &mut ip4
         } else {
@@ -164,17 +170,17 @@ fn v040_to_v020(r: &Result040, to: SpecVersion) -> Result<Result020, ConvertErro
         cni_version: to,
         ip4,
         ip6,
-        dns: r.dns.clone(),
+        dns: r.dns,
     })
 }
 
 /// 0.3.x/0.4.0 up to 1.x: the family tag is dropped.
-fn v040_to_v100(r: &Result040, to: SpecVersion) -> Result100 {
+fn v040_to_v100(r: Result040, to: SpecVersion) -> Result100 {
     Result100 {
-        interfaces: r.interfaces.clone(),
+        interfaces: r.interfaces,
         ips: r
             .ips
-            .iter()
+            .into_iter()
             .map(|ip| IpConfig {
                 interface: ip.interface,
                 address: ip.address,
@@ -182,24 +188,28 @@ fn v040_to_v100(r: &Result040, to: SpecVersion) -> Result100 {
             })
             .collect(),
         // 1.1.0 route fields are not part of a 0.x result: never carried up.
-        routes: r.routes.iter().map(Route::without_1_1_fields).collect(),
-        dns: r.dns.clone(),
+        routes: r
+            .routes
+            .into_iter()
+            .map(Route::without_1_1_fields)
+            .collect(),
+        dns: r.dns,
         cni_version: to,
     }
 }
 
 /// 1.x down to 0.3.x/0.4.0: each address is tagged with its family.
-fn v100_to_v040(r: &Result100, to: SpecVersion) -> Result040 {
+fn v100_to_v040(r: Result100, to: SpecVersion) -> Result040 {
     Result040 {
         cni_version: to,
         interfaces: r
             .interfaces
-            .iter()
+            .into_iter()
             .map(Interface::without_1_1_fields)
             .collect(),
         ips: r
             .ips
-            .iter()
+            .into_iter()
             .map(|ip| IpConfig040 {
                 version: Some(if ip.address.is_ipv4() {
                     IpFamily::V4
@@ -211,7 +221,11 @@ fn v100_to_v040(r: &Result100, to: SpecVersion) -> Result040 {
                 gateway: ip.gateway,
             })
             .collect(),
-        routes: r.routes.iter().map(Route::without_1_1_fields).collect(),
-        dns: r.dns.clone(),
+        routes: r
+            .routes
+            .into_iter()
+            .map(Route::without_1_1_fields)
+            .collect(),
+        dns: r.dns,
     }
 }

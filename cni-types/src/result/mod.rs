@@ -99,7 +99,7 @@ impl CniResult {
         if *result.version() == wanted {
             return Ok(result);
         }
-        Ok(result.convert_to(&wanted)?)
+        Ok(result.into_version(&wanted)?)
     }
 
     /// Reads a result in its own `cniVersion`, or in `fallback` when it has
@@ -115,7 +115,7 @@ impl CniResult {
     pub fn from_value(version: &str, value: serde_json::Value) -> Result<CniResult, ResultError> {
         let wanted = released(version)?;
         let wire: Wire = serde_json::from_value(value)?;
-        Ok(Self::resolve(version, wire)?.convert_to(&wanted)?)
+        Ok(Self::resolve(version, wire)?.into_version(&wanted)?)
     }
 
     fn resolve(fallback: &str, wire: Wire) -> Result<CniResult, ResultError> {
@@ -140,7 +140,7 @@ impl CniResult {
                 // 0.x interfaces have no 1.1.0 fields; the reference drops them.
                 interfaces: wire
                     .interfaces
-                    .iter()
+                    .into_iter()
                     .map(Interface::without_1_1_fields)
                     .collect(),
                 // An untagged address (as an IPAM plugin may print) is
@@ -200,6 +200,22 @@ impl CniResult {
     ///   reference keeps the route ones; we drop both, and never fail
     ///   because of them).
     pub fn convert_to(&self, version: &SpecVersion) -> Result<CniResult, ConvertError> {
+        convert::convert(self.clone(), version)
+    }
+
+    /// Like [`CniResult::convert_to`], consuming the result: its strings
+    /// and lists move into the converted one instead of being copied (what
+    /// the entry point does with a plugin's result).
+    ///
+    /// ```
+    /// use cni_types::{CniResult, SpecVersion};
+    ///
+    /// let r = CniResult::parse("0.4.0", br#"{"cniVersion":"0.4.0",
+    ///     "ips":[{"version":"4","address":"10.0.0.2/24"}],"dns":{"domain":"example.com"}}"#).unwrap();
+    /// let r = r.into_version(&SpecVersion::V1_0_0).unwrap();
+    /// assert_eq!(r.version(), &SpecVersion::V1_0_0);
+    /// ```
+    pub fn into_version(self, version: &SpecVersion) -> Result<CniResult, ConvertError> {
         convert::convert(self, version)
     }
 

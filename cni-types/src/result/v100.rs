@@ -111,11 +111,11 @@ impl Interface {
     }
 
     /// The interface without its 1.1.0-only fields.
-    pub(crate) fn without_1_1_fields(&self) -> Interface {
+    pub(crate) fn without_1_1_fields(self) -> Interface {
         Interface {
-            name: self.name.clone(),
-            mac: self.mac.clone(),
-            sandbox: self.sandbox.clone(),
+            name: self.name,
+            mac: self.mac,
+            sandbox: self.sandbox,
             ..Interface::default()
         }
     }
