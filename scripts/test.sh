@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs the reference peers the
 # interoperability tests need (Go, libcni, the reference plugins), then
-# formatting, lints, docs and every test of the workspace. Interop tests fail,
-# never skip, when a peer is missing.
+# formatting, lints, docs and every test of the workspace, and a smoke run
+# of both benchmark harnesses. Interop tests fail, never skip, when a peer
+# is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,3 +12,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 cargo test --workspace
+# Benchmarks are not tests: this only checks that both harnesses still
+# build and run end to end (3 rounds, each benchmark once); the figures are
+# neither printed nor checked.
+bench/process/run.sh 3 >/dev/null
+bench/inprocess.sh --smoke >/dev/null
