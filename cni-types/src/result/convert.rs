@@ -76,11 +76,7 @@ pub(super) fn convert(from: CniResult, to: &SpecVersion) -> Result<CniResult, Co
                     ..ip
                 })
                 .collect(),
-            routes: r
-                .routes
-                .into_iter()
-                .map(Route::without_1_1_fields)
-                .collect(),
+            routes: without_1_1_routes(r.routes),
             dns: r.dns,
         }),
         (CniResult::V040(r), Family::V100) => CniResult::V100(v040_to_v100(r, to)),
@@ -113,6 +109,11 @@ fn keep_1_1<T>(to: &SpecVersion, item: T, strip: fn(T) -> T) -> T {
     } else {
         strip(item)
     }
+}
+
+/// Routes without their 1.1.0-only fields (for any 0.x result).
+fn without_1_1_routes(routes: Vec<Route>) -> Vec<Route> {
+    routes.into_iter().map(Route::without_1_1_fields).collect()
 }
 
 /// 0.1.0/0.2.0 up to 0.3.x/0.4.0: `ip4` then `ip6` become `ips`, their routes
@@ -188,11 +189,7 @@ fn v040_to_v100(r: Result040, to: SpecVersion) -> Result100 {
             })
             .collect(),
         // 1.1.0 route fields are not part of a 0.x result: never carried up.
-        routes: r
-            .routes
-            .into_iter()
-            .map(Route::without_1_1_fields)
-            .collect(),
+        routes: without_1_1_routes(r.routes),
         dns: r.dns,
         cni_version: to,
     }
@@ -221,11 +218,7 @@ fn v100_to_v040(r: Result100, to: SpecVersion) -> Result040 {
                 gateway: ip.gateway,
             })
             .collect(),
-        routes: r
-            .routes
-            .into_iter()
-            .map(Route::without_1_1_fields)
-            .collect(),
+        routes: without_1_1_routes(r.routes),
         dns: r.dns,
     }
 }
