@@ -8,7 +8,8 @@
 #   containernetworking-plugins  the reference plugins in /usr/lib/cni
 #   iproute2, iputils-ping       `ip netns` and `ping` for the tests that
 #                                run plugins in real network namespaces
-#   gcc                          the process benchmark's static C harness
+#   gcc, libc6-dev               the process benchmark's static C harness
+#                                and floor (gcc -static needs libc.a)
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -25,6 +26,8 @@ command -v go >/dev/null 2>&1 || missing+=(golang-go)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+# The benchmark floor and harness are linked with gcc -static: libc.a.
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"
