@@ -447,6 +447,26 @@ fn inject_dns_replaces_only_the_nameservers() {
     assert_eq!(o.stdout_str(), expected);
 }
 
+/// INJECT-DNS goes through the current result shape and back: a 0.2.0
+/// previous result with no address cannot come back to 0.2.0, which is
+/// the plugin's error (999) naming the configuration's version.
+#[test]
+fn inject_dns_that_cannot_be_converted_back_is_an_error() {
+    let case = Case::new(&json!({"ReportResult": "INJECT-DNS"}));
+    let stdin = json!({
+        "cniVersion": "0.2.0", "name": "procnet", "type": "noop",
+        "prevResult": {"cniVersion": "0.2.0", "dns": {"nameservers": ["8.8.8.8"]}},
+    });
+    let o = case.run("ADD", &[], &stdin.to_string());
+    assert_error(
+        &o,
+        "0.2.0",
+        999,
+        r#"failed to convert result to config "0.2.0": cannot convert: no valid IP addresses"#,
+        "INJECT-DNS at 0.2.0 without addresses",
+    );
+}
+
 /// The cni-skel crate's deliberate difference 5: a `prevResult` of another
 /// version family is converted to the configuration's version (the
 /// reference rejects it).
