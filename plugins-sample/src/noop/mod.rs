@@ -181,24 +181,19 @@ impl Noop {
                 } else {
                     prev
                 };
-                let version = SpecVersion::parse(conf.version()).map_err(|e| {
+                let failed = |e: &dyn std::fmt::Display| {
                     format!(
                         "failed to convert result to config {:?}: {e}",
                         conf.version()
                     )
-                })?;
+                };
+                let version = SpecVersion::parse(conf.version()).map_err(|e| failed(&e))?;
                 if *prev.version() == version {
                     // Already in the configuration's version (as the SDK
                     // reads prevResult): printed as it is, not copied.
                     serde_json::to_vec(prev)?
                 } else {
-                    let converted = prev.convert_to(&version).map_err(|e| {
-                        format!(
-                            "failed to convert result to config {:?}: {e}",
-                            conf.version()
-                        )
-                    })?;
-                    serde_json::to_vec(&converted)?
+                    serde_json::to_vec(&prev.convert_to(&version).map_err(|e| failed(&e))?)?
                 }
             }
             verbatim => verbatim.as_bytes().to_vec(),
