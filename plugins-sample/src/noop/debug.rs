@@ -344,23 +344,6 @@ mod tests {
         assert!(Debug::parse(br#"{"ReportErrorCode":-1}"#).is_err());
     }
 
-    /// A fresh directory under the system's temp dir, removed on drop.
-    struct TempDir(std::path::PathBuf);
-    impl TempDir {
-        fn new(name: &str) -> TempDir {
-            let dir =
-                std::env::temp_dir().join(format!("noop-debug-{name}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
-        }
-    }
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-
     fn recorded(stdin: &[u8]) -> Debug<'_> {
         Debug {
             report_result: "PASSTHROUGH".into(),
@@ -384,8 +367,8 @@ mod tests {
 
     #[test]
     fn rewriting_leaves_exactly_the_new_content_whether_it_grows_or_shrinks() {
-        let dir = TempDir::new("sizes");
-        let path = dir.0.join("debug.json");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("debug.json");
         fs::write(&path, br#"{"ReportResult":"PASSTHROUGH"}"#).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
         let big = vec![b'x'; 20_000];
@@ -402,6 +385,10 @@ mod tests {
             let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o640, "the file's mode is kept");
         }
-        assert_eq!(names_in(&dir.0), ["debug.json"], "no temporary file left");
+        assert_eq!(
+            names_in(dir.path()),
+            ["debug.json"],
+            "no temporary file left"
+        );
     }
 }
