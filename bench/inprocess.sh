@@ -12,20 +12,23 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 mkdir -p target/bench
 scripts/install-test-deps.sh >/dev/null
+smoke=false
+criterion=(--warm-up-time 1 --measurement-time 5)
 if [ "${1:-}" = --smoke ]; then
-    cargo bench --quiet -p cni-types --bench types -- --test
-    cargo bench --quiet -p cni-skel --bench dispatch -- --test
-    GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH="$root/bench/go:/usr/share/gocode" \
-        GOCACHE="$root/target/go-cache" go build -o target/bench/cnibench cnibench
-    target/bench/cnibench bench/fixtures > target/bench/go.json
-    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d and all(v > 0 for v in d.values()), d' target/bench/go.json
-    exit 0
+    smoke=true
+    criterion=(--test)
 fi
-cargo bench --quiet -p cni-types --bench types -- --warm-up-time 1 --measurement-time 5 >/dev/null 2>&1
-cargo bench --quiet -p cni-skel --bench dispatch -- --warm-up-time 1 --measurement-time 5 >/dev/null 2>&1
+for bench in "cni-types types" "cni-skel dispatch"; do
+    set -- $bench
+    cargo bench --quiet -p "$1" --bench "$2" -- "${criterion[@]}" >/dev/null
+done
 GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH="$root/bench/go:/usr/share/gocode" \
     GOCACHE="$root/target/go-cache" go build -o target/bench/cnibench cnibench
 target/bench/cnibench bench/fixtures > target/bench/go.json
+if $smoke; then
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d and all(v > 0 for v in d.values()), d' target/bench/go.json
+    exit 0
+fi
 python3 - <<'PY'
 import json, os
 go = json.load(open("target/bench/go.json"))
