@@ -9,108 +9,22 @@
 //! `cni-rs-test-<pid>-<tag>` and deletes it, and the bridge it made, in a
 //! drop guard ([`tests::NetNs`]), even when the test panics.
 
-use std::fs;
-use std::path::PathBuf;
-
 use serde_json::{json, Value};
-use tests::{host_link, reference_plugin_dir, write_json, Cnitool, Driver, NetNs};
+use tests::sandbox::{NetDirs, Via};
+use tests::{host_link, reference_plugin_dir, NetNs};
 
 const CID: &str = "netns-c1";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Via {
-    Cnitool,
-    Libcni,
+fn sandbox() -> NetDirs {
+    NetDirs::new("cni-netns-", vec![reference_plugin_dir()])
 }
 
-/// A configuration directory, cache and host-local data dir.
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Dirs {
-    fn new() -> Dirs {
-        let tmp = tempfile::Builder::new()
-            .prefix("cni-netns-")
-            .tempdir()
-            .expect("creating a temporary directory");
-        let root = tmp.path().to_path_buf();
-        Dirs { _tmp: tmp, root }
-    }
-
-    /// Wipes the cache and the data dir, writes the list `net`.
-    fn reset(&self, net: &str, list: &Value) {
-        for dir in ["cache", "ipam", "net.d"] {
-            let _ = fs::remove_dir_all(self.root.join(dir));
-            fs::create_dir_all(self.root.join(dir)).expect("creating dirs");
-        }
-        write_json(&self.conflist(net), list);
-    }
-
-    fn conflist(&self, net: &str) -> PathBuf {
-        self.root.join("net.d").join(format!("{net}.conflist"))
-    }
-
-    fn ipam(&self) -> String {
-        self.root.join("ipam").display().to_string()
-    }
-
-    /// Reservations host-local holds for `net` (file names, bookkeeping
-    /// left out).
-    fn reservations(&self, net: &str) -> Vec<String> {
-        let Ok(entries) = fs::read_dir(self.root.join("ipam").join(net)) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .filter(|n| n != "lock" && !n.starts_with("last_reserved_ip"))
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// Runs `command` through `via`: `{"ok":true,"result":R|null}` or
-    /// `{"ok":false,"error":{"code","msg"}}`. libcni's empty `dns` (`{}`)
-    /// is removed: ours omits it (README, "Where we depart", 7).
-    fn run(&self, via: Via, command: &str, net: &str, ns: &NetNs, ifname: &str) -> Value {
-        let r = match via {
-            Via::Cnitool => Cnitool::new(
-                self.root.join("net.d"),
-                [reference_plugin_dir()],
-                self.root.join("cache"),
-            )
-            .with_container_id(CID)
-            .with_ifname(ifname)
-            .run(&[command, net, &ns.path()]),
-            Via::Libcni => {
-                let d = Driver::new([reference_plugin_dir()], self.root.join("cache"))
-                    .with_container_id(CID)
-                    .with_netns(&ns.path())
-                    .with_ifname(ifname);
-                let list = self.conflist(net);
-                match command {
-                    "add" => d.add(&list),
-                    "check" => d.check(&list),
-                    "del" => d.del(&list),
-                    other => panic!("{other}"),
-                }
-            }
-        };
-        if r["ok"] == true {
-            let mut result = r["result"].clone();
-            if via == Via::Libcni {
-                if let Some(obj) = result.as_object_mut() {
-                    if obj.get("dns") == Some(&json!({})) {
-                        obj.remove("dns");
-                    }
-                }
-            }
-            json!({"ok": true, "result": result})
-        } else {
-            json!({"ok": false, "error": {"code": r["error"]["code"], "msg": r["error"]["msg"]}})
-        }
-    }
+/// The names of host-local's reservations for `net`.
+fn reserved(dirs: &NetDirs, net: &str) -> Vec<String> {
+    dirs.reservations(net)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// A link as `ip -j addr` shows it, reduced to what is stable: name,
@@ -169,19 +83,19 @@ fn redact_macs(text: &str) -> String {
 /// takes it down; DEL again succeeds. Ours and libcni alike.
 #[test]
 fn loopback_in_a_namespace() {
-    let dirs = Dirs::new();
+    let dirs = sandbox();
     let list = json!({"cniVersion": "1.0.0", "name": "lonet", "plugins": [{"type": "loopback"}]});
     let mut observations = Vec::new();
     for via in [Via::Cnitool, Via::Libcni] {
         let ns = NetNs::create("lo");
-        dirs.reset("lonet", &list);
+        dirs.reset(&list);
         assert_eq!(
             link_state(ns.link("lo"))["up"],
             false,
             "a new namespace's lo is down"
         );
 
-        let add = dirs.run(via, "add", "lonet", &ns, "lo");
+        let add = dirs.run(via, "add", "lonet", &ns, CID, "lo");
         assert_eq!(add["ok"], true, "{via:?}: {add}");
         let result = &add["result"];
         assert_eq!(result["cniVersion"], "1.0.0");
@@ -199,14 +113,14 @@ fn loopback_in_a_namespace() {
         assert_eq!(lo_after_add["up"], true, "{via:?}: {lo_after_add}");
         assert_eq!(lo_after_add["addrs"][0], "127.0.0.1/8", "{via:?}");
 
-        let check = dirs.run(via, "check", "lonet", &ns, "lo");
+        let check = dirs.run(via, "check", "lonet", &ns, CID, "lo");
         assert_eq!(check, json!({"ok": true, "result": null}), "{via:?}");
 
-        let del = dirs.run(via, "del", "lonet", &ns, "lo");
+        let del = dirs.run(via, "del", "lonet", &ns, CID, "lo");
         assert_eq!(del, json!({"ok": true, "result": null}), "{via:?}");
         let lo_after_del = link_state(ns.link("lo"));
         assert_eq!(lo_after_del["up"], false, "{via:?}: {lo_after_del}");
-        let del_again = dirs.run(via, "del", "lonet", &ns, "lo");
+        let del_again = dirs.run(via, "del", "lonet", &ns, CID, "lo");
         assert_eq!(del_again, json!({"ok": true, "result": null}), "{via:?}");
 
         observations.push(json!({
@@ -228,7 +142,7 @@ fn loopback_in_a_namespace() {
 /// succeeds. Ours and libcni alike.
 #[test]
 fn bridge_with_host_local_in_a_namespace() {
-    let dirs = Dirs::new();
+    let dirs = sandbox();
     let bridge = format!("cnirs{}", std::process::id() % 1000);
     let list = json!({
         "cniVersion": "1.0.0",
@@ -243,9 +157,9 @@ fn bridge_with_host_local_in_a_namespace() {
     for via in [Via::Cnitool, Via::Libcni] {
         let ns = NetNs::create("br");
         ns.delete_link_on_drop(&bridge);
-        dirs.reset("brnet", &list);
+        dirs.reset(&list);
 
-        let mut add = dirs.run(via, "add", "brnet", &ns, "eth0");
+        let mut add = dirs.run(via, "add", "brnet", &ns, CID, "eth0");
         assert_eq!(add["ok"], true, "{via:?}: {add}");
         let veth = add["result"]["interfaces"][1]["name"]
             .as_str()
@@ -278,17 +192,17 @@ fn bridge_with_host_local_in_a_namespace() {
             "{via:?}: the gateway is on the bridge"
         );
         assert!(host_link(&veth).is_some(), "{via:?}: {veth} on the host");
-        assert_eq!(dirs.reservations("brnet"), ["10.213.99.2"], "{via:?}");
+        assert_eq!(reserved(&dirs, "brnet"), ["10.213.99.2"], "{via:?}");
 
-        let check = dirs.run(via, "check", "brnet", &ns, "eth0");
+        let check = dirs.run(via, "check", "brnet", &ns, CID, "eth0");
         assert_eq!(check, json!({"ok": true, "result": null}), "{via:?}");
 
-        let del = dirs.run(via, "del", "brnet", &ns, "eth0");
+        let del = dirs.run(via, "del", "brnet", &ns, CID, "eth0");
         assert_eq!(del, json!({"ok": true, "result": null}), "{via:?}");
         assert_eq!(ns.link("eth0"), None, "{via:?}: eth0 is gone");
         assert!(host_link(&veth).is_none(), "{via:?}: {veth} is gone");
-        assert_eq!(dirs.reservations("brnet"), Vec::<String>::new(), "{via:?}");
-        let del_again = dirs.run(via, "del", "brnet", &ns, "eth0");
+        assert_eq!(reserved(&dirs, "brnet"), Vec::<String>::new(), "{via:?}");
+        let del_again = dirs.run(via, "del", "brnet", &ns, CID, "eth0");
         assert_eq!(del_again, json!({"ok": true, "result": null}), "{via:?}");
 
         observations.push(json!({
@@ -312,7 +226,7 @@ fn bridge_with_host_local_in_a_namespace() {
 /// up.
 #[test]
 fn check_fails_in_both_when_the_interface_is_gone() {
-    let dirs = Dirs::new();
+    let dirs = sandbox();
     let bridge = format!("cnirs{}c", std::process::id() % 1000);
     let list = json!({
         "cniVersion": "1.0.0",
@@ -327,18 +241,18 @@ fn check_fails_in_both_when_the_interface_is_gone() {
     for via in [Via::Cnitool, Via::Libcni] {
         let ns = NetNs::create("gone");
         ns.delete_link_on_drop(&bridge);
-        dirs.reset("brgone", &list);
-        assert_eq!(dirs.run(via, "add", "brgone", &ns, "eth0")["ok"], true);
+        dirs.reset(&list);
+        assert_eq!(dirs.run(via, "add", "brgone", &ns, CID, "eth0")["ok"], true);
         let out = tests::ip(&["-n", ns.name(), "link", "del", "eth0"]);
         assert!(out.success(), "{out:?}");
-        let check = dirs.run(via, "check", "brgone", &ns, "eth0");
+        let check = dirs.run(via, "check", "brgone", &ns, CID, "eth0");
         assert_eq!(check["ok"], false, "{via:?}: {check}");
         let mut error = check["error"].clone();
         error["msg"] = redact_macs(error["msg"].as_str().unwrap_or_default()).into();
         errors.push(error);
-        let del = dirs.run(via, "del", "brgone", &ns, "eth0");
+        let del = dirs.run(via, "del", "brgone", &ns, CID, "eth0");
         assert_eq!(del, json!({"ok": true, "result": null}), "{via:?}");
-        assert_eq!(dirs.reservations("brgone"), Vec::<String>::new());
+        assert_eq!(reserved(&dirs, "brgone"), Vec::<String>::new());
     }
     assert_eq!(errors[0], errors[1], "cnitool (left) and libcni (right)");
     assert_eq!(

@@ -19,137 +19,12 @@
 //! running in parallel never share an address or a route.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tests::{
-    host_link, ip, plugin_bin_dir, reference_plugin_dir, write_json, Cnitool, Driver, NetNs,
-    Outcome,
-};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Via {
-    Cnitool,
-    Libcni,
-}
-
-/// A configuration directory, a result cache and an IPAM data directory.
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Dirs {
-    fn new() -> Dirs {
-        let tmp = tempfile::Builder::new()
-            .prefix("cni-veth-")
-            .tempdir()
-            .expect("creating a temporary directory");
-        let root = tmp.path().to_path_buf();
-        Dirs { _tmp: tmp, root }
-    }
-
-    /// Wipes the cache and the data dir, writes the list (named by its
-    /// `name`).
-    fn reset(&self, list: &Value) {
-        for dir in ["cache", "ipam", "net.d"] {
-            let _ = fs::remove_dir_all(self.root.join(dir));
-            fs::create_dir_all(self.root.join(dir)).expect("creating dirs");
-        }
-        let net = list["name"].as_str().expect("the list has a name");
-        write_json(&self.conflist(net), list);
-    }
-
-    fn conflist(&self, net: &str) -> PathBuf {
-        self.root.join("net.d").join(format!("{net}.conflist"))
-    }
-
-    /// The IPAM `dataDir`.
-    fn ipam(&self) -> String {
-        self.root.join("ipam").display().to_string()
-    }
-
-    /// Everything in the network's IPAM directory but the lock and the
-    /// round-robin bookkeeping, as `(name, content)`: the reservations
-    /// (and anything else a plugin left behind).
-    fn reservations(&self, net: &str) -> Vec<(String, String)> {
-        let Ok(entries) = fs::read_dir(self.root.join("ipam").join(net)) else {
-            return Vec::new();
-        };
-        let mut out: Vec<(String, String)> = entries
-            .map(|e| e.expect("entry"))
-            .map(|e| {
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    fs::read_to_string(e.path()).unwrap_or_default(),
-                )
-            })
-            .filter(|(n, _)| n != "lock" && !n.starts_with("last_reserved_ip."))
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Plugins are ours (the sample build) then the reference ones.
-    fn cni_path(&self) -> [PathBuf; 2] {
-        [plugin_bin_dir(), reference_plugin_dir()]
-    }
-
-    fn cnitool(&self, cid: &str) -> Cnitool {
-        Cnitool::new(
-            self.root.join("net.d"),
-            self.cni_path(),
-            self.root.join("cache"),
-        )
-        .with_container_id(cid)
-    }
-
-    /// Runs `command` of the list `net` for container `cid` (`eth0` in
-    /// `ns`) through `via`: `{"ok":true,"result":R|null}` or
-    /// `{"ok":false,"error":{"code","msg"}}` (the full answer is in
-    /// `"raw"`, for messages). libcni's empty `dns` (`{}`) is removed: ours
-    /// omits it (README, "Where we depart", 7).
-    fn run(&self, via: Via, command: &str, net: &str, ns: &NetNs, cid: &str) -> Value {
-        let r = match via {
-            Via::Cnitool => self.cnitool(cid).run(&[command, net, &ns.path()]),
-            Via::Libcni => {
-                let d = Driver::new(self.cni_path(), self.root.join("cache"))
-                    .with_container_id(cid)
-                    .with_netns(&ns.path());
-                let list = self.conflist(net);
-                match command {
-                    "add" => d.add(&list),
-                    "check" => d.check(&list),
-                    "del" => d.del(&list),
-                    other => panic!("{other}"),
-                }
-            }
-        };
-        normalize(r)
-    }
-}
-
-/// See [`Dirs::run`].
-fn normalize(r: Value) -> Value {
-    if r["ok"] == true {
-        let mut result = r["result"].clone();
-        if let Some(obj) = result.as_object_mut() {
-            if obj.get("dns") == Some(&json!({})) {
-                obj.remove("dns");
-            }
-        }
-        json!({"ok": true, "result": result})
-    } else {
-        json!({
-            "ok": false,
-            "error": {"code": r["error"]["code"], "msg": r["error"]["msg"]},
-            "raw": r
-        })
-    }
-}
+use tests::sandbox::{NetDirs, Via};
+use tests::{host_link, ip, plugin_bin_dir, reference_plugin_dir, NetNs, Outcome};
 
 /// `{"ok":true,"result":null}`, what CHECK and DEL answer on success.
 fn empty_ok() -> Value {
@@ -296,7 +171,7 @@ fn ip_ok(args: &[&str]) {
 
 /// After DEL (or a failed ADD): only `lo` in the namespace, no host end,
 /// no host route to `container_addr`, nothing in the IPAM directory.
-fn assert_clean(dirs: &Dirs, net: &str, ns: &NetNs, host_veth: &str, container_addr: &str) {
+fn assert_clean(dirs: &NetDirs, net: &str, ns: &NetNs, host_veth: &str, container_addr: &str) {
     assert_eq!(ns_links(ns), ["lo"], "only lo is left in {}", ns.name());
     assert!(
         host_link(host_veth).is_none(),
@@ -355,7 +230,7 @@ fn redact_macs(result: &mut Value) {
 #[test]
 fn veth_with_ipam_file_through_cnitool_and_libcni() {
     let start = Instant::now();
-    let dirs = Dirs::new();
+    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethnet";
     let cid = "veth-c1";
     let host_veth = plugins_sample::veth::host_name(cid, "eth0");
@@ -375,7 +250,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
         ns.delete_link_on_drop(&host_veth);
         dirs.reset(&list);
 
-        let mut add = dirs.run(via, "add", net, &ns, cid);
+        let mut add = dirs.run(via, "add", net, &ns, cid, "eth0");
         assert_eq!(add["ok"], true, "{via:?}: {add}");
         let result = &add["result"];
         assert_eq!(
@@ -437,7 +312,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
             &format!("{via:?}"),
         );
 
-        let check = dirs.run(via, "check", net, &ns, cid);
+        let check = dirs.run(via, "check", net, &ns, cid, "eth0");
         assert_eq!(check, empty_ok(), "{via:?}");
 
         ip_ok(&[
@@ -449,14 +324,14 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
             "dev",
             "eth0",
         ]);
-        let broken = dirs.run(via, "check", net, &ns, cid);
+        let broken = dirs.run(via, "check", net, &ns, cid, "eth0");
         assert_eq!(broken["ok"], false, "{via:?}: {broken}");
         assert_eq!(broken["error"]["code"], 102, "{via:?}: {broken}");
 
-        let del = dirs.run(via, "del", net, &ns, cid);
+        let del = dirs.run(via, "del", net, &ns, cid, "eth0");
         assert_eq!(del, empty_ok(), "{via:?}");
         assert_clean(&dirs, net, &ns, &host_veth, "10.214.1.2");
-        let del_again = dirs.run(via, "del", net, &ns, cid);
+        let del_again = dirs.run(via, "del", net, &ns, cid, "eth0");
         assert_eq!(del_again, empty_ok(), "{via:?}");
         assert_clean(&dirs, net, &ns, &host_veth, "10.214.1.2");
 
@@ -482,7 +357,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
 #[test]
 fn reference_bridge_with_ipam_file() {
     let start = Instant::now();
-    let dirs = Dirs::new();
+    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "brfile";
     let cid = "bridge-c1";
     let bridge = format!("cnirsv{}", std::process::id() % 10000);
@@ -500,7 +375,7 @@ fn reference_bridge_with_ipam_file() {
     ns.delete_link_on_drop(&bridge);
     dirs.reset(&list);
 
-    let mut add = dirs.run(Via::Cnitool, "add", net, &ns, cid);
+    let mut add = dirs.run(Via::Cnitool, "add", net, &ns, cid, "eth0");
     assert_eq!(add["ok"], true, "{add}");
     let veth = add["result"]["interfaces"][1]["name"]
         .as_str()
@@ -539,12 +414,21 @@ fn reference_bridge_with_ipam_file() {
         "bridge + ipam-file",
     );
 
-    assert_eq!(dirs.run(Via::Cnitool, "check", net, &ns, cid), empty_ok());
-    assert_eq!(dirs.run(Via::Cnitool, "del", net, &ns, cid), empty_ok());
+    assert_eq!(
+        dirs.run(Via::Cnitool, "check", net, &ns, cid, "eth0"),
+        empty_ok()
+    );
+    assert_eq!(
+        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
+        empty_ok()
+    );
     assert_eq!(ns_links(&ns), ["lo"]);
     assert!(host_link(&veth).is_none(), "{veth} is gone");
     assert_eq!(dirs.reservations(net), Vec::<(String, String)>::new());
-    assert_eq!(dirs.run(Via::Cnitool, "del", net, &ns, cid), empty_ok());
+    assert_eq!(
+        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
+        empty_ok()
+    );
     eprintln!("bridge + ipam-file: {:?}", start.elapsed());
 }
 
@@ -554,7 +438,7 @@ fn reference_bridge_with_ipam_file() {
 #[test]
 fn veth_with_reference_host_local() {
     let start = Instant::now();
-    let dirs = Dirs::new();
+    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethhl";
     let cid = "veth-hl";
     let host_veth = plugins_sample::veth::host_name(cid, "eth0");
@@ -571,7 +455,7 @@ fn veth_with_reference_host_local() {
     ns.delete_link_on_drop(&host_veth);
     dirs.reset(&list);
 
-    let mut add = dirs.run(Via::Cnitool, "add", net, &ns, cid);
+    let mut add = dirs.run(Via::Cnitool, "add", net, &ns, cid, "eth0");
     assert_eq!(add["ok"], true, "{add}");
     redact_macs(&mut add["result"]);
     assert_eq!(
@@ -597,10 +481,19 @@ fn veth_with_reference_host_local() {
         "veth + host-local",
     );
 
-    assert_eq!(dirs.run(Via::Cnitool, "check", net, &ns, cid), empty_ok());
-    assert_eq!(dirs.run(Via::Cnitool, "del", net, &ns, cid), empty_ok());
+    assert_eq!(
+        dirs.run(Via::Cnitool, "check", net, &ns, cid, "eth0"),
+        empty_ok()
+    );
+    assert_eq!(
+        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
+        empty_ok()
+    );
     assert_clean(&dirs, net, &ns, &host_veth, "10.214.3.2");
-    assert_eq!(dirs.run(Via::Cnitool, "del", net, &ns, cid), empty_ok());
+    assert_eq!(
+        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
+        empty_ok()
+    );
     eprintln!("veth + host-local: {:?}", start.elapsed());
 }
 
@@ -615,7 +508,7 @@ fn veth_with_reference_host_local() {
 #[test]
 fn veth_then_dns_mac_chain() {
     let start = Instant::now();
-    let dirs = Dirs::new();
+    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethdns";
     let cid = "veth-dns";
     let host_veth = plugins_sample::veth::host_name(cid, "eth0");
@@ -641,7 +534,7 @@ fn veth_then_dns_mac_chain() {
         ns.delete_link_on_drop(&host_veth);
         dirs.reset(&list);
 
-        let mut add = dirs.run(via, "add", net, &ns, cid);
+        let mut add = dirs.run(via, "add", net, &ns, cid, "eth0");
         assert_eq!(add["ok"], true, "{via:?}: {add}");
         redact_macs(&mut add["result"]);
         assert_eq!(
@@ -666,9 +559,9 @@ fn veth_then_dns_mac_chain() {
             "10.214.4.1",
             &format!("{via:?}"),
         );
-        let check = dirs.run(via, "check", net, &ns, cid);
+        let check = dirs.run(via, "check", net, &ns, cid, "eth0");
         assert_eq!(check, empty_ok(), "{via:?}");
-        let del = dirs.run(via, "del", net, &ns, cid);
+        let del = dirs.run(via, "del", net, &ns, cid, "eth0");
         assert_eq!(del, empty_ok(), "{via:?}");
         assert_clean(&dirs, net, &ns, &host_veth, "10.214.4.2");
         observations.push(json!({"add": add, "check": check, "del": del}));
@@ -690,7 +583,7 @@ fn veth_then_dns_mac_chain() {
 #[test]
 fn veth_add_failures_leave_nothing() {
     let start = Instant::now();
-    let dirs = Dirs::new();
+    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethfail";
     let cid = "veth-fail";
     let host_veth = plugins_sample::veth::host_name(cid, "eth0");
@@ -708,7 +601,7 @@ fn veth_add_failures_leave_nothing() {
         }]
     }));
     let kind = add_foreign_link(&ns, "eth0");
-    let add = dirs.run(Via::Cnitool, "add", net, &ns, cid);
+    let add = dirs.run(Via::Cnitool, "add", net, &ns, cid, "eth0");
     assert_eq!(add["ok"], false, "{add}");
     assert_eq!(add["error"]["code"], 101, "{add}");
     assert_eq!(
@@ -733,7 +626,7 @@ fn veth_add_failures_leave_nothing() {
                      "routes": [{"dst": "192.0.2.0/24", "gw": "10.214.99.1"}]}
         }]
     }));
-    let add = dirs.run(Via::Cnitool, "add", net, &ns, cid);
+    let add = dirs.run(Via::Cnitool, "add", net, &ns, cid, "eth0");
     assert_eq!(add["ok"], false, "{add}");
     assert_eq!(
         add["error"]["msg"], "failed to add a route in the container",
@@ -751,7 +644,7 @@ fn veth_add_failures_leave_nothing() {
 fn eight_veth_containers_in_parallel() {
     const N: usize = 8;
     let start = Instant::now();
-    let dirs = Dirs::new();
+    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethpar";
     dirs.reset(&json!({
         "cniVersion": "1.0.0",
@@ -780,7 +673,7 @@ fn eight_veth_containers_in_parallel() {
             .iter()
             .map(|(cid, _, ns)| {
                 let dirs = &dirs;
-                s.spawn(move || dirs.run(Via::Cnitool, "add", net, ns, cid))
+                s.spawn(move || dirs.run(Via::Cnitool, "add", net, ns, cid, "eth0"))
             })
             .collect();
         handles
@@ -824,7 +717,7 @@ fn eight_veth_containers_in_parallel() {
             .iter()
             .map(|(cid, _, ns)| {
                 let dirs = &dirs;
-                s.spawn(move || dirs.run(Via::Cnitool, "del", net, ns, cid))
+                s.spawn(move || dirs.run(Via::Cnitool, "del", net, ns, cid, "eth0"))
             })
             .collect();
         handles
