@@ -210,8 +210,10 @@ fn replace(
 /// file system that overwrites in place, and under the file size limit.
 fn overwritable(file: &File, len: usize) -> Option<u64> {
     use nix::sys::resource::{getrlimit, Resource};
-    use nix::sys::statfs::{fstatfs, EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC};
+    use nix::sys::statfs::{fstatfs, FsType, EXT4_SUPER_MAGIC, TMPFS_MAGIC};
     use std::os::unix::fs::MetadataExt;
+    // XFS's magic ("XFSB"): nix only names it on glibc.
+    const XFS_SUPER_MAGIC: FsType = FsType(0x5846_5342);
 
     let len = u64::try_from(len).ok()?;
     let meta = file.metadata().ok()?;
