@@ -10,6 +10,8 @@
 #                                run plugins in real network namespaces
 #   gcc, libc6-dev               the process benchmark's static C harness
 #                                and floor (gcc -static needs libc.a)
+#   musl-tools                   `musl-gcc`, for the benchmark's floor on
+#                                musl (the C library of our static build)
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -28,6 +30,7 @@ command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 # The benchmark floor and harness are linked with gcc -static: libc.a.
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
+command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

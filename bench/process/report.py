@@ -5,10 +5,12 @@ import statistics
 import sys
 
 out, warmup = sys.argv[1], int(sys.argv[2])
-names = ["floor (static C)", "reference noop (Go, default build)", "our noop (static build)",
-         "reference noop (Go, static)", "our noop (default build)"]
-binaries = ["floor", "reference-noop", "noop", "reference-noop-static", "noop-dynamic"]
-FLOOR, REF, OURS, REF_STATIC = 0, 1, 2, 3
+names = ["floor (static C)", "reference noop (Go, default build)", "our noop (static musl build)",
+         "reference noop (Go, static)", "our noop (static glibc build)", "our noop (default build)",
+         "floor (static C, musl)"]
+binaries = ["floor", "reference-noop", "noop", "reference-noop-static", "noop-glibc-static",
+            "noop-dynamic", "floor-musl"]
+FLOOR, REF, OURS, REF_STATIC, FLOOR_MUSL = 0, 1, 2, 3, 6
 print(f"| scenario | binary | median | p90 | median / floor | p90 / floor-median | peak RSS | size |")
 print("|---|---|---|---|---|---|---|---|")
 summary = {}
@@ -49,3 +51,8 @@ rows = [
 ]
 for label, value, bound in rows:
     print(f"| {label} | {value:.2f}x | {'yes' if value <= bound else 'no'} |")
+# Not targets: the same ratios against the floor built on musl, the C
+# library of our static build (the floor above is glibc's, as in issue 8).
+for scenario in ["version", "add"]:
+    print(f"| ({scenario.upper()} median against the musl floor, no target) | "
+          f"{ratio(scenario, OURS, FLOOR_MUSL, 0):.2f}x | |")

@@ -19,9 +19,12 @@ out=target/bench/process
 mkdir -p "$out"
 
 scripts/install-test-deps.sh >/dev/null
-echo "building: harness and floor (gcc -O2 -static), reference noop (Debian Go), our noop (cargo --release)" >&2
+echo "building: harness and floors (gcc -O2 -static, musl-gcc), reference noop (Debian Go), our noop (cargo)" >&2
 gcc -O2 -static -o "$out/harness" bench/process/harness.c
 gcc -O2 -static -o "$out/floor" bench/process/floor.c
+# The same floor on musl, the C library our static build uses: how much of
+# the floor above is glibc's own static start-up.
+musl-gcc -O2 -static -o "$out/floor-musl" bench/process/floor.c
 # The reference noop twice: as `go build` makes it on a machine with a C
 # compiler (cgo on, so dynamically linked against libc, as Debian ships its
 # Go plugins: the figures issue 8 quotes), and fully static (cgo off), the
@@ -32,10 +35,14 @@ for cgo in 1 0; do
     GO111MODULE=off GOFLAGS= CGO_ENABLED=$cgo GOPATH=/usr/share/gocode GOCACHE="$root/target/go-cache" \
         go build -o "$out/$name" github.com/containernetworking/cni/plugins/test/noop
 done
+# Ours three ways: as deployed (static musl), static glibc, and cargo's
+# default (dynamically linked glibc).
+scripts/build-static-plugins.sh --quiet -p plugins-sample --bin noop >/dev/null
+cp target/x86_64-unknown-linux-musl/plugin/noop "$out/noop"
+LIBC=glibc scripts/build-static-plugins.sh --quiet -p plugins-sample --bin noop >/dev/null
+cp target/x86_64-unknown-linux-gnu/plugin/noop "$out/noop-glibc-static"
 cargo build --release --quiet -p plugins-sample --bin noop
 cp target/release/noop "$out/noop-dynamic"
-scripts/build-static-plugins.sh >/dev/null
-cp target/x86_64-unknown-linux-gnu/plugin/noop "$out/noop"
 
 python3 - "$out" <<'PY'
 import json, sys
@@ -74,11 +81,10 @@ PY
 # right after a reference execution, whose after-effects it pays), then the
 # extra rows.
 for scenario in version add; do
-    "$out/harness" "$rounds" "$out/debug.json" "$out/debug-template.json" \
-        "$out/floor:$out/$scenario.json:$out/$scenario.env" \
-        "$out/reference-noop:$out/$scenario.json:$out/$scenario.env" \
-        "$out/noop:$out/$scenario.json:$out/$scenario.env" \
-        "$out/reference-noop-static:$out/$scenario.json:$out/$scenario.env" \
-        "$out/noop-dynamic:$out/$scenario.json:$out/$scenario.env" > "$out/$scenario.samples"
+    cases=()
+    for bin in floor reference-noop noop reference-noop-static noop-glibc-static noop-dynamic floor-musl; do
+        cases+=("$out/$bin:$out/$scenario.json:$out/$scenario.env")
+    done
+    "$out/harness" "$rounds" "$out/debug.json" "$out/debug-template.json" "${cases[@]}" > "$out/$scenario.samples"
 done
 python3 bench/process/report.py "$out" "$warmup"
