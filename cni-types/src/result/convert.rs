@@ -8,8 +8,10 @@ use cni_version::SpecVersion;
 use super::{
     CniResult, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020, Result040, Result100,
 };
+use std::net::IpAddr;
+
 use crate::ip::is_ipv4;
-use crate::{Interface, Route};
+use crate::{Dns, Interface, IpNetwork, Route};
 
 /// A conversion that cannot be done.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,9 +82,7 @@ pub(super) fn convert(from: CniResult, to: &SpecVersion) -> Result<CniResult, Co
             dns: r.dns,
         }),
         (CniResult::V040(r), Family::V100) => CniResult::V100(v040_to_v100(r, to)),
-        (CniResult::V100(r), Family::V020) => {
-            CniResult::V020(v040_to_v020(v100_to_v040(r, SpecVersion::V0_4_0), to)?)
-        }
+        (CniResult::V100(r), Family::V020) => CniResult::V020(v100_to_v020(r, to)?),
         (CniResult::V100(r), Family::V040) => CniResult::V040(v100_to_v040(r, to)),
         (CniResult::V100(r), Family::V100) => CniResult::V100(Result100 {
             interfaces: r
@@ -143,18 +143,48 @@ fn v020_to_v040(r: Result020, to: SpecVersion) -> Result040 {
 
 /// 0.3.x/0.4.0 down to 0.1.0/0.2.0.
 fn v040_to_v020(r: Result040, to: SpecVersion) -> Result<Result020, ConvertError> {
-    let first = |family: IpFamily| {
-        r.ips
-            .iter()
-            .find(|ip| ip.family() == family)
-            .map(|ip| IpConfig020 {
-                ip: ip.address,
-                gateway: ip.gateway,
+    let ips = r.ips.iter().map(|ip| (ip.family(), ip.address, ip.gateway));
+    down_to_v020(ips, r.routes, r.dns, to)
+}
+
+/// 1.x down to 0.1.0/0.2.0: what going through 0.4.0 gives (each address
+/// takes its family from itself), without building the 0.4.0 result.
+fn v100_to_v020(r: Result100, to: SpecVersion) -> Result<Result020, ConvertError> {
+    let ips = r.ips.iter().map(|ip| {
+        let family = if ip.address.is_ipv4() {
+            IpFamily::V4
+        } else {
+            IpFamily::V6
+        };
+        (family, ip.address, ip.gateway)
+    });
+    down_to_v020(ips, r.routes, r.dns, to)
+}
+
+/// The 0.1.0/0.2.0 result of a newer one's addresses (with their family),
+/// routes and DNS: the first address of each family becomes `ip4`/`ip6`,
+/// and each route goes under the address of its destination's family.
+fn down_to_v020(
+    ips: impl Iterator<Item = (IpFamily, IpNetwork, Option<IpAddr>)>,
+    routes: Vec<Route>,
+    dns: Dns,
+    to: SpecVersion,
+) -> Result<Result020, ConvertError> {
+    let (mut ip4, mut ip6) = (None, None);
+    for (family, ip, gateway) in ips {
+        let slot = match family {
+            IpFamily::V4 => &mut ip4,
+            IpFamily::V6 => &mut ip6,
+        };
+        if slot.is_none() {
+            *slot = Some(IpConfig020 {
+                ip,
+                gateway,
                 routes: Vec::new(),
-            })
-    };
-    let (mut ip4, mut ip6) = (first(IpFamily::V4), first(IpFamily::V6));
-    for route in r.routes {
+            });
+        }
+    }
+    for route in routes {
         let target = if is_ipv4(route.dst.addr()) {
             &mut ip4
         } else {
@@ -171,7 +201,7 @@ fn v040_to_v020(r: Result040, to: SpecVersion) -> Result<Result020, ConvertError
         cni_version: to,
         ip4,
         ip6,
-        dns: r.dns,
+        dns,
     })
 }
 
