@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::conventions::{Args, RuntimeConfig};
-use crate::result::ResultError;
+use crate::result::{ResultError, Wire};
 use crate::{CniResult, Code, Dns, Error};
 
 /// Fields a plugin does not declare: kept, so a configuration round-trips.
@@ -81,8 +81,10 @@ pub struct NetConf<T = Extra> {
         skip_serializing_if = "Option::is_none"
     )]
     pub prev_result: Option<CniResult>,
+    /// `prevResult` as read with the rest (the bytes path only), until the
+    /// configuration's version is known.
     #[serde(rename = "prevResult", default, skip_serializing)]
-    raw_prev_result: Option<RawPrevResult>,
+    prev_wire: Option<Wire>,
     /// GC: "`cni.dev/valid-attachments` (array of objects): List of
     /// attachments that are still valid" (1.1.0). Also read from the older
     /// name `cni.dev/attachments`, which the reference runtime sends too.
@@ -151,8 +153,9 @@ impl<T: DeserializeOwned> NetConf<T> {
     /// improvement.
     pub fn from_json(json: &[u8]) -> Result<NetConf<T>, ConfigError> {
         // Straight from the bytes when nothing is unusual: the standard
-        // fields typed as they are read, `prevResult` kept as its bytes and
-        // read once, only the unknown keys as JSON values. Anything else
+        // fields typed as they are read, `prevResult` too (every version's
+        // fields, resolved once the configuration's version is known), only
+        // the unknown keys as JSON values. Anything else
         // (an error, to report with its path; a repeated key, which Go
         // reads as the last one; see `plain` for the rest) goes through a
         // JSON value, which is the reference for what this returns: the
@@ -195,9 +198,16 @@ impl<T: DeserializeOwned> NetConf<T> {
             .into_iter()
             .filter_map(|k| standard.remove_entry(&k))
             .collect();
+        // prevResult is read once the version is known, from its compact
+        // text, as the bytes path reads it (errors included).
+        let prev = standard.remove("prevResult").filter(|v| !v.is_null());
         let mut base: NetConf<Extra> =
             serde_path_to_error::deserialize(Value::Object(standard)).map_err(path_error)?;
         base.resolve()?;
+        if let Some(prev) = prev {
+            let text = serde_json::to_vec(&prev).map_err(|e| ConfigError::Json(e.to_string()))?;
+            base.prev_result = Some(CniResult::parse(base.version(), &text)?);
+        }
         let plugin: T =
             serde_path_to_error::deserialize(Value::Object(plugin)).map_err(path_error)?;
         Ok(base.with_plugin(plugin))
@@ -232,7 +242,7 @@ impl<T> NetConf<T> {
             args: self.args,
             runtime_config: self.runtime_config,
             prev_result: self.prev_result,
-            raw_prev_result: self.raw_prev_result,
+            prev_wire: self.prev_wire,
             valid_attachments: self.valid_attachments,
             legacy_attachments: self.legacy_attachments,
             plugin,
@@ -262,8 +272,8 @@ impl<T> NetConf<T> {
     }
 
     fn resolve(&mut self) -> Result<(), ConfigError> {
-        if let Some(RawPrevResult(raw)) = self.raw_prev_result.take() {
-            self.prev_result = Some(CniResult::parse(self.version(), raw.get().as_bytes())?);
+        if let Some(wire) = self.prev_wire.take() {
+            self.prev_result = Some(CniResult::from_wire_in(self.version(), wire)?);
         }
         if self.valid_attachments.is_none() {
             self.valid_attachments = self.legacy_attachments.take();
@@ -324,18 +334,6 @@ fn plain(json: &[u8]) -> bool {
         i += 1;
     }
     true
-}
-
-/// A configuration's `prevResult` as it was given, read once the
-/// configuration's version is known.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(transparent)]
-struct RawPrevResult(Box<serde_json::value::RawValue>);
-
-impl PartialEq for RawPrevResult {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
-    }
 }
 
 fn path_error<E: std::fmt::Display>(err: serde_path_to_error::Error<E>) -> ConfigError {
@@ -408,6 +406,20 @@ mod tests {
             conf.prev_result.unwrap().version(),
             &cni_version::SpecVersion::V0_2_0
         );
+    }
+
+    #[test]
+    fn a_prev_result_that_is_not_a_result_is_named_as_such_on_both_paths() {
+        let json = br#"{"cniVersion": "1.0.0", "name": "n",
+            "prevResult": {"ips": [{"address": "10.0.0.300/24"}]}}"#;
+        let err = NetConf::<Extra>::from_json(json).unwrap_err().to_string();
+        assert!(err.starts_with("could not parse prevResult: "), "{err}");
+        assert!(err.contains("10.0.0.300/24"), "{err}");
+        let value = serde_json::from_slice(json).unwrap();
+        let through_value = NetConf::<Extra>::from_value(value).unwrap_err();
+        assert_eq!(through_value.to_string(), err);
+        let null_prev = NetConf::<Extra>::from_json(br#"{"name": "n", "prevResult": null}"#);
+        assert_eq!(null_prev.unwrap().prev_result, None);
     }
 
     #[test]

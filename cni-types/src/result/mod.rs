@@ -61,8 +61,8 @@ pub enum ResultError {
 /// The union of every version's fields, read in one pass; the version then
 /// decides which of them the result keeps (others are ignored, as the
 /// reference's decoder ignores unknown keys).
-#[derive(Deserialize)]
-struct Wire {
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub(crate) struct Wire {
     #[serde(rename = "cniVersion", default)]
     cni_version: Option<String>,
     #[serde(default)]
@@ -95,7 +95,22 @@ impl CniResult {
     /// for a 1.0.0 configuration comes back as 1.0.0).
     pub fn parse(version: &str, json: &[u8]) -> Result<CniResult, ResultError> {
         let wanted = released(version)?;
-        let result = Self::parse_as_given(version, json)?;
+        let wire: Wire = serde_json::from_slice(json)?;
+        Self::wire_in_version(wanted, version, wire)
+    }
+
+    /// Like [`CniResult::parse`], for a result already read as part of a
+    /// larger document (a configuration's `prevResult`).
+    pub(crate) fn from_wire_in(version: &str, wire: Wire) -> Result<CniResult, ResultError> {
+        Self::wire_in_version(released(version)?, version, wire)
+    }
+
+    fn wire_in_version(
+        wanted: SpecVersion,
+        fallback: &str,
+        wire: Wire,
+    ) -> Result<CniResult, ResultError> {
+        let result = Self::resolve(fallback, wire)?;
         if *result.version() == wanted {
             return Ok(result);
         }
