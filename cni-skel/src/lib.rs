@@ -44,9 +44,9 @@
 //!
 //! Shipped binaries should use [`plugin_main!`] instead of `fn main`: the
 //! same run with a lean process start-up (`#![no_main]`), ~15% faster per
-//! execution. Build them as `scripts/build-static-plugins.sh` does (static,
-//! non-PIE, the `plugin` profile) for the rest; `BENCHMARKS.md` has the
-//! figures.
+//! execution. Build them as `scripts/build-static-plugins.sh` does (static
+//! on musl, non-PIE, the `plugin` profile) for the rest; `BENCHMARKS.md` has
+//! the figures and what musl changes for a plugin.
 //!
 //! Test a plugin in-process with [`TestRequest`]: it builds the environment
 //! and stdin by hand and runs exactly the path a real invocation takes.
