@@ -51,6 +51,29 @@ impl Invocation {
     }
 }
 
+/// Executions of a binary that is open for writing ("text file busy") the
+/// reference runtime library retries, a second apart, five times: a plugin
+/// being installed while a runtime calls it, or, in a threaded process, a
+/// binary just written whose descriptor another thread's child still holds
+/// between its fork and its exec.
+const BUSY_RETRIES: u32 = 5;
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn spawn_retrying_busy(command: &mut Process) -> std::io::Result<std::process::Child> {
+    let mut retries = 0;
+    loop {
+        match command.spawn() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy && retries < BUSY_RETRIES =>
+            {
+                retries += 1;
+                std::thread::sleep(BUSY_WAIT);
+            }
+            spawned => return spawned,
+        }
+    }
+}
+
 /// Runs `plugin` with the invocation's variables added to our environment
 /// and `stdin` on its stdin; returns its stdout.
 ///
@@ -58,19 +81,21 @@ impl Invocation {
 /// for the error message when it fails). A non-zero exit becomes the
 /// plugin's own CNI error when stdout holds one (its code kept), else an
 /// error saying what it printed and how it exited; a plugin killed by a
-/// signal is reported as such.
+/// signal is reported as such. A binary still open for writing ("text file
+/// busy") is tried again a second later, up to five times, as the
+/// reference runtime library does.
 pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
     let name = plugin.display().to_string();
-    let mut child = Process::new(plugin)
+    let mut command = Process::new(plugin);
+    command
         .envs(invocation.env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
-                .with_details(e.to_string())
-        })?;
+        .stderr(Stdio::piped());
+    let mut child = spawn_retrying_busy(&mut command).map_err(|e| {
+        Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
+            .with_details(e.to_string())
+    })?;
 
     // Feed stdin from a thread: a plugin that exits (or closes stdin)
     // without reading it must neither block us nor kill us (EPIPE is an

@@ -141,3 +141,16 @@ fn version_probe_decodes_the_answer_and_treats_pre_version_plugins_as_0_1_0() {
     );
     assert_eq!(get_version_info(&old).unwrap().supported(), ["0.1.0"]);
 }
+
+#[test]
+fn a_plugin_still_open_for_writing_is_run_once_it_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "late", "echo '{}'");
+    // Open for writing, the binary cannot be executed (ETXTBSY) until this
+    // descriptor is closed, as while a plugin is being installed.
+    let writer = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    let run = std::thread::spawn(move || exec_plugin(&p, &add(), b"{}"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(writer);
+    assert_eq!(run.join().unwrap().unwrap(), b"{}\n");
+}
