@@ -6,7 +6,8 @@
 # BENCHMARKS.md for what each of those costs).
 #
 #   scripts/build-static-plugins.sh              all sample plugins and cnitool
-#   scripts/build-static-plugins.sh --bin noop   what you name (cargo's selection)
+#   scripts/build-static-plugins.sh -p plugins-sample --bin noop
+#                                                what you name (cargo's selection)
 #   LIBC=glibc scripts/build-static-plugins.sh   static glibc instead (larger and
 #                                                slower to start; for comparison)
 #
@@ -34,7 +35,13 @@ if ! rustc --print sysroot >/dev/null 2>&1 ||
     rustup target add "$target" >&2
 fi
 
+# Every sample plugin and cnitool, unless the arguments name packages or
+# binaries themselves; other arguments (--quiet, ...) go to cargo as well.
 selection=(-p plugins-sample -p cni-invoke --bins)
-[ "$#" -gt 0 ] && selection=("$@")
+for arg in "$@"; do
+    case "$arg" in
+        -p | --package | --package=* | --workspace | --bin | --bin=* | --bins) selection=() ;;
+    esac
+done
 RUSTFLAGS="${RUSTFLAGS:-} $flags -C relocation-model=static" \
-    cargo build --profile plugin --target "$target" "${selection[@]}"
+    cargo build --profile plugin --target "$target" "${selection[@]}" "$@"
