@@ -17,13 +17,14 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 scripts/install-test-deps.sh >/dev/null
-echo "== building the sample plugins and cnitool (release)"
-cargo build --release --quiet -p plugins-sample --bins -p cni-invoke --bin cnitool
+echo "== building the sample plugins and cnitool as deployed (static, musl: scripts/build-static-plugins.sh)"
+scripts/build-static-plugins.sh --quiet
+bin="$root/target/x86_64-unknown-linux-musl/plugin"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/net.d"
-for p in delegator dns-mac noop; do ln -s "$root/target/release/$p" "$work/bin/$p"; done
+for p in delegator dns-mac noop; do ln -s "$bin/$p" "$work/bin/$p"; done
 ln -s /usr/lib/cni/host-local "$work/bin/host-local"
 echo '{"ReportResult": "PASSTHROUGH"}' > "$work/passthrough.json"
 cat > "$work/net.d/10-demo.conflist" <<JSON
@@ -43,7 +44,7 @@ cat > "$work/net.d/10-demo.conflist" <<JSON
 JSON
 
 export NETCONFPATH="$work/net.d" CNI_PATH="$work/bin" CAP_ARGS='{"mac": "c2:11:22:33:44:55"}'
-cnitool() { "$root/target/release/cnitool" --cache-dir "$work/cache" "$@"; }
+cnitool() { "$bin/cnitool" --cache-dir "$work/cache" "$@"; }
 netns=/var/run/netns/demo-container
 
 echo

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs the reference peers the
 # interoperability tests need (Go, libcni, the reference plugins), then
-# formatting, lints, docs and every test of the workspace, and a smoke run
-# of both benchmark harnesses. Interop tests fail, never skip, when a peer
-# is missing.
+# formatting, lints, docs and every test of the workspace, a smoke run of
+# both benchmark harnesses, and the demo. Interop tests fail, never skip,
+# when a peer is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,3 +17,6 @@ cargo test --workspace
 # neither printed nor checked.
 bench/process/run.sh 3 >/dev/null
 bench/inprocess.sh --smoke >/dev/null
+# The main job (README's first command), with the plugins built as they are
+# deployed (static, musl) and driven through cnitool beside host-local.
+scripts/demo.sh >/dev/null
