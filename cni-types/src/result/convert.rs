@@ -3,13 +3,13 @@
 //! improvements: an untagged 0.x address takes its family from the address,
 //! and 1.1.0-only fields are dropped below 1.1.0.
 
+use std::net::IpAddr;
+
 use cni_version::SpecVersion;
 
 use super::{
     CniResult, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020, Result040, Result100,
 };
-use std::net::IpAddr;
-
 use crate::ip::is_ipv4;
 use crate::{Dns, Interface, IpNetwork, Route};
 
@@ -150,14 +150,10 @@ fn v040_to_v020(r: Result040, to: SpecVersion) -> Result<Result020, ConvertError
 /// 1.x down to 0.1.0/0.2.0: what going through 0.4.0 gives (each address
 /// takes its family from itself), without building the 0.4.0 result.
 fn v100_to_v020(r: Result100, to: SpecVersion) -> Result<Result020, ConvertError> {
-    let ips = r.ips.iter().map(|ip| {
-        let family = if ip.address.is_ipv4() {
-            IpFamily::V4
-        } else {
-            IpFamily::V6
-        };
-        (family, ip.address, ip.gateway)
-    });
+    let ips = r
+        .ips
+        .iter()
+        .map(|ip| (IpFamily::of(&ip.address), ip.address, ip.gateway));
     down_to_v020(ips, r.routes, r.dns, to)
 }
 
@@ -238,11 +234,7 @@ fn v100_to_v040(r: Result100, to: SpecVersion) -> Result040 {
             .ips
             .into_iter()
             .map(|ip| IpConfig040 {
-                version: Some(if ip.address.is_ipv4() {
-                    IpFamily::V4
-                } else {
-                    IpFamily::V6
-                }),
+                version: Some(IpFamily::of(&ip.address)),
                 interface: ip.interface,
                 address: ip.address,
                 gateway: ip.gateway,

@@ -105,16 +105,14 @@ impl CniResult {
         Self::wire_in_version(released(version)?, version, wire)
     }
 
+    /// `wire` read in its own version (else `fallback`), then in `wanted`
+    /// (a result already there is returned as it is).
     fn wire_in_version(
         wanted: SpecVersion,
         fallback: &str,
         wire: Wire,
     ) -> Result<CniResult, ResultError> {
-        let result = Self::resolve(fallback, wire)?;
-        if *result.version() == wanted {
-            return Ok(result);
-        }
-        Ok(result.into_version(&wanted)?)
+        Ok(Self::resolve(fallback, wire)?.into_version(&wanted)?)
     }
 
     /// Reads a result in its own `cniVersion`, or in `fallback` when it has
@@ -130,7 +128,7 @@ impl CniResult {
     pub fn from_value(version: &str, value: serde_json::Value) -> Result<CniResult, ResultError> {
         let wanted = released(version)?;
         let wire: Wire = serde_json::from_value(value)?;
-        Ok(Self::resolve(version, wire)?.into_version(&wanted)?)
+        Self::wire_in_version(wanted, version, wire)
     }
 
     fn resolve(fallback: &str, wire: Wire) -> Result<CniResult, ResultError> {

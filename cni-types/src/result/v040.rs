@@ -39,6 +39,17 @@ pub enum IpFamily {
     V6,
 }
 
+impl IpFamily {
+    /// The family of an address.
+    pub(crate) fn of(address: &IpNetwork) -> IpFamily {
+        if address.is_ipv4() {
+            IpFamily::V4
+        } else {
+            IpFamily::V6
+        }
+    }
+}
+
 /// An `ips` entry of a 0.3.x/0.4.0 result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpConfig040 {
@@ -72,11 +83,7 @@ impl IpConfig040 {
     /// Deliberate improvement: the reference drops an untagged entry when
     /// converting to 0.2.0 and can then fail with "no valid IP addresses".
     pub fn family(&self) -> IpFamily {
-        self.version.unwrap_or(if self.address.is_ipv4() {
-            IpFamily::V4
-        } else {
-            IpFamily::V6
-        })
+        self.version.unwrap_or(IpFamily::of(&self.address))
     }
 }
 
