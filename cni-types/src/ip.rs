@@ -126,7 +126,7 @@ impl serde::Serialize for IpNetwork {
 /// prints its addresses, and through `collect_str` serde_json escapes each
 /// fragment a formatter writes separately: addresses were half the cost of
 /// printing a result that way.
-pub(crate) struct IpText {
+struct IpText {
     buf: [u8; IpText::CAPACITY],
     len: usize,
 }
@@ -146,7 +146,7 @@ impl IpText {
 
     /// An address as `Display` writes it: IPv4 digits by hand, IPv6 by
     /// the standard library (its zero compression is the one we print).
-    pub(crate) fn addr(addr: IpAddr) -> Option<IpText> {
+    fn addr(addr: IpAddr) -> Option<IpText> {
         let mut text = IpText {
             buf: [0; IpText::CAPACITY],
             len: 0,
@@ -165,7 +165,7 @@ impl IpText {
         Some(text)
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    fn as_str(&self) -> &str {
         std::str::from_utf8(self.buf.get(..self.len).unwrap_or_default()).unwrap_or_default()
     }
 
