@@ -19,6 +19,7 @@
 
 pub mod debug;
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use cni_skel::{BoxError, Plugin, Reply, Request};
@@ -172,14 +173,12 @@ impl Noop {
                         exit_code: SETUP_ERROR_STATUS,
                     });
                 };
-                let injected;
                 let prev = if mode == "INJECT-DNS" {
                     let mut current = prev.to_current()?;
                     current.dns.nameservers = vec!["1.2.3.4".to_owned()];
-                    injected = CniResult::from(current);
-                    &injected
+                    Cow::Owned(CniResult::from(current))
                 } else {
-                    prev
+                    Cow::Borrowed(prev)
                 };
                 let failed = |e: &dyn std::fmt::Display| {
                     format!(
@@ -191,9 +190,10 @@ impl Noop {
                 if *prev.version() == version {
                     // Already in the configuration's version (as the SDK
                     // reads prevResult): printed as it is, not copied.
-                    serde_json::to_vec(prev)?
+                    serde_json::to_vec(&*prev)?
                 } else {
-                    serde_json::to_vec(&prev.convert_to(&version).map_err(|e| failed(&e))?)?
+                    let converted = prev.into_owned().into_version(&version);
+                    serde_json::to_vec(&converted.map_err(|e| failed(&e))?)?
                 }
             }
             verbatim => verbatim.as_bytes().to_vec(),
