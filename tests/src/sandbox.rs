@@ -4,7 +4,7 @@
 //! of a list through either runtime.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -21,8 +21,7 @@ pub enum Via {
 /// IPAM data directory (`ipam`) under one temporary directory, with the
 /// plugin directories the runtimes search.
 pub struct NetDirs {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    tmp: tempfile::TempDir,
     cni_path: Vec<PathBuf>,
 }
 
@@ -34,20 +33,19 @@ impl NetDirs {
             .prefix(prefix)
             .tempdir()
             .expect("creating a temporary directory");
-        let root = tmp.path().to_path_buf();
-        NetDirs {
-            _tmp: tmp,
-            root,
-            cni_path,
-        }
+        NetDirs { tmp, cni_path }
+    }
+
+    fn root(&self) -> &Path {
+        self.tmp.path()
     }
 
     /// Wipes the cache and the data dir, writes the list (named by its
     /// `name`).
     pub fn reset(&self, list: &Value) {
         for dir in ["cache", "ipam", "net.d"] {
-            let _ = fs::remove_dir_all(self.root.join(dir));
-            fs::create_dir_all(self.root.join(dir)).expect("creating dirs");
+            let _ = fs::remove_dir_all(self.root().join(dir));
+            fs::create_dir_all(self.root().join(dir)).expect("creating dirs");
         }
         let net = list["name"].as_str().expect("the list has a name");
         write_json(&self.conflist(net), list);
@@ -55,19 +53,19 @@ impl NetDirs {
 
     /// Where the list `net` is written.
     pub fn conflist(&self, net: &str) -> PathBuf {
-        self.root.join("net.d").join(format!("{net}.conflist"))
+        self.root().join("net.d").join(format!("{net}.conflist"))
     }
 
     /// The IPAM `dataDir`.
     pub fn ipam(&self) -> String {
-        self.root.join("ipam").display().to_string()
+        self.root().join("ipam").display().to_string()
     }
 
     /// Everything in the network's IPAM directory but the lock and the
     /// round-robin bookkeeping, as `(name, content)`: the reservations
     /// (and anything else a plugin left behind), sorted.
     pub fn reservations(&self, net: &str) -> Vec<(String, String)> {
-        let Ok(entries) = fs::read_dir(self.root.join("ipam").join(net)) else {
+        let Ok(entries) = fs::read_dir(self.root().join("ipam").join(net)) else {
             return Vec::new();
         };
         let mut out: Vec<(String, String)> = entries
@@ -87,9 +85,9 @@ impl NetDirs {
     /// `cnitool` over this sandbox, for container `cid`.
     pub fn cnitool(&self, cid: &str) -> Cnitool {
         Cnitool::new(
-            self.root.join("net.d"),
+            self.root().join("net.d"),
             self.cni_path.clone(),
-            self.root.join("cache"),
+            self.root().join("cache"),
         )
         .with_container_id(cid)
     }
@@ -115,7 +113,7 @@ impl NetDirs {
                 .with_ifname(ifname)
                 .run(&[command, net, &ns.path()]),
             Via::Libcni => {
-                let d = Driver::new(self.cni_path.clone(), self.root.join("cache"))
+                let d = Driver::new(self.cni_path.clone(), self.root().join("cache"))
                     .with_container_id(cid)
                     .with_netns(&ns.path())
                     .with_ifname(ifname);
