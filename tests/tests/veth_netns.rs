@@ -191,6 +191,30 @@ fn assert_clean(dirs: &NetDirs, net: &str, ns: &NetNs, host_veth: &str, containe
     );
 }
 
+/// Through cnitool: CHECK passes, DEL succeeds and leaves what `cleaned`
+/// checks, and a second DEL succeeds too.
+fn check_del_and_del_again(
+    dirs: &NetDirs,
+    net: &str,
+    ns: &NetNs,
+    cid: &str,
+    cleaned: impl FnOnce(),
+) {
+    assert_eq!(
+        dirs.run(Via::Cnitool, "check", net, ns, cid, "eth0"),
+        empty_ok()
+    );
+    assert_eq!(
+        dirs.run(Via::Cnitool, "del", net, ns, cid, "eth0"),
+        empty_ok()
+    );
+    cleaned();
+    assert_eq!(
+        dirs.run(Via::Cnitool, "del", net, ns, cid, "eth0"),
+        empty_ok()
+    );
+}
+
 /// Creates the link `name` in `ns`, one no plugin made: a dummy, or a
 /// bridge on a kernel built without the dummy driver (`ip link add ... type
 /// dummy` answers "Unknown device type" there). Returns its kind.
@@ -414,21 +438,11 @@ fn reference_bridge_with_ipam_file() {
         "bridge + ipam-file",
     );
 
-    assert_eq!(
-        dirs.run(Via::Cnitool, "check", net, &ns, cid, "eth0"),
-        empty_ok()
-    );
-    assert_eq!(
-        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
-        empty_ok()
-    );
-    assert_eq!(ns_links(&ns), ["lo"]);
-    assert!(host_link(&veth).is_none(), "{veth} is gone");
-    assert_eq!(dirs.reservations(net), Vec::<(String, String)>::new());
-    assert_eq!(
-        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
-        empty_ok()
-    );
+    check_del_and_del_again(&dirs, net, &ns, cid, || {
+        assert_eq!(ns_links(&ns), ["lo"]);
+        assert!(host_link(&veth).is_none(), "{veth} is gone");
+        assert_eq!(dirs.reservations(net), Vec::<(String, String)>::new());
+    });
     eprintln!("bridge + ipam-file: {:?}", start.elapsed());
 }
 
@@ -481,19 +495,9 @@ fn veth_with_reference_host_local() {
         "veth + host-local",
     );
 
-    assert_eq!(
-        dirs.run(Via::Cnitool, "check", net, &ns, cid, "eth0"),
-        empty_ok()
-    );
-    assert_eq!(
-        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
-        empty_ok()
-    );
-    assert_clean(&dirs, net, &ns, &host_veth, "10.214.3.2");
-    assert_eq!(
-        dirs.run(Via::Cnitool, "del", net, &ns, cid, "eth0"),
-        empty_ok()
-    );
+    check_del_and_del_again(&dirs, net, &ns, cid, || {
+        assert_clean(&dirs, net, &ns, &host_veth, "10.214.3.2")
+    });
     eprintln!("veth + host-local: {:?}", start.elapsed());
 }
 
