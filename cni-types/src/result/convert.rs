@@ -1,7 +1,8 @@
 //! Conversion between result versions, following the reference library's
 //! converters (`pkg/types/{020,040,100}`), with the two documented
 //! improvements: an untagged 0.x address takes its family from the address,
-//! and 1.1.0-only fields are dropped below 1.1.0.
+//! and 1.1.0-only fields are dropped below 1.1.0 (route ones a 0.x result
+//! carries go up to 1.1.0, as in the reference).
 
 use std::net::IpAddr;
 
@@ -62,7 +63,11 @@ pub(super) fn convert(from: CniResult, to: &SpecVersion) -> Result<CniResult, Co
             cni_version: to,
             ..r
         }),
-        (CniResult::V020(r), Family::V040) => CniResult::V040(v020_to_v040(r, to)),
+        (CniResult::V020(r), Family::V040) => {
+            let mut r = v020_to_v040(r, to);
+            r.routes = without_1_1_routes(r.routes);
+            CniResult::V040(r)
+        }
         (CniResult::V020(r), Family::V100) => {
             CniResult::V100(v040_to_v100(v020_to_v040(r, SpecVersion::V0_4_0), to))
         }
@@ -117,7 +122,8 @@ fn without_1_1_routes(routes: Vec<Route>) -> Vec<Route> {
 }
 
 /// 0.1.0/0.2.0 up to 0.3.x/0.4.0: `ip4` then `ip6` become `ips`, their routes
-/// become `routes`.
+/// become `routes` (whole: the caller strips the 1.1.0 fields unless the
+/// result goes on to 1.1.0).
 fn v020_to_v040(r: Result020, to: SpecVersion) -> Result040 {
     let mut ips = Vec::new();
     let mut routes = Vec::new();
@@ -129,7 +135,7 @@ fn v020_to_v040(r: Result020, to: SpecVersion) -> Result040 {
                 address: ip.ip,
                 gateway: ip.gateway,
             });
-            routes.extend(ip.routes.into_iter().map(Route::without_1_1_fields));
+            routes.extend(ip.routes);
         }
     }
     Result040 {
@@ -201,7 +207,11 @@ fn down_to_v020(
     })
 }
 
-/// 0.3.x/0.4.0 up to 1.x: the family tag is dropped.
+/// 0.3.x/0.4.0 up to 1.x: the family tag is dropped. Route fields of 1.1.0
+/// that the 0.x result carries (Go plugins on newer libraries print them in
+/// 0.4.0 results, the reference's route type being shared) are kept up to
+/// 1.1.0, as the reference's `convertFrom04x` copies them, and dropped at
+/// 1.0.0, which does not define them.
 fn v040_to_v100(r: Result040, to: SpecVersion) -> Result100 {
     Result100 {
         interfaces: r.interfaces,
@@ -214,8 +224,11 @@ fn v040_to_v100(r: Result040, to: SpecVersion) -> Result100 {
                 gateway: ip.gateway,
             })
             .collect(),
-        // 1.1.0 route fields are not part of a 0.x result: never carried up.
-        routes: without_1_1_routes(r.routes),
+        routes: r
+            .routes
+            .into_iter()
+            .map(|rt| keep_1_1(&to, rt, Route::without_1_1_fields))
+            .collect(),
         dns: r.dns,
         cni_version: to,
     }

@@ -208,10 +208,11 @@ impl CniResult {
     ///   address at all cannot be converted;
     /// - to 0.3.x/0.4.0 each address is tagged with its family, to 1.x the
     ///   tag is dropped; interface indexes survive;
-    /// - the 1.1.0-only fields are dropped going below 1.1.0, and are not
-    ///   carried out of a 0.x result that had them against its spec (the
-    ///   reference keeps the route ones; we drop both, and never fail
-    ///   because of them).
+    /// - the 1.1.0-only fields are dropped going below 1.1.0 (the reference
+    ///   keeps the route ones down to 0.3.0); route fields a 0.x result
+    ///   carries against its spec (Go plugins on newer libraries print them
+    ///   in 0.4.0 results) go up to 1.1.0 with the route, as in the
+    ///   reference. A conversion never fails because of them.
     pub fn convert_to(&self, version: &SpecVersion) -> Result<CniResult, ConvertError> {
         convert::convert(self.clone(), version)
     }
