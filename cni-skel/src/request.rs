@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use cni_types::{CniArgs, Code, Error, GcAttachment};
 use cni_version::peek_fields;
+use serde::de::DeserializeOwned;
 
 use crate::Command;
 
@@ -43,10 +44,47 @@ pub struct Request<'a, C> {
 impl<C> Request<'_, C> {
     /// `CNI_ARGS` parsed; a malformed pair is code 4 naming it.
     pub fn cni_args(&self) -> Result<CniArgs, Error> {
-        CniArgs::parse(&self.args).map_err(|e| {
-            Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS")
-                .with_details(e.to_string())
-        })
+        Ok(CniArgs::parse(&self.args)?)
+    }
+
+    /// `CNI_ARGS` read into the plugin's own struct, in one call (see
+    /// [`CniArgs::deserialize`] for the rules). A malformed pair, an
+    /// unknown key without `IgnoreUnknown=1` or a value of the wrong form is
+    /// code 4, "invalid CNI_ARGS", with the pair in the details.
+    ///
+    /// Go: `types.LoadArgs`.
+    ///
+    /// ```
+    /// use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest};
+    /// use cni_types::NetConf;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// #[allow(non_snake_case)]
+    /// struct Args { K8S_POD_NAME: Option<String> }
+    ///
+    /// struct Named;
+    /// impl Plugin for Named {
+    ///     type Config = NetConf;
+    ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+    ///         let args: Args = req.cni_args_as()?;
+    ///         req.log(format_args!("pod {:?}", args.K8S_POD_NAME));
+    ///         Ok(Reply::Empty)
+    ///     }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    /// }
+    ///
+    /// let out = TestRequest::new("ADD")
+    ///     .env("CNI_CONTAINERID", "c1").env("CNI_IFNAME", "eth0").env("CNI_NETNS", "/run/netns/x")
+    ///     .env("CNI_NETNS_OVERRIDE", "1")
+    ///     .env("CNI_ARGS", "K8S_POD_NAME=web;OTHER=1")
+    ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"named"}"#)
+    ///     .run(&Named, &cni_version::PluginInfo::all());
+    /// let err = out.error().unwrap();
+    /// assert_eq!(err.code.0, 4); // OTHER is unknown and IgnoreUnknown is not set
+    /// assert!(err.details.contains("OTHER=1"));
+    /// ```
+    pub fn cni_args_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        Ok(self.cni_args()?.deserialize()?)
     }
 
     /// GC: the attachments still in use, from `cni.dev/valid-attachments`

@@ -14,6 +14,13 @@ struct Config {
 
 struct TestPlugin;
 
+/// Typed `CNI_ARGS` the test plugin reads.
+#[derive(serde::Deserialize)]
+#[allow(non_snake_case, dead_code)]
+struct Args {
+    Count: Option<u16>,
+}
+
 impl TestPlugin {
     fn act(req: &Request<NetConf<Config>>) -> Result<Reply, BoxError> {
         match req.config.plugin.behavior.as_str() {
@@ -27,6 +34,14 @@ impl TestPlugin {
                 Ok(Reply::Empty)
             }
             "no-ips" => Ok(Result100::new(SpecVersion::V1_1_0).into()),
+            "typed-args" => req
+                .cni_args_as::<Args>()
+                .map(|_| Reply::Empty)
+                .map_err(Into::into),
+            "typed-args-by-hand" => {
+                let _: Args = req.cni_args()?.deserialize()?;
+                Ok(Reply::Empty)
+            }
             _ => {
                 let mut r = Result100::new(SpecVersion::V1_1_0);
                 r.ips.push(IpConfig::new(
@@ -464,4 +479,22 @@ fn every_error_names_the_configuration_version_once_stdin_is_known() {
     assert_eq!(name_error.cni_version.as_deref(), Some("0.3.1"));
     let unknown = error_of(&TestRequest::new("FROB").stdin(conf("1.0.0")));
     assert_eq!(unknown.cni_version.as_deref(), Some("1.0.0"));
+}
+
+#[test]
+fn typed_cni_args_errors_are_code_4_naming_the_pair_however_they_are_read() {
+    for behavior in ["typed-args", "typed-args-by-hand"] {
+        for (args, pair) in [("Count=70000", "Count=70000"), ("Other=1", "Other=1")] {
+            let stdin =
+                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "behavior": behavior});
+            let err = error_of(&add("1.0.0").env("CNI_ARGS", args).stdin(stdin.to_string()));
+            assert_eq!(
+                err.code,
+                Code::INVALID_ENVIRONMENT_VARIABLES,
+                "{behavior} {args}"
+            );
+            assert_eq!(err.msg, "invalid CNI_ARGS");
+            assert!(err.details.contains(pair), "{behavior}: {err:?}");
+        }
+    }
 }

@@ -2,6 +2,8 @@
 
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 
+use crate::{Code, Error};
+
 /// Parsed `CNI_ARGS`: "Extra arguments passed in by the user at invocation
 /// time. Alphanumeric key-value pairs separated by semicolons; for example,
 /// `FOO=BAR;ABC=123`" (spec). Pairs are kept in order; for a repeated key the
@@ -41,6 +43,17 @@ pub enum CniArgsError {
         /// Why the value did not fit.
         reason: String,
     },
+}
+
+impl From<CniArgsError> for Error {
+    /// Code 4, "invalid necessary environment variables": the message names
+    /// `CNI_ARGS` and the details the pair (as the spec asks of code 4).
+    /// [`Error::from_boxed`] applies it too, so `?` on a [`CniArgsError`]
+    /// in a plugin method gives code 4, not 999.
+    fn from(err: CniArgsError) -> Error {
+        Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS")
+            .with_details(err.to_string())
+    }
 }
 
 /// The key the reference reserves for "ignore keys I do not know".
@@ -345,6 +358,20 @@ mod tests {
                 .deserialize::<Args>(),
             Err(CniArgsError::BadValue { .. })
         ));
+    }
+
+    #[test]
+    fn args_errors_are_code_4_naming_the_pair_even_through_a_box() {
+        let err = CniArgs::parse("Count=70000")
+            .unwrap()
+            .deserialize::<Args>()
+            .unwrap_err();
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err.clone());
+        for cni in [Error::from(err), Error::from_boxed(boxed)] {
+            assert_eq!(cni.code, Code::INVALID_ENVIRONMENT_VARIABLES);
+            assert_eq!(cni.msg, "invalid CNI_ARGS");
+            assert!(cni.details.contains("Count=70000"), "{cni:?}");
+        }
     }
 
     #[test]

@@ -140,11 +140,16 @@ impl Error {
     }
 
     /// Turns any error into a CNI error: a CNI [`Error`] (possibly boxed)
-    /// keeps its code; anything else becomes code 999 via
-    /// [`Error::internal`].
+    /// keeps its code; the SDK's own errors that have a code take it
+    /// ([`CniArgsError`](crate::CniArgsError): 4); anything else becomes
+    /// code 999 via [`Error::internal`].
     pub fn from_boxed(err: Box<dyn std::error::Error + Send + Sync + 'static>) -> Error {
-        match err.downcast::<Error>() {
-            Ok(cni) => *cni,
+        let err = match err.downcast::<Error>() {
+            Ok(cni) => return *cni,
+            Err(other) => other,
+        };
+        match err.downcast::<crate::CniArgsError>() {
+            Ok(args) => Error::from(*args),
             Err(other) => Error::internal(other.as_ref()),
         }
     }
