@@ -2,7 +2,6 @@
 //! env + stdin -> checks -> parsed request -> plugin method -> reply ->
 //! conversion to the configuration's version -> stdout.
 
-use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -15,7 +14,7 @@ use cni_version::{peek_fields, LooseVersion, PluginInfo};
 
 use crate::env::CniEnv;
 use crate::netns::reject_own_netns;
-use crate::request::split_path;
+use crate::request::{split_path, Stderr, StderrSink};
 use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request};
 
 /// Runs one invocation of `plugin` with the given environment and standard
@@ -36,7 +35,7 @@ pub fn dispatch<P: Plugin>(
     stderr: &mut dyn Write,
 ) -> i32 {
     let mut version_for_errors = None;
-    let stderr = RefCell::new(stderr);
+    let stderr = StderrSink::new(stderr);
     let outcome = run_command(
         plugin,
         versions,
@@ -81,7 +80,7 @@ fn run_command<P: Plugin>(
     about: &str,
     env: &dyn Env,
     stdin: &mut dyn Read,
-    stderr: &RefCell<&mut dyn Write>,
+    stderr: &StderrSink<'_>,
     version_for_errors: &mut Option<String>,
 ) -> Result<Output, Error> {
     let cni_env = match CniEnv::read(env) {
@@ -92,12 +91,12 @@ fn run_command<P: Plugin>(
                 && env_is_empty(env, "CNI_COMMAND")
                 && !about.is_empty() =>
         {
-            let mut err = stderr.borrow_mut();
-            let _ = writeln!(err, "{about}");
-            let _ = writeln!(
-                err,
-                "CNI protocol versions supported: {}",
-                versions.supported().join(", ")
+            stderr.write_bytes(
+                format!(
+                    "{about}\nCNI protocol versions supported: {}\n",
+                    versions.supported().join(", ")
+                )
+                .as_bytes(),
             );
             return Ok(Output::Nothing);
         }

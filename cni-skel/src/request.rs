@@ -6,6 +6,8 @@ use std::fmt;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::thread::ThreadId;
 
 use cni_types::{CniArgs, Code, Error, GcAttachment};
 use cni_version::peek_fields;
@@ -15,6 +17,45 @@ use crate::Command;
 
 /// One invocation: the attachment parameters from the environment, the
 /// configuration from stdin, and a stderr handle for logging.
+///
+/// `Request` is `Send` and `Sync` when its configuration is, so a plugin
+/// can use `&Request` on another thread, as entering a network namespace
+/// needs (a scoped thread that calls `setns`). [`Request::log`] works
+/// there too: lines logged on another thread are written to stderr by the
+/// plugin's main thread, at its next log line or when the method returns,
+/// whichever comes first.
+///
+/// ```
+/// use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest};
+/// use cni_types::NetConf;
+///
+/// struct InNamespace;
+/// impl Plugin for InNamespace {
+///     type Config = NetConf;
+///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+///         let ifname = std::thread::scope(|s| {
+///             // Here a real plugin would enter req.netns first.
+///             s.spawn(|| {
+///                 req.log("configuring inside the namespace");
+///                 req.ifname.clone()
+///             })
+///             .join()
+///             .unwrap()
+///         });
+///         assert_eq!(ifname, "eth0");
+///         Ok(Reply::Empty)
+///     }
+///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+/// }
+///
+/// let out = TestRequest::new("ADD")
+///     .env("CNI_CONTAINERID", "c1").env("CNI_IFNAME", "eth0")
+///     .env("CNI_NETNS", "/run/netns/x").env("CNI_NETNS_OVERRIDE", "1")
+///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"in-ns"}"#)
+///     .run(&InNamespace, &cni_version::PluginInfo::all());
+/// assert_eq!(out.exit_code, 0);
+/// assert_eq!(out.stderr, b"configuring inside the namespace\n");
+/// ```
 pub struct Request<'a, C> {
     /// The command being run.
     pub command: Command,
@@ -38,7 +79,7 @@ pub struct Request<'a, C> {
     pub config: C,
     /// The bytes read from stdin.
     pub stdin: Vec<u8>,
-    pub(crate) stderr: &'a dyn Stderr,
+    pub(crate) stderr: &'a (dyn Stderr + Sync + 'a),
 }
 
 impl<C> Request<'_, C> {
@@ -130,14 +171,69 @@ impl<C: fmt::Debug> fmt::Debug for Request<'_, C> {
     }
 }
 
-/// The dispatcher's stderr, shared with the request.
+/// Where a request's log lines go.
 pub(crate) trait Stderr {
     fn write_bytes(&self, bytes: &[u8]);
 }
 
-impl<W: Write + ?Sized> Stderr for RefCell<&mut W> {
+/// The dispatcher's stderr, shared with the request, usable from any
+/// thread. The writer need not be `Send` (the process's stderr lock is
+/// not), so only the dispatcher's own thread ever touches it; bytes logged
+/// on another thread wait in a queue that the dispatcher's thread writes
+/// first at its next write, and at the latest when the method returns.
+pub(crate) struct StderrSink<'w> {
+    owner: ThreadId,
+    /// Touched only on `owner`.
+    writer: RefCell<&'w mut dyn Write>,
+    queued: Mutex<Vec<u8>>,
+}
+
+// SAFETY: `writer`, the one field that is not `Sync`, is only accessed on
+// the `owner` thread: `on_owner` checks before every access, and the other
+// threads only append to the mutex-guarded queue.
+unsafe impl Sync for StderrSink<'_> {}
+
+impl<'w> StderrSink<'w> {
+    /// A sink owned by the calling thread.
+    pub(crate) fn new(writer: &'w mut dyn Write) -> StderrSink<'w> {
+        StderrSink {
+            owner: std::thread::current().id(),
+            writer: RefCell::new(writer),
+            queued: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn on_owner(&self) -> bool {
+        std::thread::current().id() == self.owner
+    }
+
+    /// Writes what other threads queued (on the owner thread only).
+    fn write_queued(&self, writer: &mut dyn Write) {
+        let queued = std::mem::take(&mut *self.queued.lock().unwrap_or_else(|e| e.into_inner()));
+        if !queued.is_empty() {
+            let _ = writer.write_all(&queued);
+        }
+    }
+
+    /// The writer back, once everything queued is written.
+    pub(crate) fn into_inner(self) -> &'w mut dyn Write {
+        let writer = self.writer.into_inner();
+        let queued = self.queued.into_inner().unwrap_or_else(|e| e.into_inner());
+        let _ = writer.write_all(&queued);
+        writer
+    }
+}
+
+impl Stderr for StderrSink<'_> {
     fn write_bytes(&self, bytes: &[u8]) {
-        let _ = self.borrow_mut().write_all(bytes);
+        if self.on_owner() {
+            let mut writer = self.writer.borrow_mut();
+            self.write_queued(&mut **writer);
+            let _ = writer.write_all(bytes);
+        } else {
+            let mut queued = self.queued.lock().unwrap_or_else(|e| e.into_inner());
+            queued.extend_from_slice(bytes);
+        }
     }
 }
 
@@ -147,4 +243,52 @@ pub(crate) fn split_path(path: &[u8]) -> Vec<PathBuf> {
         .filter(|p| !p.is_empty())
         .map(|p| PathBuf::from(OsStr::from_bytes(p)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_types::NetConf;
+    use cni_version::PluginInfo;
+
+    use crate::{BoxError, Plugin, Reply, Request, TestRequest};
+
+    fn send_and_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn a_request_is_send_and_sync_when_its_config_is() {
+        send_and_sync::<Request<'_, NetConf>>();
+    }
+
+    struct LogsFromTwoThreads;
+    impl Plugin for LogsFromTwoThreads {
+        type Config = NetConf;
+        fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+            req.log("main 1");
+            std::thread::scope(|s| s.spawn(|| req.log("other")).join())
+                .map_err(|_| "the scoped thread panicked")?;
+            req.log("main 2");
+            std::thread::scope(|s| s.spawn(|| req.log("other, last")).join())
+                .map_err(|_| "the scoped thread panicked")?;
+            Ok(Reply::Empty)
+        }
+        fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
+            Ok(Reply::Empty)
+        }
+    }
+
+    #[test]
+    fn lines_logged_on_another_thread_reach_stderr_in_order() {
+        let out = TestRequest::new("ADD")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_IFNAME", "eth0")
+            .env("CNI_NETNS", "/run/netns/x")
+            .env("CNI_NETNS_OVERRIDE", "1")
+            .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"t"}"#)
+            .run(&LogsFromTwoThreads, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "main 1\nother\nmain 2\nother, last\n"
+        );
+    }
 }
