@@ -1,5 +1,6 @@
 //! What a plugin method receives.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::fmt;
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use cni_types::{CniArgs, Code, Error, GcAttachment};
+use cni_types::{CniArgs, Code, Error, GcAttachment, NetConf, Result100};
 use cni_version::peek_fields;
 use serde::de::DeserializeOwned;
 
@@ -153,6 +154,60 @@ impl<C> Request<'_, C> {
     /// Writes bytes to stderr as they are.
     pub fn write_stderr(&self, bytes: &[u8]) {
         self.stderr.write_bytes(bytes);
+    }
+}
+
+impl<T> Request<'_, NetConf<T>> {
+    /// The previous result for a plugin that must be chained, in the
+    /// current shape (1.x): code 7, "prevResult required", naming the
+    /// plugin, when the configuration has none. Borrowed when it is 1.x
+    /// already (the SDK reads `prevResult` in the configuration's version),
+    /// else converted; `.into_owned()` to modify it, which copies it
+    /// because the request only lends the configuration (an owned
+    /// [`NetConf`] gives it up without a copy:
+    /// [`NetConf::take_prev_result`]).
+    ///
+    /// ```
+    /// use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest};
+    /// use cni_types::NetConf;
+    ///
+    /// struct SetMac;
+    /// impl Plugin for SetMac {
+    ///     type Config = NetConf;
+    ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+    ///         let mut result = req.prev_result()?.into_owned();
+    ///         if let Some(iface) = result.interface_mut(&req.ifname) {
+    ///             iface.mac = "0a:58:0a:00:00:02".into();
+    ///         }
+    ///         Ok(result.into())
+    ///     }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    /// }
+    ///
+    /// let add = TestRequest::new("ADD")
+    ///     .env("CNI_CONTAINERID", "c1").env("CNI_IFNAME", "eth0")
+    ///     .env("CNI_NETNS", "/run/netns/x").env("CNI_NETNS_OVERRIDE", "1");
+    /// let out = add.clone()
+    ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"set-mac"}"#)
+    ///     .run(&SetMac, &cni_version::PluginInfo::all());
+    /// let err = out.error().unwrap();
+    /// assert_eq!((err.code.0, err.msg.as_str()), (7, "prevResult required"));
+    /// assert!(err.details.contains("set-mac"));
+    ///
+    /// let out = add
+    ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"set-mac",
+    ///         "prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/x"}]}}"#)
+    ///     .run(&SetMac, &cni_version::PluginInfo::all());
+    /// assert_eq!(out.json()["interfaces"][0]["mac"], "0a:58:0a:00:00:02");
+    /// ```
+    pub fn prev_result(&self) -> Result<Cow<'_, Result100>, Error> {
+        self.config
+            .prev_result_required()?
+            .as_current()
+            .map_err(|e| {
+                Error::new(Code::INTERNAL, "failed to convert prevResult")
+                    .with_details(e.to_string())
+            })
     }
 }
 

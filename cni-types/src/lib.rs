@@ -22,6 +22,7 @@ pub mod conventions;
 mod dns;
 mod error;
 mod ip;
+mod prev_result;
 mod print;
 mod result;
 mod route;

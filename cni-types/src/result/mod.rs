@@ -5,6 +5,8 @@ mod v020;
 mod v040;
 mod v100;
 
+use std::borrow::Cow;
+
 use cni_version::SpecVersion;
 use serde::{Deserialize, Serialize};
 
@@ -240,6 +242,43 @@ impl CniResult {
         match self.convert_to(&SpecVersion::V1_1_0)? {
             CniResult::V100(r) => Ok(r),
             _ => unreachable!("conversion to 1.1.0 yields a 1.x result"),
+        }
+    }
+
+    /// Like [`CniResult::to_current`], consuming the result: nothing is
+    /// copied (a 1.x result is only relabelled 1.1.0).
+    ///
+    /// ```
+    /// use cni_types::{CniResult, SpecVersion};
+    ///
+    /// let r = CniResult::parse("0.4.0", br#"{"cniVersion":"0.4.0",
+    ///     "ips":[{"version":"4","address":"10.0.0.2/24"}]}"#).unwrap();
+    /// let current = r.into_current().unwrap();
+    /// assert_eq!(current.cni_version, SpecVersion::V1_1_0);
+    /// assert_eq!(current.ips[0].address.to_string(), "10.0.0.2/24");
+    /// ```
+    pub fn into_current(self) -> Result<Result100, ConvertError> {
+        match self.into_version(&SpecVersion::V1_1_0)? {
+            CniResult::V100(r) => Ok(r),
+            _ => unreachable!("conversion to 1.1.0 yields a 1.x result"),
+        }
+    }
+
+    /// The result in the current shape without copying it when it has that
+    /// shape already (any 1.x result, its version left as it is); an older
+    /// one is converted. For reading; `.into_owned()` to modify.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use cni_types::CniResult;
+    ///
+    /// let r = CniResult::parse("1.0.0", br#"{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}"#).unwrap();
+    /// assert!(matches!(r.as_current().unwrap(), Cow::Borrowed(_)));
+    /// ```
+    pub fn as_current(&self) -> Result<Cow<'_, Result100>, ConvertError> {
+        match self {
+            CniResult::V100(r) => Ok(Cow::Borrowed(r)),
+            other => other.to_current().map(Cow::Owned),
         }
     }
 

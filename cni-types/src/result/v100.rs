@@ -48,6 +48,55 @@ impl Result100 {
             dns: Dns::default(),
         }
     }
+
+    /// The index in `interfaces` of the interface named `name`: the one in
+    /// a sandbox when there are several (a chained plugin asks about the
+    /// container side, `CNI_IFNAME`, and a host-side namesake is not it),
+    /// else the first. The index is what [`IpConfig::interface`] holds.
+    ///
+    /// ```
+    /// use cni_types::{Interface, Result100, SpecVersion};
+    ///
+    /// let mut r = Result100::new(SpecVersion::V1_1_0);
+    /// r.interfaces.push(Interface::named("eth0"));
+    /// r.interfaces.push(Interface { sandbox: "/run/netns/c1".into(), ..Interface::named("eth0") });
+    /// assert_eq!(r.interface_index("eth0"), Some(1));
+    /// assert_eq!(r.interface_index("eth1"), None);
+    /// ```
+    pub fn interface_index(&self, name: &str) -> Option<usize> {
+        let named = |i: &&Interface| i.name == name;
+        let mut matches = self.interfaces.iter().enumerate().filter(|(_, i)| named(i));
+        let first = matches.next()?;
+        if !first.1.sandbox.is_empty() {
+            return Some(first.0);
+        }
+        Some(
+            matches
+                .find(|(_, i)| !i.sandbox.is_empty())
+                .unwrap_or(first)
+                .0,
+        )
+    }
+
+    /// The interface named `name` (see [`Result100::interface_index`]).
+    ///
+    /// ```
+    /// use cni_types::{Interface, Result100, SpecVersion};
+    ///
+    /// let mut r = Result100::new(SpecVersion::V1_1_0);
+    /// r.interfaces.push(Interface { mac: "0a:58:0a:01:00:05".into(), ..Interface::named("eth0") });
+    /// assert_eq!(r.interface("eth0").unwrap().mac, "0a:58:0a:01:00:05");
+    /// ```
+    pub fn interface(&self, name: &str) -> Option<&Interface> {
+        self.interfaces.get(self.interface_index(name)?)
+    }
+
+    /// The interface named `name`, to change (see
+    /// [`Result100::interface_index`]).
+    pub fn interface_mut(&mut self, name: &str) -> Option<&mut Interface> {
+        let index = self.interface_index(name)?;
+        self.interfaces.get_mut(index)
+    }
 }
 
 /// An interface: "`name`: The name of the interface. `mac`: The hardware
