@@ -7,19 +7,31 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::conventions::{Args, RuntimeConfig};
+use crate::raw_de::RawObject;
 use crate::result::{ResultError, Wire};
 use crate::{CniResult, Code, Dns, Error};
 
-/// Fields a plugin does not declare: kept, so a configuration round-trips.
+/// Fields a plugin does not declare, as serde_json values: kept, so a
+/// configuration round-trips with the same values. Numbers print as
+/// serde_json prints them (`1e400` as `1e+400`); under
+/// `#[serde(flatten)]` in your own struct, prefer
+/// [`UnknownFields`](crate::UnknownFields), which keeps their text.
 pub type Extra = Map<String, Value>;
 
 /// A plugin configuration, "the configuration ... for a single plugin"
 /// (spec, section 1), generic over the plugin's own fields.
 ///
-/// `T` receives every key not listed here, via `#[serde(flatten)]`: use a
-/// struct of your fields, and give it a `#[serde(flatten)] extra: Extra`
-/// field if unknown keys should survive a round trip. The default,
-/// [`Extra`], keeps them all untyped.
+/// `T` receives every key not listed here: use a struct of your fields,
+/// and give it a `#[serde(flatten)] unknown: UnknownFields` field if
+/// unknown keys should survive a round trip
+/// ([`UnknownFields`](crate::UnknownFields) keeps each one's text, so every
+/// number prints back exactly as written, whatever its size). The default,
+/// [`Extra`], keeps them all as untyped values.
+///
+/// Read it with [`NetConf::from_json`] (as the SDK's entry point does):
+/// that reads your fields from their text. Deserializing a `NetConf`
+/// straight through serde_json instead goes through serde's flatten
+/// buffer, which cannot hold integers beyond 64 bits under `flatten`.
 ///
 /// ```
 /// use cni_types::NetConf;
@@ -174,9 +186,12 @@ impl<T: DeserializeOwned> NetConf<T> {
     }
 
     fn direct(json: &[u8]) -> Result<NetConf<T>, Box<dyn std::error::Error>> {
-        let mut base: NetConf<Extra> = serde_json::from_slice(json)?;
+        let text = std::str::from_utf8(json)?;
+        let base: NetConf<Extra> = serde_json::from_str(text)?;
+        let mut base = base.with_plugin(());
         base.resolve()?;
-        let plugin = T::deserialize(Value::Object(std::mem::take(&mut base.plugin)))?;
+        // The plugin's keys from their text: numbers reach it as written.
+        let plugin = T::deserialize(RawObject::parse(text)?.without(&STANDARD_KEYS))?;
         Ok(base.with_plugin(plugin))
     }
 
@@ -208,8 +223,10 @@ impl<T: DeserializeOwned> NetConf<T> {
             let text = serde_json::to_vec(&prev).map_err(|e| ConfigError::Json(e.to_string()))?;
             base.prev_result = Some(CniResult::parse(base.version(), &text)?);
         }
-        let plugin: T =
-            serde_path_to_error::deserialize(Value::Object(plugin)).map_err(path_error)?;
+        // Read from its text, as the bytes path reads it (see `raw_de`).
+        let text = serde_json::to_string(&plugin).map_err(|e| ConfigError::Json(e.to_string()))?;
+        let plugin = RawObject::parse(&text).map_err(|e| ConfigError::Json(e.to_string()))?;
+        let plugin: T = serde_path_to_error::deserialize(plugin).map_err(path_error)?;
         Ok(base.with_plugin(plugin))
     }
 }
@@ -380,6 +397,69 @@ mod tests {
         for n in ["1e+400", "123456789012345678901234567890", "-0.5e-7"] {
             assert!(back.contains(n), "{n} in {back}");
         }
+    }
+
+    /// A plugin struct keeping unknown keys as the docs show.
+    #[derive(Debug, Deserialize, Serialize)]
+    struct Flattened {
+        mtu: Option<u32>,
+        #[serde(flatten)]
+        unknown: crate::UnknownFields,
+    }
+
+    /// Big numbers, top-level and nested, as text.
+    const BIG: &str = r#"{"cniVersion":"1.0.0","name":"n","type":"t","mtu":1400,"huge":340282366920938463463374607431768211457,"exp":1e400,"neg":-18446744073709551617,"nested":{"deep":[123456789012345678901234567890,-0.5e-7,{"x":1E+400}]},"s":"a\"b"}"#;
+
+    #[test]
+    fn flattened_unknown_fields_keep_every_number_byte_for_byte() {
+        let conf: NetConf<Flattened> = NetConf::from_json(BIG.as_bytes()).unwrap();
+        assert_eq!(conf.plugin.mtu, Some(1400));
+        assert_eq!(serde_json::to_string(&conf).unwrap(), BIG);
+    }
+
+    #[test]
+    fn flattened_unknown_fields_keep_numbers_on_the_value_path_too() {
+        // A repeated standard key sends the configuration through a JSON
+        // value, which has parsed the numbers once: exponents gain a sign.
+        let json = BIG.replace(r#""name":"n""#, r#""name":"x","name":"n""#);
+        let conf: NetConf<Flattened> = NetConf::from_json(json.as_bytes()).unwrap();
+        assert_eq!(conf.name, "n");
+        let back = serde_json::to_string(&conf).unwrap();
+        for n in [
+            "340282366920938463463374607431768211457",
+            "-18446744073709551617",
+            "123456789012345678901234567890",
+            "1e+400",
+        ] {
+            assert!(back.contains(n), "{n} in {back}");
+        }
+    }
+
+    #[test]
+    fn flattened_serde_json_maps_take_numbers_beyond_64_bits() {
+        #[derive(Deserialize, Serialize)]
+        struct WithExtra {
+            #[serde(flatten)]
+            extra: Extra,
+        }
+        let conf: NetConf<WithExtra> = NetConf::from_json(BIG.as_bytes()).unwrap();
+        let back = serde_json::to_string(&conf).unwrap();
+        for n in [
+            "340282366920938463463374607431768211457",
+            "123456789012345678901234567890",
+            "1e+400",
+        ] {
+            assert!(back.contains(n), "{n} in {back}");
+        }
+    }
+
+    #[test]
+    fn typed_fields_beside_flattened_ones_still_name_their_path() {
+        let err = NetConf::<Flattened>::from_json(br#"{"name":"n","mtu":"big","x":1e400}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mtu"), "{err}");
+        assert!(!err.contains("line 1"), "{err}");
     }
 
     #[test]

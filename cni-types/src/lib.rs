@@ -6,7 +6,8 @@
 //!   versions with the reference library's semantics.
 //! - [`Error`] is the CNI error result, with the well-known [`Code`]s.
 //! - [`NetConf`] is a plugin configuration, generic over the plugin's own
-//!   fields; [`NetConfList`] a configuration list.
+//!   fields; [`NetConfList`] a configuration list; [`UnknownFields`] keeps
+//!   the keys your struct does not name, every number exactly as written.
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
 //! - Addresses are typed: [`IpNetwork`] keeps the host part
 //!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
@@ -24,9 +25,11 @@ mod error;
 mod ip;
 mod prev_result;
 mod print;
+mod raw_de;
 mod result;
 mod route;
 mod serde_util;
+mod unknown;
 pub mod validate;
 
 pub use args::{CniArgs, CniArgsError, IGNORE_UNKNOWN};
@@ -41,3 +44,4 @@ pub use result::{
     Result040, Result100, ResultError,
 };
 pub use route::Route;
+pub use unknown::UnknownFields;
