@@ -59,7 +59,7 @@ pub fn dispatch<P: Plugin>(
         }
         Err(err) => {
             let version = version_for_errors.unwrap_or_else(|| versions.newest().to_owned());
-            let json = err.with_version(version).to_json();
+            let json = P::WIRE_FORMAT.error_json(err, version);
             if let Err(e) = stdout.write_all(&json).and_then(|()| stdout.flush()) {
                 let _ = writeln!(stderr, "error writing the error JSON to stdout: {e}");
             }
@@ -217,7 +217,7 @@ fn run_command<P: Plugin>(
                         format!("failed to convert result to version {config_version}: {e}"),
                     )
                 })?;
-            Ok(Output::Stdout(converted.to_json(), 0))
+            Ok(Output::Stdout(P::WIRE_FORMAT.result_json(&converted), 0))
         }
     }
 }

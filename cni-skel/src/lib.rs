@@ -90,6 +90,12 @@
 //!    naming `CNI_PATH`.
 //! 5. **A `prevResult` of another version family is accepted and
 //!    converted** to the configuration's version; the reference rejects it.
+//!
+//! Point 3, like the empty `dns` that results omit (`cni-types`), is only a
+//! matter of bytes: a plugin that must print exactly what the reference
+//! prints sets [`Plugin::WIRE_FORMAT`] to
+//! [`WireFormat::Reference`](cni_types::WireFormat), as the sample `noop`
+//! does to pass the reference noop's own test suite.
 
 mod command;
 mod dispatch;

@@ -1,6 +1,6 @@
 //! What a plugin author implements.
 
-use cni_types::{CniResult, Error, NetConf, Result100};
+use cni_types::{CniResult, Error, NetConf, Result100, WireFormat};
 use serde::de::DeserializeOwned;
 
 use crate::Request;
@@ -25,6 +25,27 @@ pub trait Plugin {
     /// The configuration the plugin reads from stdin, usually
     /// [`NetConf<YourFields>`](cni_types::NetConf); see [`FromConfig`].
     type Config: FromConfig;
+
+    /// How results and errors are printed: the SDK's
+    /// [`WireFormat::Spec`](cni_types::WireFormat::Spec) unless the plugin
+    /// must match the reference Go library byte for byte (a drop-in for a
+    /// reference plugin checked by its test suite):
+    ///
+    /// ```
+    /// # use cni_skel::{BoxError, Plugin, Reply, Request};
+    /// # use cni_types::NetConf;
+    /// struct DropIn;
+    /// impl Plugin for DropIn {
+    ///     type Config = NetConf;
+    ///     const WIRE_FORMAT: cni_types::WireFormat = cni_types::WireFormat::Reference;
+    ///     // ...
+    /// #   fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    /// #   fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    /// }
+    /// ```
+    ///
+    /// The table of what differs is on [`WireFormat`](cni_types::WireFormat).
+    const WIRE_FORMAT: WireFormat = WireFormat::Spec;
 
     /// ADD: "Add container to network, or apply modifications."
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError>;

@@ -498,3 +498,39 @@ fn typed_cni_args_errors_are_code_4_naming_the_pair_however_they_are_read() {
         }
     }
 }
+
+/// The test plugin, printing as the reference does.
+struct ReferencePrinting;
+
+impl Plugin for ReferencePrinting {
+    type Config = NetConf<Config>;
+    const WIRE_FORMAT: cni_types::WireFormat = cni_types::WireFormat::Reference;
+    fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        TestPlugin::act(req)
+    }
+    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        TestPlugin::act(req).map(|_| Reply::Empty)
+    }
+}
+
+#[test]
+fn the_reference_wire_format_prints_errors_and_results_as_the_reference_does() {
+    let stdin = json!({"cniVersion": "0.4.0", "name": "n", "type": "t", "behavior": "cni-error"});
+    let out = add("0.4.0")
+        .stdin(stdin.to_string())
+        .run(&ReferencePrinting, &PluginInfo::all());
+    assert_eq!(out.exit_code, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\n    \"code\": 123,\n    \"msg\": \"custom failure\",\n    \"details\": \"more\"\n}"
+    );
+    let out = add("0.4.0").run(&ReferencePrinting, &PluginInfo::all());
+    assert_eq!(out.exit_code, 0);
+    assert_eq!(
+        out.json(),
+        json!({"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.1.0.5/16", "gateway": "10.1.0.1"}], "dns": {}})
+    );
+    assert!(!out.stdout.ends_with(b"\n"));
+    // The default keeps the SDK's choices.
+    assert!(run(&add("0.4.0")).json().get("dns").is_none());
+}

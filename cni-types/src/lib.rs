@@ -31,6 +31,7 @@ mod route;
 mod serde_util;
 mod unknown;
 pub mod validate;
+mod wire_format;
 
 pub use args::{CniArgs, CniArgsError, IGNORE_UNKNOWN};
 pub use cni_version::SpecVersion;
@@ -45,3 +46,4 @@ pub use result::{
 };
 pub use route::Route;
 pub use unknown::UnknownFields;
+pub use wire_format::{InFormat, WireFormat};
