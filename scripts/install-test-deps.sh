@@ -12,6 +12,9 @@
 #                                and floor (gcc -static needs libc.a)
 #   musl-tools                   `musl-gcc`, for the benchmark's floor on
 #                                musl (the C library of our static build)
+#   golang-github-onsi-ginkgo-dev,
+#   golang-gomega-dev            Ginkgo and Gomega, to run the reference
+#                                noop's own test suite against our noop
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -31,6 +34,9 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 # The benchmark floor and harness are linked with gcc -static: libc.a.
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
 command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
+# The reference noop's Ginkgo suite (tests/tests/reference_noop_suite.rs).
+[ -d /usr/share/gocode/src/github.com/onsi/ginkgo ] || missing+=(golang-github-onsi-ginkgo-dev)
+[ -d /usr/share/gocode/src/github.com/onsi/gomega ] || missing+=(golang-gomega-dev)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

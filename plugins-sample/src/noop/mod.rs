@@ -13,6 +13,11 @@
 //! - the plugin writes the command and its arguments back into the file,
 //!   and appends them to the config's `commandLog` file when named.
 //!
+//! It prints in the reference's wire format
+//! ([`WireFormat::Reference`](cni_types::WireFormat)): errors without
+//! `cniVersion`, 0.x results with `"dns": {}`, so the reference noop's own
+//! test suite passes against it (`tests/tests/reference_noop_suite.rs`).
+//!
 //! With no debug file it prints `{}` and succeeds. Where the reference
 //! aborts with a Go panic ("test setup error", exit status 2), this plugin
 //! exits 2 as well, with one line on stderr instead of a stack trace.
@@ -23,7 +28,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{CniArgs, CniResult, Code, Error, NetConf, SpecVersion};
+use cni_types::{CniArgs, CniResult, Code, Error, NetConf, SpecVersion, WireFormat};
 use cni_version::PluginInfo;
 use serde::Deserialize;
 
@@ -37,6 +42,11 @@ pub const ABOUT: &str = "CNI noop plugin v0.7.0";
 pub const DEFAULT_VERSIONS: [&str; 8] = [
     "0.-42.0", "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
 ];
+
+/// The reference's bytes: errors without `cniVersion`, `"dns": {}` in 0.x
+/// results, as runtime test suites written against the reference noop
+/// expect (its own suite among them).
+const WIRE_FORMAT: WireFormat = WireFormat::Reference;
 
 /// Exit status of a test setup error, as a Go panic exits.
 pub const SETUP_ERROR_STATUS: i32 = 2;
@@ -187,13 +197,15 @@ impl Noop {
                     )
                 };
                 let version = SpecVersion::parse(conf.version()).map_err(|e| failed(&e))?;
+                // Compact, as the reference noop's json.Marshal prints it.
+                let printed = |r: &CniResult| serde_json::to_vec(&r.in_format(WIRE_FORMAT));
                 if *prev.version() == version {
                     // Already in the configuration's version (as the SDK
                     // reads prevResult): printed as it is, not copied.
-                    serde_json::to_vec(&*prev)?
+                    printed(&prev)?
                 } else {
                     let converted = prev.into_owned().into_version(&version);
-                    serde_json::to_vec(&converted.map_err(|e| failed(&e))?)?
+                    printed(&converted.map_err(|e| failed(&e))?)?
                 }
             }
             verbatim => verbatim.as_bytes().to_vec(),
@@ -211,6 +223,9 @@ impl Plugin for Noop {
     /// Parsed without failing, so that a malformed configuration fails the
     /// way the reference noop's does (code 999 from the command).
     type Config = NoopConfig;
+
+    /// A drop-in for the reference test double prints what it prints.
+    const WIRE_FORMAT: WireFormat = WIRE_FORMAT;
 
     fn add(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
         self.behave(req)
