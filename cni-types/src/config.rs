@@ -28,10 +28,12 @@ pub type Extra = Map<String, Value>;
 /// number prints back exactly as written, whatever its size). The default,
 /// [`Extra`], keeps them all as untyped values.
 ///
-/// Read it with [`NetConf::from_json`] (as the SDK's entry point does):
-/// that reads your fields from their text. Deserializing a `NetConf`
-/// straight through serde_json instead goes through serde's flatten
-/// buffer, which cannot hold integers beyond 64 bits under `flatten`.
+/// Read it with [`NetConf::from_json`] or [`NetConf::from_value`] (the
+/// SDK's entry point uses the first): they read your fields from their
+/// text. Deserializing a `NetConf` with serde_json's own functions goes
+/// through serde's flatten buffer instead: `serde_json::from_value` then
+/// rejects integers beyond 64 bits (`invalid type: integer ... as u128`),
+/// and `serde_json::from_str` prints `1e400` back as `1e+400`.
 ///
 /// ```
 /// use cni_types::NetConf;
