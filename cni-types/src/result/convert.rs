@@ -2,7 +2,7 @@
 //! converters (`pkg/types/{020,040,100}`), with the two documented
 //! improvements: an untagged 0.x address takes its family from the address,
 //! and 1.1.0-only fields are dropped below 1.1.0 (route ones a 0.x result
-//! carries go up to 1.1.0, as in the reference).
+//! carries go up to 1.x whole, as in the reference).
 
 use std::net::IpAddr;
 
@@ -209,9 +209,8 @@ fn down_to_v020(
 
 /// 0.3.x/0.4.0 up to 1.x: the family tag is dropped. Route fields of 1.1.0
 /// that the 0.x result carries (Go plugins on newer libraries print them in
-/// 0.4.0 results, the reference's route type being shared) are kept up to
-/// 1.1.0, as the reference's `convertFrom04x` copies them, and dropped at
-/// 1.0.0, which does not define them.
+/// 0.4.0 results, the reference's route type being shared) are kept whole,
+/// at 1.0.0 too, as the reference's `convertFrom04x` copies each route.
 fn v040_to_v100(r: Result040, to: SpecVersion) -> Result100 {
     Result100 {
         interfaces: r.interfaces,
@@ -224,11 +223,7 @@ fn v040_to_v100(r: Result040, to: SpecVersion) -> Result100 {
                 gateway: ip.gateway,
             })
             .collect(),
-        routes: r
-            .routes
-            .into_iter()
-            .map(|rt| keep_1_1(&to, rt, Route::without_1_1_fields))
-            .collect(),
+        routes: r.routes,
         dns: r.dns,
         cni_version: to,
     }
