@@ -2,6 +2,7 @@
 //! pods at once makes them.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use cni_skel::Command;
 use cni_types::{IpNetwork, SpecVersion};
@@ -10,6 +11,7 @@ use serde_json::Value;
 use crate::call::Call;
 use crate::case::{Case, Finding, Level, Verdict};
 use crate::cases::lifecycle::result_of;
+use crate::netns::TempNetns;
 use crate::session::Session;
 
 /// How many ADDs run at once.
@@ -22,39 +24,67 @@ pub struct Outcome {
     pub adds: Vec<Call>,
 }
 
+/// One container of the scenario.
+struct Attachment {
+    id: String,
+    ifname: String,
+    netns: PathBuf,
+}
+
 fn run(s: &Session, version: &SpecVersion) -> Outcome {
-    let attachments: Vec<(String, String)> = (0..PARALLEL)
-        .map(|i| {
-            (
-                format!("cnic-par-{i}"),
-                format!("{}p{i}", s.target().ifname),
-            )
+    // A namespace per container, as a runtime gives; with a namespace of
+    // the user's, interface names of their own in it instead.
+    let namespaces: Vec<TempNetns> = if s.owns_netns() {
+        (0..PARALLEL).map_while(|_| TempNetns::create().ok()).collect()
+    } else {
+        Vec::new()
+    };
+    let own = namespaces.len() == PARALLEL;
+    let attachments: Vec<Attachment> = (0..PARALLEL)
+        .map(|i| Attachment {
+            id: format!("cnic-par-{i}"),
+            ifname: if own {
+                s.target().ifname.clone()
+            } else {
+                format!("{}p{i}", s.target().ifname)
+            },
+            netns: if own {
+                namespaces[i].path()
+            } else {
+                s.netns().to_owned()
+            },
         })
         .collect();
-    for (_, ifname) in &attachments {
-        s.prepare_link(s.netns(), ifname);
+    for a in &attachments {
+        s.prepare_link(&a.netns, &a.ifname);
     }
     let exec_all = |command: Command, config: &dyn Fn(usize) -> Value| -> Vec<Call> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = attachments
                 .iter()
                 .enumerate()
-                .map(|(i, (id, ifname))| {
+                .map(|(i, a)| {
                     let stdin = config(i).to_string();
+                    let mut invocation = s.invocation(command, &a.id, &a.ifname);
+                    invocation.netns = a.netns.display().to_string();
                     scope.spawn(move || {
                         s.exec(
-                            format!("concurrent {command} {id}"),
-                            &s.invocation(command, id, ifname),
+                            format!("concurrent {command} {}", a.id),
+                            &invocation,
                             stdin.as_bytes(),
                         )
                     })
                 })
                 .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().ok())
+                .collect()
         })
     };
     let adds = exec_all(Command::Add, &|i| {
-        s.add_config(version, s.netns(), &attachments[i].1, 100 + i as u8)
+        let a = &attachments[i];
+        s.add_config(version, &a.netns, &a.ifname, 100 + i as u8)
     });
     let results: Vec<Option<Value>> = adds.iter().map(result_of).collect();
     let with_prev = *version >= SpecVersion::V0_4_0;

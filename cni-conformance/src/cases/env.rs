@@ -164,6 +164,17 @@ fn malformed_stdin(s: &Session) -> Verdict {
 fn unsupported_version(s: &Session) -> Verdict {
     match &probes(s).unsupported {
         None => Verdict::Skip("no version to configure".into()),
+        Some(call) if call.succeeded() => {
+            Verdict::Fail(vec![Finding::on(call, format!("{}: succeeded", call.step))])
+        }
+        Some(_) => Verdict::Pass,
+    }
+}
+
+fn unsupported_version_code(s: &Session) -> Verdict {
+    match &probes(s).unsupported {
+        None => Verdict::Skip("no version to configure".into()),
+        Some(call) if call.succeeded() => Verdict::Skip("not refused (see ENV-UNSUPPORTED-VERSION)".into()),
         Some(call) => {
             Verdict::from_findings(expect_error(call, 1, &call.step).into_iter().collect())
         }
@@ -171,7 +182,7 @@ fn unsupported_version(s: &Session) -> Verdict {
 }
 
 /// The cases of this section.
-pub const CASES: [Case; 5] = [
+pub const CASES: [Case; 6] = [
     Case {
         id: "ENV-REQUIRED",
         spec: "SPEC-1.0.0 §2 Parameters, §5 Error",
@@ -210,10 +221,18 @@ pub const CASES: [Case; 5] = [
     },
     Case {
         id: "ENV-UNSUPPORTED-VERSION",
-        spec: "SPEC-1.0.0 §5 Error",
-        quote: "`1` Incompatible CNI version",
+        spec: "SPEC-0.4.0 Result; SPEC-1.0.0 §2 Errors",
+        quote: "the cniVersion returned by the plugin in the result must be consistent with the cniVersion specified in Network Configuration ... A plugin must exit with a return code of 0 on success, and non-zero on failure.",
         level: Level::Must,
         ipam_level: None,
         check: unsupported_version,
+    },
+    Case {
+        id: "ENV-UNSUPPORTED-VERSION-CODE",
+        spec: "SPEC-0.4.0 Result; SPEC-1.0.0 §5 Error",
+        quote: "If the cniVersion in the network configuration is not supported by the plugin, the plugin should return an error code 1 ... `1` Incompatible CNI version",
+        level: Level::Should,
+        ipam_level: None,
+        check: unsupported_version_code,
     },
 ];
