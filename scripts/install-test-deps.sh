@@ -12,6 +12,8 @@
 #                                and floor (gcc -static needs libc.a)
 #   musl-tools                   `musl-gcc`, for the benchmark's floor on
 #                                musl (the C library of our static build)
+#   jq                           the shell plugins of cni-conformance's
+#                                tests (cni-conformance/tests/plugins)
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -31,6 +33,7 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 # The benchmark floor and harness are linked with gcc -static: libc.a.
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
 command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

@@ -173,8 +173,12 @@ impl Session {
         self.owned_netns.is_some()
     }
 
-    /// The links in the run's namespace, when `ip` can name it.
+    /// The links in the run's namespace, when `ip` can name it and the
+    /// plugin is an interface plugin (the others leave links alone).
     pub fn links(&self) -> Option<Vec<String>> {
+        if self.kind() != Kind::Interface {
+            return None;
+        }
         netns::links(self.netns_name.as_deref()?).ok()
     }
 

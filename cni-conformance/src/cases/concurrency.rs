@@ -9,7 +9,7 @@ use cni_types::{IpNetwork, SpecVersion};
 use serde_json::Value;
 
 use crate::call::Call;
-use crate::case::{Case, Finding, Level, Verdict};
+use crate::case::{Case, Finding, Kind, Level, Verdict};
 use crate::cases::lifecycle::result_of;
 use crate::netns::TempNetns;
 use crate::session::Session;
@@ -32,10 +32,13 @@ struct Attachment {
 }
 
 fn run(s: &Session, version: &SpecVersion) -> Outcome {
-    // A namespace per container, as a runtime gives; with a namespace of
-    // the user's, interface names of their own in it instead.
-    let namespaces: Vec<TempNetns> = if s.owns_netns() {
-        (0..PARALLEL).map_while(|_| TempNetns::create().ok()).collect()
+    // A namespace per container for interface plugins, as a runtime
+    // gives; for the others (and in a namespace of the user's), interface
+    // names of their own in the one namespace.
+    let namespaces: Vec<TempNetns> = if s.owns_netns() && s.kind() == Kind::Interface {
+        (0..PARALLEL)
+            .map_while(|_| TempNetns::create().ok())
+            .collect()
     } else {
         Vec::new()
     };
@@ -76,10 +79,7 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().ok())
-                .collect()
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
         })
     };
     let adds = exec_all(Command::Add, &|i| {

@@ -174,7 +174,9 @@ fn unsupported_version(s: &Session) -> Verdict {
 fn unsupported_version_code(s: &Session) -> Verdict {
     match &probes(s).unsupported {
         None => Verdict::Skip("no version to configure".into()),
-        Some(call) if call.succeeded() => Verdict::Skip("not refused (see ENV-UNSUPPORTED-VERSION)".into()),
+        Some(call) if call.succeeded() => {
+            Verdict::Skip("not refused (see ENV-UNSUPPORTED-VERSION)".into())
+        }
         Some(call) => {
             Verdict::from_findings(expect_error(call, 1, &call.step).into_iter().collect())
         }

@@ -71,8 +71,14 @@ fn void_commands_print_nothing(s: &Session) -> Verdict {
             call.command.as_deref(),
             Some("DEL" | "CHECK" | "GC" | "STATUS")
         );
-        let empty = call.stdout_is_empty() || matches!(call.object(), Some(o) if o.is_empty());
-        (void && call.succeeded() && !empty).then(|| "printed a result".into())
+        // Anything but one document is OUTPUT-ONE-DOCUMENT's to judge.
+        let printed = match call.documents().as_deref() {
+            // An error object after exit 0 is OUTPUT-NO-ERROR-ON-SUCCESS's.
+            Ok([Value::Object(o)]) => !o.is_empty() && call.error_object().is_none(),
+            Ok([_]) => true,
+            _ => false,
+        };
+        (void && call.succeeded() && printed).then(|| "printed a result".into())
     })
 }
 

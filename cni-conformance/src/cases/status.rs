@@ -1,5 +1,6 @@
 //! STATUS (SPEC-1.1.0 "New operations: STATUS").
 
+use cni_invoke::Exit;
 use cni_skel::Command;
 use cni_types::SpecVersion;
 
@@ -18,6 +19,9 @@ fn answers(s: &Session) -> Verdict {
     );
     if call.succeeded() {
         return Verdict::Pass;
+    }
+    if !matches!(call.exit, Exit::Status(_)) {
+        return Verdict::Skip(format!("STATUS {} (see OUTPUT-EXITS)", call.exit));
     }
     match call.error_object().and_then(|e| e.code) {
         Some(50 | 51) => Verdict::Pass,
