@@ -126,14 +126,14 @@ impl Report {
             "id", "level", "result"
         );
         for o in &self.outcomes {
-            let _ = writeln!(
-                out,
+            let row = format!(
                 "{:width$}  {:6}  {:6}  {}",
                 o.case.id,
                 o.level.to_string(),
                 o.status.as_str(),
                 o.reason
             );
+            let _ = writeln!(out, "{}", row.trim_end());
         }
         for o in self
             .outcomes

@@ -131,9 +131,13 @@ fn echoes_version(s: &Session) -> Verdict {
     let asked = probes.asked.to_string();
     match reply.get("cniVersion").and_then(Value::as_str) {
         Some(v) if v == asked => Verdict::Pass,
-        other => Verdict::Fail(vec![Finding::on(
+        Some(other) => Verdict::Fail(vec![Finding::on(
             &probes.reply,
-            format!("asked with cniVersion {asked}, answered {other:?}"),
+            format!("asked with cniVersion {asked}, answered {other}"),
+        )]),
+        None => Verdict::Fail(vec![Finding::on(
+            &probes.reply,
+            format!("asked with cniVersion {asked}, answered no cniVersion"),
         )]),
     }
 }
