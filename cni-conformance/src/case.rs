@@ -49,7 +49,7 @@ impl Kind {
 
 /// One rule of the spec, checked against the plugin.
 ///
-/// The table of every case is [`crate::CASES`].
+/// The table of every case is [`crate::cases::all`].
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
     /// Stable identifier, for `--only` and `--skip`: `DEL-AGAIN`.
