@@ -2,9 +2,12 @@
 //! spawns a plugin process.
 
 use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 
 /// Executions of a binary that is open for writing ("text file busy") the
 /// reference runtime library retries, a second apart, five times: a plugin
@@ -61,7 +64,8 @@ pub struct RawOutput {
 /// stdin, stdout and stderr are set here. A binary still open for writing
 /// ("text file busy") is tried again a second later, up to five times, as
 /// the reference runtime library does. With a `deadline`, a process still
-/// running after it is killed and reported as [`Exit::TimedOut`].
+/// running after it is killed, with every process of the group it runs
+/// in (its own), and reported as [`Exit::TimedOut`].
 /// [`exec_plugin`](crate::exec_plugin) is this plus the runtime's reading
 /// of the output.
 ///
@@ -84,6 +88,11 @@ pub fn exec_raw(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if deadline.is_some() {
+        // A group of its own, so the deadline can kill the children it
+        // started too: one left holding stdout would keep us reading.
+        command.process_group(0);
+    }
     let started = Instant::now();
     let mut child = spawn_retrying_busy(command)?;
 
@@ -156,6 +165,9 @@ fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Exit> {
             return Ok(exit_of(status));
         }
         if Instant::now() >= deadline {
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            }
             let _ = child.kill();
             let _ = child.wait();
             return Ok(Exit::TimedOut);
@@ -194,6 +206,19 @@ mod tests {
         .unwrap();
         assert_eq!(out.exit, Exit::TimedOut);
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn a_child_left_holding_stdout_does_not_outlive_the_deadline() {
+        let started = Instant::now();
+        let out = exec_raw(
+            &mut sh("sleep 30; echo late"),
+            b"",
+            Some(Duration::from_millis(200)),
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
