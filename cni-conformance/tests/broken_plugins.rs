@@ -112,6 +112,8 @@ broken! {
         "bad-add-addresses.sh", Ipam, fails ["ADD-ADDRESSES"], warns [];
     an_interface_index_past_the_end_fails_add_interface_index:
         "bad-add-interface-index.sh", Interface, fails ["ADD-INTERFACE-INDEX"], warns [];
+    an_interface_not_named_cni_ifname_fails_add_ifname:
+        "bad-add-ifname.sh", Interface, fails ["ADD-IFNAME"], warns [];
     a_container_interface_without_sandbox_warns_add_sandbox:
         "bad-add-sandbox.sh", Interface, fails [], warns ["ADD-SANDBOX"];
     an_ipam_plugin_reporting_interfaces_fails_add_ipam_abbreviated:

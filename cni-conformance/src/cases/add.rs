@@ -219,6 +219,27 @@ fn sandbox(s: &Session) -> Verdict {
     })
 }
 
+fn uses_ifname(s: &Session) -> Verdict {
+    if s.kind() != Kind::Interface {
+        return Verdict::Skip("for interface plugins".into());
+    }
+    let ifname = s.target().ifname.clone();
+    each_result(s, |_, result| {
+        let in_sandbox: Vec<&Value> = list(result, "interfaces")
+            .iter()
+            .filter(|i| i["sandbox"].as_str().is_some_and(|s| !s.is_empty()))
+            .map(|i| &i["name"])
+            .collect();
+        if in_sandbox.is_empty() || in_sandbox.iter().any(|n| **n == ifname.as_str()) {
+            return vec![];
+        }
+        vec![format!(
+            "CNI_IFNAME is {ifname}, the container interfaces are {}",
+            Value::from(in_sandbox.into_iter().cloned().collect::<Vec<_>>())
+        )]
+    })
+}
+
 fn ipam_abbreviated(s: &Session) -> Verdict {
     if s.kind() != Kind::Ipam {
         return Verdict::Skip("for IPAM plugins".into());
@@ -266,7 +287,7 @@ fn keeps_prev_result(s: &Session) -> Verdict {
 }
 
 /// The cases of this section.
-pub const CASES: [Case; 8] = [
+pub const CASES: [Case; 9] = [
     Case {
         id: "ADD-SUCCEEDS",
         spec: "SPEC-1.0.0 §2 ADD",
@@ -306,6 +327,14 @@ pub const CASES: [Case; 8] = [
         level: Level::Must,
         ipam_level: None,
         check: interface_indices,
+    },
+    Case {
+        id: "ADD-IFNAME",
+        spec: "SPEC-1.0.0 §2 Parameters",
+        quote: "`CNI_IFNAME`: Name of the interface to create inside the container; if the plugin is unable to use this interface name it must return an error.",
+        level: Level::Must,
+        ipam_level: None,
+        check: uses_ifname,
     },
     Case {
         id: "ADD-SANDBOX",
