@@ -40,6 +40,8 @@
 //! - Concurrent ADDs with overlapping addresses are a failure for IPAM
 //!   plugins only; loopback addresses never count as overlapping.
 
+#![warn(missing_docs)]
+
 mod call;
 mod case;
 pub mod cases;
