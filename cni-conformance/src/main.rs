@@ -85,7 +85,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Option<Options>> {
             }
             "--list" => {
                 for case in cases::all() {
-                    println!("{:28} {:6} {}", case.id, case.level.to_string(), case.spec);
+                    println!("{:30} {:6} {}", case.id, case.level.to_string(), case.spec);
                 }
                 return Ok(None);
             }

@@ -37,7 +37,7 @@ fn succeeds(s: &Session) -> Verdict {
             let call = &life.add;
             result_of(call)
                 .is_none()
-                .then(|| Finding::on(call, failure(call)))
+                .then(|| Finding::on(call, format!("{}: {}", call.step, failure(call))))
         })
         .collect();
     Verdict::from_findings(findings)

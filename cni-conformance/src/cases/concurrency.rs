@@ -139,7 +139,7 @@ fn distinct_results(s: &Session) -> Verdict {
 /// The cases of this section.
 pub const CASES: [Case; 1] = [Case {
     id: "CONCURRENT-ADD",
-    spec: "SPEC-1.0.0 §1 Parameters; §2 ADD",
+    spec: "SPEC-1.0.0 §2 Parameters, §5 Success",
     quote: "`CNI_CONTAINERID`: Container ID. A unique plaintext identifier for a container, allocated by the runtime. ... `ips`: IPs assigned by this attachment.",
     // Runtimes run plugins concurrently for different containers; two
     // containers given one address is a broken network, so MUST for IPAM.

@@ -93,16 +93,16 @@ fn terminates(s: &Session) -> Verdict {
 pub const CASES: [Case; 5] = [
     Case {
         id: "OUTPUT-ONE-DOCUMENT",
-        spec: "SPEC-1.0.0 §2 Overview",
-        quote: "The plugin returns a result on stdout on success, or an error on stderr if the operation fails. Configuration and results are encoded in JSON.",
+        spec: "SPEC-0.4.0 Result; SPEC-1.0.0 §2 Overview",
+        quote: "Plugins must indicate success with a return code of zero and the following JSON printed to stdout ... Errors must be indicated by a non-zero return code and the following JSON being printed to stdout ... Configuration and results are encoded in JSON.",
         level: Level::Must,
         ipam_level: None,
         check: one_document,
     },
     Case {
         id: "OUTPUT-NO-ERROR-ON-SUCCESS",
-        spec: "SPEC-1.0.0 §2 Errors",
-        quote: "A plugin must exit with a return code of 0 on success, and non-zero on failure. If the plugin encounters an error, it should output an \"error\" result structure",
+        spec: "SPEC-1.0.0 §2 Errors; SPEC-0.4.0 Result",
+        quote: "A plugin must exit with a return code of 0 on success, and non-zero on failure. ... Errors must be indicated by a non-zero return code and the following JSON being printed to stdout",
         level: Level::Must,
         ipam_level: None,
         check: no_error_on_success,

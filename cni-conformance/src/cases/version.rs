@@ -146,9 +146,13 @@ fn refuses_unknown_command(s: &Session) -> Verdict {
     let Some(version) = s.versions().last().cloned() else {
         return Verdict::Skip("no version to configure".into());
     };
-    let mut invocation = s.invocation(Command::Add, "cnic-unknown", &s.target().ifname);
+    // A name of its own: a plugin taking the command for ADD must not
+    // leave the lifecycle's interface name taken.
+    let ifname = format!("{}u", s.target().ifname);
+    s.prepare_link(s.netns(), &ifname);
+    let mut invocation = s.invocation(Command::Add, "cnic-unknown", &ifname);
     invocation.command = "BOGUS".into();
-    let config = s.add_config(&version, s.netns(), &s.target().ifname, 9);
+    let config = s.add_config(&version, s.netns(), &ifname, 9);
     let call = s.exec(
         "unknown CNI_COMMAND",
         &invocation,
@@ -201,8 +205,8 @@ pub const CASES: [Case; 5] = [
     },
     Case {
         id: "VERSION-UNKNOWN-COMMAND",
-        spec: "SPEC-1.0.0 §2 Errors",
-        quote: "A plugin must exit with a return code of 0 on success, and non-zero on failure.",
+        spec: "SPEC-1.0.0 §2 Parameters, Errors",
+        quote: "`CNI_COMMAND`: indicates the desired operation; `ADD`, `DEL`, `CHECK`, or `VERSION`. ... A plugin must exit with a return code of 0 on success, and non-zero on failure.",
         level: Level::Must,
         ipam_level: None,
         check: refuses_unknown_command,
