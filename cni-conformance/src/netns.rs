@@ -141,6 +141,11 @@ pub fn add_link(name: &str, ifname: &str) -> Result<(), NetnsError> {
     ip(&["-n", name, "link", "set", ifname, "up"]).map(drop)
 }
 
+/// Deletes the link `ifname` in the namespace `name`, if it is there.
+pub fn delete_link(name: &str, ifname: &str) {
+    let _ = ip(&["-n", name, "link", "del", ifname]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,6 +168,11 @@ impl Session {
         &self.netns
     }
 
+    /// The run's namespace as `ip -n` names it, when it can.
+    pub fn netns_name(&self) -> Option<&str> {
+        self.netns_name.as_deref()
+    }
+
     /// Whether the run owns its namespace (`--netns auto`).
     pub fn owns_netns(&self) -> bool {
         self.owned_netns.is_some()

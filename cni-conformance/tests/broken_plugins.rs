@@ -114,6 +114,8 @@ broken! {
         "bad-add-interface-index.sh", Interface, fails ["ADD-INTERFACE-INDEX"], warns [];
     an_interface_not_named_cni_ifname_fails_add_ifname:
         "bad-add-ifname.sh", Interface, fails ["ADD-IFNAME"], warns [];
+    taking_an_existing_interface_as_its_own_fails_add_existing_interface:
+        "bad-add-existing-interface.sh", Interface, fails ["ADD-EXISTING-INTERFACE"], warns [];
     a_container_interface_without_sandbox_warns_add_sandbox:
         "bad-add-sandbox.sh", Interface, fails [], warns ["ADD-SANDBOX"];
     an_ipam_plugin_reporting_interfaces_fails_add_ipam_abbreviated:
@@ -133,12 +135,16 @@ broken! {
         "bad-del-no-prevresult.sh", Ipam, fails ["DEL-NO-PREVRESULT"], warns [];
     a_del_needing_the_namespace_warns_del_netns_gone:
         "bad-del-netns-gone.sh", Ipam, fails [], warns ["DEL-NETNS-GONE"];
+    // The record DEL leaves behind names an address that was given to the
+    // kept attachment since, and GC frees it.
     a_del_that_forgets_the_attachment_fails_add_after_del:
-        "bad-add-after-del.sh", Ipam, fails ["ADD-AFTER-DEL"], warns [];
+        "bad-add-after-del.sh", Ipam, fails ["ADD-AFTER-DEL", "GC-KEEPS-VALID"], warns [];
     a_del_renaming_the_interface_aside_warns_del_no_leftover:
         "bad-del-no-leftover.sh", Interface, fails [], warns ["DEL-NO-LEFTOVER"];
     a_gc_releasing_valid_attachments_fails_gc_keeps_valid:
         "bad-gc-keeps-valid.sh", Ipam, fails ["GC-KEEPS-VALID"], warns [];
+    a_gc_releasing_valid_addresses_is_caught_by_the_next_add:
+        "bad-gc-keeps-valid-unchecked.sh", Ipam, fails ["GC-KEEPS-VALID"], warns [];
     a_failing_gc_warns_gc_succeeds:
         "bad-gc-succeeds.sh", Ipam, fails [], warns ["GC-SUCCEEDS"];
     a_status_error_with_code_999_fails_status_reply:

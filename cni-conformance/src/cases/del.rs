@@ -78,12 +78,16 @@ fn no_leftover_link(s: &Session) -> Verdict {
     let mut findings = Vec::new();
     for version in s.versions() {
         let life = lifecycle(s, version);
-        let Some((before, after)) = &life.links else {
+        let Some(links) = &life.links else {
             return Verdict::Skip(
                 "cannot list the namespace's links (needs a named namespace)".into(),
             );
         };
-        let left: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
+        let left: Vec<&String> = links
+            .after_del
+            .iter()
+            .filter(|l| !links.before.contains(l))
+            .collect();
         if life.del.succeeded() && !left.is_empty() {
             findings.push(Finding::on(
                 &life.del,

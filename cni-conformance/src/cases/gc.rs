@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::call::Call;
 use crate::case::{Case, Finding, Level, Verdict};
+use crate::cases::concurrency::addresses;
 use crate::cases::lifecycle::result_of;
 use crate::session::Session;
 
@@ -19,6 +20,9 @@ pub struct Outcome {
     pub gc: Call,
     /// CHECK of the kept attachment after the GC.
     pub check: Call,
+    /// ADD of a new attachment after the GC, which must not be given the
+    /// kept attachment's addresses.
+    pub add_new: Call,
 }
 
 fn run(s: &Session) -> Outcome {
@@ -52,7 +56,17 @@ fn run(s: &Session) -> Outcome {
         &s.invocation(Command::Check, kept.0, &kept.1),
         s.config(&v, kept_result.as_ref()).to_string().as_bytes(),
     );
-    for (add, (id, ifname)) in results.iter().zip([&kept, &other]) {
+    let new = ("cnic-gc-new", format!("{}n", s.target().ifname));
+    s.prepare_link(s.netns(), &new.1);
+    let add_new = s.exec(
+        format!("GC: ADD {} after GC", new.0),
+        &s.invocation(Command::Add, new.0, &new.1),
+        s.add_config(&v, s.netns(), &new.1, 22)
+            .to_string()
+            .as_bytes(),
+    );
+    results.push(add_new.clone());
+    for (add, (id, ifname)) in results.iter().zip([&kept, &other, &new]) {
         let config = s.config(&v, result_of(add).as_ref());
         s.exec(
             format!("GC: DEL {id}"),
@@ -65,6 +79,7 @@ fn run(s: &Session) -> Outcome {
         add_kept,
         gc,
         check,
+        add_new,
     }
 }
 
@@ -81,17 +96,32 @@ fn keeps_valid(s: &Session) -> Verdict {
     if result_of(&o.add_kept).is_none() {
         return Verdict::Skip("the ADD before GC failed (see ADD-SUCCEEDS)".into());
     }
-    if o.check.succeeded() {
-        Verdict::Pass
-    } else {
-        Verdict::Fail(vec![Finding::on(
+    let mut findings = Vec::new();
+    if !o.check.succeeded() {
+        findings.push(Finding::on(
             &o.check,
             format!(
                 "CHECK of an attachment GC was told to keep failed ({})",
                 o.check.outcome()
             ),
-        )])
+        ));
     }
+    let kept = result_of(&o.add_kept)
+        .map(|r| addresses(&r))
+        .unwrap_or_default();
+    let new = result_of(&o.add_new)
+        .map(|r| addresses(&r))
+        .unwrap_or_default();
+    for address in new
+        .iter()
+        .filter(|a| kept.iter().any(|k| k.addr() == a.addr()))
+    {
+        findings.push(Finding::on(
+            &o.add_new,
+            format!("after GC, a new attachment was given {address}, which the kept one holds"),
+        ));
+    }
+    Verdict::from_findings(findings)
 }
 
 fn succeeds(s: &Session) -> Verdict {
@@ -114,6 +144,8 @@ pub const CASES: [Case; 2] = [
         id: "GC-KEEPS-VALID",
         spec: "SPEC-1.1.0 GC",
         quote: "Lets the runtime state the set of attachments that are still valid; the plugin removes resources (IPAM reservations, firewall rules, ...) of any attachment not in that set.",
+        // Checked two ways: CHECK of the kept attachment still passes, and
+        // a new attachment is not given the kept one's addresses.
         level: Level::Must,
         ipam_level: None,
         check: keeps_valid,

@@ -29,8 +29,9 @@ pub struct Lifecycle {
     pub check: Call,
     /// DEL (with `prevResult` from 0.4.0 on).
     pub del: Call,
-    /// The namespace's links before the ADD and after the DEL.
-    pub links: Option<(Vec<String>, Vec<String>)>,
+    /// The namespace's links around the first ADD and DEL (interface
+    /// plugins in a named namespace only).
+    pub links: Option<Links>,
     /// The same DEL again.
     pub del_again: Call,
     /// ADD after the DELs.
@@ -40,6 +41,25 @@ pub struct Lifecycle {
     /// ADD in a second namespace, and DEL after that namespace was
     /// removed (with `--netns auto` only).
     pub gone: Option<(Call, Call)>,
+}
+
+/// The names of the links in the namespace at three moments.
+#[derive(Debug)]
+pub struct Links {
+    /// Before the ADD.
+    pub before: Vec<String>,
+    /// After the ADD.
+    pub after_add: Vec<String>,
+    /// After the DEL.
+    pub after_del: Vec<String>,
+}
+
+impl Links {
+    /// The ADD created the interface `ifname`.
+    pub fn created(&self, ifname: &str) -> bool {
+        let has = |links: &[String]| links.iter().any(|l| l == ifname);
+        !has(&self.before) && has(&self.after_add)
+    }
 }
 
 /// The lifecycle in `version`, run on first use.
@@ -75,6 +95,7 @@ fn run(s: &Session, version: &SpecVersion) -> Lifecycle {
     s.prepare_link(s.netns(), &ifname);
     let add_config = s.add_config(version, s.netns(), &ifname, 10);
     let add = exec("ADD", Command::Add, &add_config);
+    let after_add = s.links();
     let result = result_of(&add);
     let prev_config = s.config(version, result.as_ref());
     let check = exec("CHECK", Command::Check, &prev_config);
@@ -84,7 +105,14 @@ fn run(s: &Session, version: &SpecVersion) -> Lifecycle {
         s.config(version, None)
     };
     let del = exec("DEL", Command::Del, &del_config);
-    let links = before.zip(s.links());
+    let links = match (before, after_add, s.links()) {
+        (Some(before), Some(after_add), Some(after_del)) => Some(Links {
+            before,
+            after_add,
+            after_del,
+        }),
+        _ => None,
+    };
     let del_again = exec("DEL again", Command::Del, &del_config);
     let add_again = exec("ADD after DEL", Command::Add, &add_config);
     let del_no_prev = exec(
