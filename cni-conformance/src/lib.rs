@@ -45,6 +45,7 @@
 mod call;
 mod case;
 pub mod cases;
+mod config;
 mod netns;
 mod report;
 mod run;
@@ -54,8 +55,9 @@ mod target;
 pub use call::{Call, ErrorObject};
 pub use case::{Case, Finding, Kind, Level, Verdict};
 pub use cni_invoke::Exit;
+pub use config::{interface_result, TEST_SUBNET};
 pub use netns::{NetnsError, TempNetns};
 pub use report::{Outcome, Report, Status};
 pub use run::{run, Selection, UnknownCase};
-pub use session::{interface_result, Session, SetupError, TEST_SUBNET};
+pub use session::{Session, SetupError};
 pub use target::{NetnsChoice, Target};

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::call::Call;
 use crate::case::{Case, Finding, Level, Verdict};
-use crate::session::{interface_result, Session};
+use crate::config::interface_result;
+use crate::session::Session;
 
 /// The variables each command requires besides `CNI_COMMAND`, as the
 /// spec's "Required environment parameters" lists them.

@@ -9,16 +9,18 @@ pub mod concurrency;
 pub mod del;
 pub mod env;
 pub mod gc;
+pub mod interface;
 pub mod lifecycle;
 pub mod output;
 pub mod status;
 pub mod version;
 
 /// The sections' tables, in run order.
-const SECTIONS: [&[Case]; 9] = [
+const SECTIONS: [&[Case]; 10] = [
     &version::CASES,
     &env::CASES,
     &add::CASES,
+    &interface::CASES,
     &check::CASES,
     &del::CASES,
     &gc::CASES,
