@@ -39,6 +39,15 @@
 //!   no output for them and runtimes ignore it.
 //! - Concurrent ADDs with overlapping addresses are a failure for IPAM
 //!   plugins only; loopback addresses never count as overlapping.
+//! - A missing `CNI_COMMAND` answered with exit 0 is a warning: the
+//!   reference skel (and ours) treats it as a person running the binary.
+//! - "An interface of the requested name already exists: MUST error" is
+//!   judged only for plugins whose ADD creates `CNI_IFNAME`; one that
+//!   adjusts an existing interface (loopback and `lo`) is not bound by it.
+//! - By default chained plugins are exercised from 0.3.0 (chaining starts
+//!   there), and interface plugins with the minimal configuration only in
+//!   the versions their IPAM plugin supports too, so a delegate's limits
+//!   are not blamed on the plugin.
 
 #![warn(missing_docs)]
 
