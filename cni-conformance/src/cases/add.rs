@@ -279,7 +279,7 @@ pub const CASES: [Case; 8] = [
     Case {
         id: "ADD-LAYOUT",
         spec: "SPEC-1.0.0 §5 Success; SPEC-0.4.0 Result; SPEC-0.1.0 Result",
-        quote: "0.1.0/0.2.0: `ip4`, `ip6`; 0.3.0 to 0.4.0: `ips` with `version` (\"4\" or \"6\"), `interfaces`; 1.0.0: `ips` (`address`, `gateway`, `interface`) without `version`",
+        quote: "SPEC-0.1.0: `\"ip4\": {\"ip\": <ipv4-and-subnet-in-CIDR>, ...}, \"ip6\": {...}`; SPEC-0.4.0: `\"interfaces\": [...], \"ips\": [{\"version\": \"<4-or-6>\", \"address\": \"<ip-and-prefix-in-CIDR>\", ...}]`; SPEC-1.0.0: `ips`: `address`, `gateway`, `interface` (no `version`)",
         level: Level::Must,
         ipam_level: None,
         check: layout,
