@@ -15,6 +15,8 @@
 #   golang-github-onsi-ginkgo-dev,
 #   golang-gomega-dev            Ginkgo and Gomega, to run the reference
 #                                noop's own test suite against our noop
+#   jq                           the shell plugins of cni-conformance's
+#                                tests (cni-conformance/tests/plugins)
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -37,6 +39,7 @@ command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
 # The reference noop's Ginkgo suite (tests/tests/reference_noop_suite.rs).
 [ -d /usr/share/gocode/src/github.com/onsi/ginkgo ] || missing+=(golang-github-onsi-ginkgo-dev)
 [ -d /usr/share/gocode/src/github.com/onsi/gomega ] || missing+=(golang-gomega-dev)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

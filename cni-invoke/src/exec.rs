@@ -1,9 +1,10 @@
 //! Executing a plugin: env in, stdin in, stdout out, errors mapped.
 
-use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, Stdio};
+use std::process::Command as Process;
+
+use crate::raw::{exec_raw, Exit, RawOutput};
 
 use cni_types::{CniResult, Code, Error};
 
@@ -51,29 +52,6 @@ impl Invocation {
     }
 }
 
-/// Executions of a binary that is open for writing ("text file busy") the
-/// reference runtime library retries, a second apart, five times: a plugin
-/// being installed while a runtime calls it, or, in a threaded process, a
-/// binary just written whose descriptor another thread's child still holds
-/// between its fork and its exec.
-const BUSY_RETRIES: u32 = 5;
-const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
-fn spawn_retrying_busy(command: &mut Process) -> std::io::Result<std::process::Child> {
-    let mut retries = 0;
-    loop {
-        match command.spawn() {
-            Err(e)
-                if e.kind() == std::io::ErrorKind::ExecutableFileBusy && retries < BUSY_RETRIES =>
-            {
-                retries += 1;
-                std::thread::sleep(BUSY_WAIT);
-            }
-            spawned => return spawned,
-        }
-    }
-}
-
 /// Runs `plugin` with the invocation's variables added to our environment
 /// and `stdin` on its stdin; returns its stdout.
 ///
@@ -87,67 +65,35 @@ fn spawn_retrying_busy(command: &mut Process) -> std::io::Result<std::process::C
 pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
     let name = plugin.display().to_string();
     let mut command = Process::new(plugin);
-    command
-        .envs(invocation.env())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = spawn_retrying_busy(&mut command).map_err(|e| {
+    command.envs(invocation.env());
+    let RawOutput {
+        exit,
+        stdout,
+        stderr,
+    } = exec_raw(&mut command, stdin, None).map_err(|e| {
         Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
             .with_details(e.to_string())
     })?;
-
-    // Feed stdin from a thread: a plugin that exits (or closes stdin)
-    // without reading it must neither block us nor kill us (EPIPE is an
-    // error here, not a signal: Rust ignores SIGPIPE).
-    let mut child_stdin = child.stdin.take();
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        if let Some(pipe) = child_stdin.as_mut() {
-            let _ = pipe.write_all(&input);
-        }
-        drop(child_stdin);
-    });
-    let mut stderr_pipe = child.stderr.take();
-    let stderr_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(pipe) = stderr_pipe.as_mut() {
-            let _ = pipe.read_to_end(&mut buf);
-        }
-        buf
-    });
-    let mut stdout = Vec::new();
-    if let Some(mut pipe) = child.stdout.take() {
-        pipe.read_to_end(&mut stdout).map_err(|e| {
-            Error::new(
-                Code::IO_FAILURE,
-                format!("failed to read the output of {name}"),
-            )
-            .with_details(e.to_string())
-        })?;
-    }
-    let status = child.wait().map_err(|e| {
-        Error::new(
-            Code::IO_FAILURE,
-            format!("failed to wait for plugin {name}"),
-        )
-        .with_details(e.to_string())
-    })?;
-    let _ = writer.join();
-    let stderr = stderr_reader.join().unwrap_or_default();
     let _ = std::io::stderr().write_all(&stderr);
 
-    if status.success() {
-        return Ok(stdout);
-    }
-    if let Some(signal) = status.signal() {
-        return Err(Error::new(
-            Code::INTERNAL,
-            format!("plugin {name} was killed by signal {signal}"),
-        )
-        .with_details(describe_output(&stdout, &stderr)));
-    }
-    let code = status.code().unwrap_or(-1);
+    let code = match exit {
+        Exit::Status(0) => return Ok(stdout),
+        Exit::Status(code) => code,
+        Exit::Signal(signal) => {
+            return Err(Error::new(
+                Code::INTERNAL,
+                format!("plugin {name} was killed by signal {signal}"),
+            )
+            .with_details(describe_output(&stdout, &stderr)))
+        }
+        // Not reached: no deadline was given.
+        Exit::TimedOut => {
+            return Err(Error::new(
+                Code::INTERNAL,
+                format!("plugin {name} timed out"),
+            ))
+        }
+    };
     if let Ok(err) = serde_json::from_slice::<Error>(&stdout) {
         return Err(err);
     }

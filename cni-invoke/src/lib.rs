@@ -3,6 +3,9 @@
 //! - [`find_in_path`], [`exec_plugin`], [`exec_with_result`]: find a plugin
 //!   on `CNI_PATH` and execute it with an [`Invocation`], mapping its exit
 //!   into a result or a CNI error (the plugin's own code kept).
+//! - [`exec_raw`]: execute a plugin and keep its exit, stdout and stderr
+//!   unprocessed, with an optional deadline (for tools that judge a
+//!   plugin's output, such as `cni-conformance`).
 //! - [`delegate_add`] and friends, [`add_with_cleanup`]: spec section 4, for
 //!   plugins that run their IPAM plugin.
 //! - [`get_version_info`], [`check_plugin_version`]: `VERSION` probing.
@@ -37,6 +40,7 @@ mod delegate;
 mod exec;
 mod find;
 mod list;
+mod raw;
 mod runtime;
 mod version;
 
@@ -47,5 +51,6 @@ pub use delegate::{
 pub use exec::{exec_plugin, exec_with_result, exec_without_result, Invocation};
 pub use find::find_in_path;
 pub use list::NetworkList;
+pub use raw::{exec_raw, Exit, RawOutput};
 pub use runtime::{Runtime, RuntimeConf};
 pub use version::{check_plugin_version, get_version_info};

@@ -1,0 +1,149 @@
+//! Concurrent ADDs for distinct containers, as a runtime starting many
+//! pods at once makes them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use cni_skel::Command;
+use cni_types::{IpNetwork, SpecVersion};
+use serde_json::Value;
+
+use crate::call::Call;
+use crate::case::{Case, Finding, Kind, Level, Verdict};
+use crate::cases::lifecycle::result_of;
+use crate::netns::TempNetns;
+use crate::session::Session;
+
+/// How many ADDs run at once.
+pub const PARALLEL: usize = 16;
+
+/// The concurrent ADDs.
+#[derive(Debug)]
+pub struct Outcome {
+    /// One ADD per container, `cnic-par-<i>`.
+    pub adds: Vec<Call>,
+}
+
+/// One container of the scenario.
+struct Attachment {
+    id: String,
+    ifname: String,
+    netns: PathBuf,
+}
+
+fn run(s: &Session, version: &SpecVersion) -> Outcome {
+    // A namespace per container for interface plugins, as a runtime
+    // gives; for the others (and in a namespace of the user's), interface
+    // names of their own in the one namespace.
+    let namespaces: Vec<TempNetns> = if s.owns_netns() && s.kind() == Kind::Interface {
+        (0..PARALLEL)
+            .map_while(|_| TempNetns::create().ok())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let own = namespaces.len() == PARALLEL;
+    let attachments: Vec<Attachment> = (0..PARALLEL)
+        .map(|i| Attachment {
+            id: format!("cnic-par-{i}"),
+            ifname: if own {
+                s.target().ifname.clone()
+            } else {
+                format!("{}p{i}", s.target().ifname)
+            },
+            netns: if own {
+                namespaces[i].path()
+            } else {
+                s.netns().to_owned()
+            },
+        })
+        .collect();
+    for a in &attachments {
+        s.prepare_link(&a.netns, &a.ifname);
+    }
+    let exec_all = |command: Command, config: &dyn Fn(usize) -> Value| -> Vec<Call> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = attachments
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let stdin = config(i).to_string();
+                    let mut invocation = s.invocation(command, &a.id, &a.ifname);
+                    invocation.netns = a.netns.display().to_string();
+                    scope.spawn(move || {
+                        s.exec(
+                            format!("concurrent {command} {}", a.id),
+                            &invocation,
+                            stdin.as_bytes(),
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        })
+    };
+    let adds = exec_all(Command::Add, &|i| {
+        let a = &attachments[i];
+        s.add_config(version, &a.netns, &a.ifname, 100 + i as u8)
+    });
+    let results: Vec<Option<Value>> = adds.iter().map(result_of).collect();
+    let with_prev = *version >= SpecVersion::V0_4_0;
+    exec_all(Command::Del, &|i| {
+        s.config(version, results[i].as_ref().filter(|_| with_prev))
+    });
+    Outcome { adds }
+}
+
+/// The addresses a result assigns, in any layout; loopback addresses are
+/// the same in every namespace and left out.
+pub fn addresses(result: &Value) -> Vec<IpNetwork> {
+    let mut texts: Vec<&Value> = Vec::new();
+    if let Some(ips) = result["ips"].as_array() {
+        texts.extend(ips.iter().map(|ip| &ip["address"]));
+    }
+    texts.extend(["ip4", "ip6"].iter().map(|f| &result[*f]["ip"]));
+    texts
+        .into_iter()
+        .filter_map(|t| t.as_str()?.parse::<IpNetwork>().ok())
+        .filter(|n| !n.addr().is_loopback())
+        .collect()
+}
+
+fn distinct_results(s: &Session) -> Verdict {
+    let Some(version) = s.versions().last().cloned() else {
+        return Verdict::Skip("no version to configure".into());
+    };
+    let outcome = s.concurrency.get_or_init(|| run(s, &version));
+    let mut findings = Vec::new();
+    let mut owner: HashMap<std::net::IpAddr, &Call> = HashMap::new();
+    for call in &outcome.adds {
+        let Some(result) = result_of(call) else {
+            findings.push(Finding::on(
+                call,
+                format!("{} failed ({})", call.step, call.outcome()),
+            ));
+            continue;
+        };
+        for address in addresses(&result) {
+            if let Some(first) = owner.insert(address.addr(), call) {
+                findings.push(Finding::on(
+                    call,
+                    format!("{address} was also given to `{}`", first.step),
+                ));
+            }
+        }
+    }
+    Verdict::from_findings(findings)
+}
+
+/// The cases of this section.
+pub const CASES: [Case; 1] = [Case {
+    id: "CONCURRENT-ADD",
+    spec: "SPEC-1.0.0 §2 Parameters, §5 Success",
+    quote: "`CNI_CONTAINERID`: Container ID. A unique plaintext identifier for a container, allocated by the runtime. ... `ips`: IPs assigned by this attachment.",
+    // Runtimes run plugins concurrently for different containers; two
+    // containers given one address is a broken network, so MUST for IPAM.
+    level: Level::Should,
+    ipam_level: Some(Level::Must),
+    check: distinct_results,
+}];

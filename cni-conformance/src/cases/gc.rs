@@ -1,0 +1,161 @@
+//! GC (SPEC-1.1.0 "New operations: GC"): valid attachments survive it.
+
+use cni_skel::Command;
+use cni_types::SpecVersion;
+use serde_json::json;
+
+use crate::call::Call;
+use crate::case::{Case, Finding, Level, Verdict};
+use crate::cases::concurrency::addresses;
+use crate::cases::lifecycle::result_of;
+use crate::session::Session;
+
+/// The GC scenario: two attachments, a GC naming only the first, a CHECK
+/// of the first.
+#[derive(Debug)]
+pub struct Outcome {
+    /// ADD of the attachment GC is told to keep.
+    pub add_kept: Call,
+    /// The GC.
+    pub gc: Call,
+    /// CHECK of the kept attachment after the GC.
+    pub check: Call,
+    /// ADD of a new attachment after the GC, which must not be given the
+    /// kept attachment's addresses.
+    pub add_new: Call,
+}
+
+fn run(s: &Session) -> Outcome {
+    let v = SpecVersion::V1_1_0;
+    let kept = ("cnic-gc-kept", format!("{}k", s.target().ifname));
+    let other = ("cnic-gc-other", format!("{}o", s.target().ifname));
+    let mut results = Vec::new();
+    for (host, (id, ifname)) in [(20, &kept), (21, &other)] {
+        s.prepare_link(s.netns(), ifname);
+        let config = s.add_config(&v, s.netns(), ifname, host);
+        let add = s.exec(
+            format!("GC: ADD {id}"),
+            &s.invocation(Command::Add, id, ifname),
+            config.to_string().as_bytes(),
+        );
+        results.push(add);
+    }
+    let valid = json!([{"containerID": kept.0, "ifname": kept.1}]);
+    let mut config = s.config(&v, None);
+    config["cni.dev/valid-attachments"] = valid.clone();
+    // The name of an earlier draft, which the reference runtime sends too.
+    config["cni.dev/attachments"] = valid;
+    let gc = s.exec(
+        "GC keeping one of two attachments",
+        &s.invocation(Command::Gc, "", ""),
+        config.to_string().as_bytes(),
+    );
+    let kept_result = result_of(&results[0]);
+    let check = s.exec(
+        format!("GC: CHECK {} after GC", kept.0),
+        &s.invocation(Command::Check, kept.0, &kept.1),
+        s.config(&v, kept_result.as_ref()).to_string().as_bytes(),
+    );
+    let new = ("cnic-gc-new", format!("{}n", s.target().ifname));
+    s.prepare_link(s.netns(), &new.1);
+    let add_new = s.exec(
+        format!("GC: ADD {} after GC", new.0),
+        &s.invocation(Command::Add, new.0, &new.1),
+        s.add_config(&v, s.netns(), &new.1, 22)
+            .to_string()
+            .as_bytes(),
+    );
+    results.push(add_new.clone());
+    for (add, (id, ifname)) in results.iter().zip([&kept, &other, &new]) {
+        let config = s.config(&v, result_of(add).as_ref());
+        s.exec(
+            format!("GC: DEL {id}"),
+            &s.invocation(Command::Del, id, ifname),
+            config.to_string().as_bytes(),
+        );
+    }
+    let add_kept = results.swap_remove(0);
+    Outcome {
+        add_kept,
+        gc,
+        check,
+        add_new,
+    }
+}
+
+fn outcome(s: &Session) -> Option<&Outcome> {
+    s.versions()
+        .contains(&SpecVersion::V1_1_0)
+        .then(|| s.gc.get_or_init(|| run(s)))
+}
+
+fn keeps_valid(s: &Session) -> Verdict {
+    let Some(o) = outcome(s) else {
+        return Verdict::Skip("1.1.0 is not exercised".into());
+    };
+    if result_of(&o.add_kept).is_none() {
+        return Verdict::Skip("the ADD before GC failed (see ADD-SUCCEEDS)".into());
+    }
+    let mut findings = Vec::new();
+    if !o.check.succeeded() {
+        findings.push(Finding::on(
+            &o.check,
+            format!(
+                "CHECK of an attachment GC was told to keep failed ({})",
+                o.check.outcome()
+            ),
+        ));
+    }
+    let kept = result_of(&o.add_kept)
+        .map(|r| addresses(&r))
+        .unwrap_or_default();
+    let new = result_of(&o.add_new)
+        .map(|r| addresses(&r))
+        .unwrap_or_default();
+    for address in new
+        .iter()
+        .filter(|a| kept.iter().any(|k| k.addr() == a.addr()))
+    {
+        findings.push(Finding::on(
+            &o.add_new,
+            format!("after GC, a new attachment was given {address}, which the kept one holds"),
+        ));
+    }
+    Verdict::from_findings(findings)
+}
+
+fn succeeds(s: &Session) -> Verdict {
+    let Some(o) = outcome(s) else {
+        return Verdict::Skip("1.1.0 is not exercised".into());
+    };
+    if o.gc.succeeded() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail(vec![Finding::on(
+            &o.gc,
+            format!("GC failed ({})", o.gc.outcome()),
+        )])
+    }
+}
+
+/// The cases of this section.
+pub const CASES: [Case; 2] = [
+    Case {
+        id: "GC-KEEPS-VALID",
+        spec: "SPEC-1.1.0 GC",
+        quote: "Lets the runtime state the set of attachments that are still valid; the plugin removes resources (IPAM reservations, firewall rules, ...) of any attachment not in that set.",
+        // Checked two ways: CHECK of the kept attachment still passes, and
+        // a new attachment is not given the kept one's addresses.
+        level: Level::Must,
+        ipam_level: None,
+        check: keeps_valid,
+    },
+    Case {
+        id: "GC-SUCCEEDS",
+        spec: "SPEC-1.1.0 GC",
+        quote: "Should complete without error where possible",
+        level: Level::Should,
+        ipam_level: None,
+        check: succeeds,
+    },
+];

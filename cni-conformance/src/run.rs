@@ -1,0 +1,105 @@
+//! Running the table: selection, order, and the run's deadline.
+
+use std::time::{Duration, Instant};
+
+use crate::case::{Case, Level, Verdict};
+use crate::cases;
+use crate::report::{Outcome, Report, Status};
+use crate::session::{Session, SetupError};
+use crate::target::Target;
+
+/// Which cases run: all, or only some, minus some.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// When not empty, only these ids run.
+    pub only: Vec<String>,
+    /// These ids do not run.
+    pub skip: Vec<String>,
+    /// Cases not started by then are failed as "not run"; none when zero.
+    pub deadline: Duration,
+}
+
+impl Selection {
+    /// Every case, with a two-minute deadline.
+    pub fn all() -> Selection {
+        Selection {
+            deadline: Duration::from_secs(120),
+            ..Selection::default()
+        }
+    }
+
+    fn includes(&self, case: &Case) -> bool {
+        (self.only.is_empty() || self.only.iter().any(|id| id == case.id))
+            && !self.skip.iter().any(|id| id == case.id)
+    }
+}
+
+/// Why a selection names a case that does not exist.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown check id {0:?} (see `cni-conformance --list`)")]
+pub struct UnknownCase(pub String);
+
+/// Runs the selected cases against `target` and reports every one.
+///
+/// ```no_run
+/// use cni_conformance::{run, Kind, Selection, Target};
+///
+/// let report = run(&Target::new("target/debug/dns-mac", Kind::Chained), &Selection::all())?;
+/// println!("{}", report.summary());
+/// # Ok::<(), cni_conformance::SetupError>(())
+/// ```
+pub fn run(target: &Target, selection: &Selection) -> Result<Report, SetupError> {
+    for id in selection.only.iter().chain(&selection.skip) {
+        if !cases::all().any(|c| c.id == id) {
+            return Err(SetupError::UnknownCase(UnknownCase(id.clone())));
+        }
+    }
+    let started = Instant::now();
+    let session = Session::new(target)?;
+    let mut outcomes = Vec::new();
+    for case in cases::all().filter(|c| selection.includes(c)) {
+        let level = case.level_for(target.kind);
+        let late = !selection.deadline.is_zero() && started.elapsed() > selection.deadline;
+        let verdict = if late {
+            Verdict::Fail(vec![crate::case::Finding::new(format!(
+                "not run: the run's deadline of {:?} passed",
+                selection.deadline
+            ))])
+        } else {
+            (case.check)(&session)
+        };
+        outcomes.push(outcome(case, level, verdict));
+    }
+    Ok(Report {
+        plugin: target.plugin.clone(),
+        versions: session.versions().to_vec(),
+        outcomes,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn outcome(case: &'static Case, level: Level, verdict: Verdict) -> Outcome {
+    let (status, reason, findings) = match verdict {
+        Verdict::Pass => (Status::Passed, String::new(), Vec::new()),
+        Verdict::Skip(why) => (Status::Skipped, why, Vec::new()),
+        Verdict::Fail(findings) => {
+            let status = match level {
+                Level::Must => Status::Failed,
+                Level::Should => Status::Warning,
+            };
+            let reason = findings.first().map(|f| f.what.clone()).unwrap_or_default();
+            let reason = match findings.len() {
+                0 | 1 => reason,
+                n => format!("{reason} (+{} more)", n - 1),
+            };
+            (status, reason, findings)
+        }
+    };
+    Outcome {
+        case,
+        level,
+        status,
+        reason,
+        findings,
+    }
+}

@@ -1,0 +1,7 @@
+#!/bin/sh
+# VERSION-UNKNOWN-COMMAND: succeeds, silently, for a command it does not know.
+. "$(dirname "$0")/good.sh"
+unknown_command() {
+    :
+}
+main
