@@ -38,6 +38,7 @@ fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
         ifname: req.ifname.clone(),
         args,
         path: req.path.clone(),
+        ..Invocation::default()
     })
 }
 

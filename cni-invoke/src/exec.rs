@@ -1,11 +1,13 @@
 //! Executing a plugin: env in, stdin in, stdout out, errors mapped.
 
-use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
 use cni_types::{CniResult, Code, Error};
+
+use crate::deadline::{finish, Deadline, Stopped, KILL_GRACE};
 
 /// The parameters of one plugin execution, passed as `CNI_*` variables.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +24,9 @@ pub struct Invocation {
     pub args: Vec<(String, String)>,
     /// `CNI_PATH` directories, joined with `:`.
     pub path: Vec<PathBuf>,
+    /// When the plugin must be done; `None` waits as long as it runs.
+    /// A plugin past its deadline is stopped (see [`exec_plugin`]).
+    pub deadline: Option<Deadline>,
 }
 
 impl Invocation {
@@ -84,6 +89,18 @@ fn spawn_retrying_busy(command: &mut Process) -> std::io::Result<std::process::C
 /// signal is reported as such. A binary still open for writing ("text file
 /// busy") is tried again a second later, up to five times, as the
 /// reference runtime library does.
+///
+/// With a [`Deadline`], the plugin runs in a process group of its own; if
+/// it has not finished when the deadline passes, the group gets `SIGTERM`,
+/// then `SIGKILL` after [`KILL_GRACE`](crate::KILL_GRACE), the plugin is
+/// reaped, and the error (code 999) names the plugin, the command and the
+/// deadline. Code 999 rather than 11 ("try again later"): 11 is a plugin's
+/// own word that nothing was done and a retry is safe, while a plugin
+/// stopped half-way may have left state behind that the runtime must DEL
+/// first, exactly as after a plugin killed by a signal.
+///
+/// Go: `invoke.ExecPluginWithResult`'s `RawExec.ExecPlugin`, with the
+/// context's deadline.
 pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
     let name = plugin.display().to_string();
     let mut command = Process::new(plugin);
@@ -92,6 +109,10 @@ pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Resu
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if invocation.deadline.is_some() {
+        // Its own group, so the deadline stops the plugin's children too.
+        command.process_group(0);
+    }
     let mut child = spawn_retrying_busy(&mut command).map_err(|e| {
         Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
             .with_details(e.to_string())
@@ -108,35 +129,40 @@ pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Resu
         }
         drop(child_stdin);
     });
-    let mut stderr_pipe = child.stderr.take();
-    let stderr_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(pipe) = stderr_pipe.as_mut() {
-            let _ = pipe.read_to_end(&mut buf);
-        }
-        buf
-    });
-    let mut stdout = Vec::new();
-    if let Some(mut pipe) = child.stdout.take() {
-        pipe.read_to_end(&mut stdout).map_err(|e| {
-            Error::new(
-                Code::IO_FAILURE,
-                format!("failed to read the output of {name}"),
-            )
-            .with_details(e.to_string())
-        })?;
-    }
-    let status = child.wait().map_err(|e| {
+    let finished = finish(&mut child, invocation.deadline).map_err(|e| {
+        // Never leave the plugin behind, even when reading it failed.
+        let _ = child.kill();
+        let _ = child.wait();
         Error::new(
             Code::IO_FAILURE,
-            format!("failed to wait for plugin {name}"),
+            format!("failed to read the output of {name}"),
         )
         .with_details(e.to_string())
     })?;
-    let _ = writer.join();
-    let stderr = stderr_reader.join().unwrap_or_default();
+    // A process that left the plugin's group may still hold stdin open;
+    // the writer is then left to finish on its own rather than waited for.
+    if writer.is_finished() || finished.stopped.is_none() {
+        let _ = writer.join();
+    }
+    let (stdout, stderr, status) = (finished.stdout, finished.stderr, finished.status);
     let _ = std::io::stderr().write_all(&stderr);
 
+    if let (Some(stopped), Some(deadline)) = (finished.stopped, invocation.deadline) {
+        let how = match stopped {
+            Stopped::Terminated => "terminated with SIGTERM".to_owned(),
+            Stopped::Killed => {
+                format!("killed with SIGKILL after ignoring SIGTERM for {KILL_GRACE:?}")
+            }
+        };
+        return Err(Error::new(
+            Code::INTERNAL,
+            format!(
+                "plugin {name} did not finish {} within its {deadline}: {how}",
+                invocation.command
+            ),
+        )
+        .with_details(describe_output(&stdout, &stderr)));
+    }
     if status.success() {
         return Ok(stdout);
     }

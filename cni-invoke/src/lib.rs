@@ -2,7 +2,8 @@
 //!
 //! - [`find_in_path`], [`exec_plugin`], [`exec_with_result`]: find a plugin
 //!   on `CNI_PATH` and execute it with an [`Invocation`], mapping its exit
-//!   into a result or a CNI error (the plugin's own code kept).
+//!   into a result or a CNI error (the plugin's own code kept), within an
+//!   optional [`Deadline`].
 //! - [`delegate_add`] and friends, [`add_with_cleanup`]: spec section 4, for
 //!   plugins that run their IPAM plugin.
 //! - [`get_version_info`], [`check_plugin_version`]: `VERSION` probing.
@@ -33,6 +34,7 @@
 //! (libcni passes it through); the cache file is written atomically.
 
 mod cache;
+mod deadline;
 mod delegate;
 mod exec;
 mod find;
@@ -41,6 +43,7 @@ mod runtime;
 mod version;
 
 pub use cache::CachedAttachment;
+pub use deadline::{Deadline, KILL_GRACE};
 pub use delegate::{
     add_with_cleanup, delegate_add, delegate_check, delegate_del, delegate_gc, delegate_status,
 };

@@ -2,6 +2,7 @@
 //! for one attachment.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use cni_types::validate::{validate_container_id, validate_interface_name};
 use cni_types::{CniResult, Code, Error, Extra, GcAttachment};
@@ -10,7 +11,8 @@ use serde_json::{Map, Value};
 
 use crate::cache::{self, CachedAttachment};
 use crate::{
-    exec_with_result, exec_without_result, find_in_path, get_version_info, Invocation, NetworkList,
+    exec_with_result, exec_without_result, find_in_path, get_version_info, Deadline, Invocation,
+    NetworkList,
 };
 
 /// The attachment parameters a runtime passes for one container interface.
@@ -36,6 +38,14 @@ pub struct Runtime {
     pub path: Vec<PathBuf>,
     /// Cache directory (libcni's default is `/var/lib/cni`).
     pub cache_dir: PathBuf,
+    /// How long one operation (ADD, CHECK, DEL, GC, STATUS of the whole
+    /// list) may take; a plugin still running when it passes is stopped
+    /// and the operation fails (see [`exec_plugin`](crate::exec_plugin)).
+    /// `None`, the default, waits as long as the plugins run.
+    ///
+    /// Go: the deadline of the `context.Context` given to libcni's
+    /// `AddNetworkList` and friends.
+    pub timeout: Option<Duration>,
 }
 
 impl Runtime {
@@ -44,10 +54,37 @@ impl Runtime {
         Runtime {
             path,
             cache_dir: cache_dir.into(),
+            timeout: None,
         }
     }
 
-    fn invocation(&self, command: &str, rt: &RuntimeConf) -> Invocation {
+    /// The same runtime with a [`timeout`](Runtime::timeout) for each
+    /// operation.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let runtime = cni_invoke::Runtime::new(vec!["/opt/cni/bin".into()], "/var/lib/cni")
+    ///     .with_timeout(Duration::from_secs(60));
+    /// assert_eq!(runtime.timeout, Some(Duration::from_secs(60)));
+    /// ```
+    pub fn with_timeout(self, timeout: Duration) -> Runtime {
+        Runtime {
+            timeout: Some(timeout),
+            ..self
+        }
+    }
+
+    /// The deadline of an operation starting now.
+    fn deadline(&self) -> Option<Deadline> {
+        self.timeout.map(Deadline::after)
+    }
+
+    fn invocation(
+        &self,
+        command: &str,
+        rt: &RuntimeConf,
+        deadline: Option<Deadline>,
+    ) -> Invocation {
         Invocation {
             command: command.into(),
             container_id: rt.container_id.clone(),
@@ -55,6 +92,7 @@ impl Runtime {
             ifname: rt.ifname.clone(),
             args: rt.args.clone(),
             path: self.path.clone(),
+            deadline,
         }
     }
 
@@ -63,12 +101,17 @@ impl Runtime {
     pub fn add(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<CniResult, Error> {
         validate_container_id(rt.container_id.as_bytes())?;
         validate_interface_name(rt.ifname.as_bytes())?;
+        let deadline = self.deadline();
         let mut result: Option<CniResult> = None;
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt), &[])?;
-            let added =
-                exec_with_result(&path, &self.invocation("ADD", rt), &config, net.version())
-                    .map_err(|e| in_plugin(e, plugin, "add"))?;
+            let added = exec_with_result(
+                &path,
+                &self.invocation("ADD", rt, deadline),
+                &config,
+                net.version(),
+            )
+            .map_err(|e| in_plugin(e, plugin, "add"))?;
             result = Some(added);
         }
         let result =
@@ -93,10 +136,11 @@ impl Runtime {
         if net.list.disable_check {
             return Ok(());
         }
+        let deadline = self.deadline();
         let cached = self.cached_result(net, rt)?;
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("CHECK", rt), &config)
+            exec_without_result(&path, &self.invocation("CHECK", rt, deadline), &config)
                 .map_err(|e| in_plugin(e, plugin, "check"))?;
         }
         Ok(())
@@ -106,6 +150,15 @@ impl Runtime {
     /// cached ADD result (from 0.4.0 on, as libcni), then drops the cache
     /// entry.
     pub fn del(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
+        self.del_within(net, rt, self.deadline())
+    }
+
+    fn del_within(
+        &self,
+        net: &NetworkList,
+        rt: &RuntimeConf,
+        deadline: Option<Deadline>,
+    ) -> Result<(), Error> {
         let cached = if at_least(net.version(), "0.4.0")? {
             self.cached_result(net, rt).unwrap_or_else(|_| {
                 cache::remove(&self.cache_dir, &net.list.name, rt);
@@ -116,7 +169,7 @@ impl Runtime {
         };
         for plugin in net.list.plugins.iter().rev() {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("DEL", rt), &config)
+            exec_without_result(&path, &self.invocation("DEL", rt, deadline), &config)
                 .map_err(|e| in_plugin(e, plugin, "delete"))?;
         }
         cache::remove(&self.cache_dir, &net.list.name, rt);
@@ -131,6 +184,7 @@ impl Runtime {
         if net.list.disable_gc {
             return Ok(());
         }
+        let deadline = self.deadline();
         let mut errors = Vec::new();
         for stale in cache::attachments(&self.cache_dir, &net.list.name) {
             let key = GcAttachment {
@@ -140,7 +194,7 @@ impl Runtime {
             if valid.contains(&key) {
                 continue;
             }
-            if let Err(e) = self.del(net, &runtime_conf_of(stale)) {
+            if let Err(e) = self.del_within(net, &runtime_conf_of(stale), deadline) {
                 errors.push(e.with_details(format!(
                     "deleting stale attachment {} {}",
                     key.container_id, key.ifname
@@ -160,7 +214,7 @@ impl Runtime {
                         .and_then(|(path, config)| {
                             exec_without_result(
                                 &path,
-                                &self.invocation("GC", &RuntimeConf::default()),
+                                &self.invocation("GC", &RuntimeConf::default(), deadline),
                                 &config,
                             )
                         });
@@ -182,11 +236,12 @@ impl Runtime {
         if !at_least(net.version(), "1.1.0").unwrap_or(false) {
             return Ok(());
         }
+        let deadline = self.deadline();
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, None, None, &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("STATUS", &RuntimeConf::default()),
+                &self.invocation("STATUS", &RuntimeConf::default(), deadline),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "status"))?;
