@@ -38,6 +38,8 @@ fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
         ifname: req.ifname.clone(),
         args,
         path: req.path.clone(),
+        // The plugin's own caller's span: the delegate is part of its work.
+        trace: req.trace.clone(),
         ..Invocation::default()
     })
 }

@@ -5,6 +5,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
+use cni_skel::{TraceContext, TRACE_VARS};
 use cni_types::{CniResult, Code, Error};
 
 use crate::deadline::{finish, Deadline, Stopped, KILL_GRACE};
@@ -27,11 +28,15 @@ pub struct Invocation {
     /// When the plugin must be done; `None` waits as long as it runs.
     /// A plugin past its deadline is stopped (see [`exec_plugin`]).
     pub deadline: Option<Deadline>,
+    /// The caller's trace context, passed as `TRACEPARENT`, `TRACESTATE`
+    /// and `BAGGAGE` (Go: `invoke.injectTraceContext`). Ours is never
+    /// inherited: the plugin sees exactly this one.
+    pub trace: TraceContext,
 }
 
 impl Invocation {
-    /// The `CNI_*` variables; empty values are passed as empty, which a
-    /// plugin treats as unset.
+    /// The `CNI_*` variables, then the trace context's; empty `CNI_*`
+    /// values are passed as empty, which a plugin treats as unset.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let args = self
             .args
@@ -45,14 +50,16 @@ impl Invocation {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(":");
-        vec![
+        let mut env = vec![
             ("CNI_COMMAND", self.command.clone()),
             ("CNI_CONTAINERID", self.container_id.clone()),
             ("CNI_NETNS", self.netns.clone()),
             ("CNI_IFNAME", self.ifname.clone()),
             ("CNI_ARGS", args),
             ("CNI_PATH", path),
-        ]
+        ];
+        env.extend(self.trace.env());
+        env
     }
 }
 
@@ -104,6 +111,9 @@ fn spawn_retrying_busy(command: &mut Process) -> std::io::Result<std::process::C
 pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
     let name = plugin.display().to_string();
     let mut command = Process::new(plugin);
+    for var in TRACE_VARS {
+        command.env_remove(var);
+    }
     command
         .envs(invocation.env())
         .stdin(Stdio::piped())

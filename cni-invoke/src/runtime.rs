@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cni_skel::TraceContext;
 use cni_types::validate::{validate_container_id, validate_interface_name};
 use cni_types::{CniResult, Code, Error, Extra, GcAttachment};
 use cni_version::{LooseVersion, PluginInfo};
@@ -29,6 +30,9 @@ pub struct RuntimeConf {
     /// Capability arguments: each becomes part of `runtimeConfig` for the
     /// plugins whose `capabilities` name it.
     pub capability_args: Map<String, Value>,
+    /// The caller's trace context, passed to every plugin of ADD, CHECK
+    /// and DEL (GC and STATUS, which have no attachment, pass none).
+    pub trace: TraceContext,
 }
 
 /// A runtime: where plugins are and where results are cached.
@@ -93,6 +97,7 @@ impl Runtime {
             args: rt.args.clone(),
             path: self.path.clone(),
             deadline,
+            trace: rt.trace.clone(),
         }
     }
 
@@ -319,6 +324,7 @@ fn runtime_conf_of(a: CachedAttachment) -> RuntimeConf {
         ifname: a.ifname,
         args: a.cni_args,
         capability_args: a.capability_args,
+        trace: TraceContext::default(),
     }
 }
 

@@ -16,7 +16,7 @@ use cni_version::{peek_fields, LooseVersion, PluginInfo};
 use crate::env::CniEnv;
 use crate::netns::reject_own_netns;
 use crate::request::split_path;
-use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request};
+use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request, TraceContext};
 
 /// Runs one invocation of `plugin` with the given environment and standard
 /// streams, and returns the process exit status. Never panics and never
@@ -201,6 +201,7 @@ fn run_command<P: Plugin>(
         config_version: config_version.clone(),
         config,
         stdin: stdin_bytes,
+        trace: TraceContext::from_env(env),
         stderr,
     };
 

@@ -48,6 +48,10 @@
 //! on musl, non-PIE, the `plugin` profile) for the rest; `BENCHMARKS.md` has
 //! the figures and what musl changes for a plugin.
 //!
+//! The runtime's trace context (`TRACEPARENT`, `TRACESTATE`, `BAGGAGE`, as
+//! the reference's `invoke` sets them) is on [`Request::trace`] as a
+//! [`TraceContext`]; `cni-invoke` passes it on to delegates.
+//!
 //! Test a plugin in-process with [`TestRequest`]: it builds the environment
 //! and stdin by hand and runs exactly the path a real invocation takes.
 //!
@@ -100,6 +104,7 @@ mod netns;
 mod plugin;
 mod process;
 mod request;
+mod trace;
 
 pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
@@ -108,3 +113,4 @@ pub use harness::{Outcome, TestRequest};
 pub use plugin::{BoxError, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
 pub use request::Request;
+pub use trace::{TraceContext, TraceParent, TRACE_VARS};

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use cni_types::{CniArgs, Code, Error, GcAttachment};
 use cni_version::peek_fields;
 
-use crate::Command;
+use crate::{Command, TraceContext};
 
 /// One invocation: the attachment parameters from the environment, the
 /// configuration from stdin, and a stderr handle for logging.
@@ -37,6 +37,10 @@ pub struct Request<'a, C> {
     pub config: C,
     /// The bytes read from stdin.
     pub stdin: Vec<u8>,
+    /// The caller's trace context (`TRACEPARENT`, `TRACESTATE`,
+    /// `BAGGAGE`); empty when the runtime passed none. `cni-invoke` passes
+    /// it on to delegates.
+    pub trace: TraceContext,
     pub(crate) stderr: &'a dyn Stderr,
 }
 
@@ -88,6 +92,7 @@ impl<C: fmt::Debug> fmt::Debug for Request<'_, C> {
             .field("path", &self.path)
             .field("config_version", &self.config_version)
             .field("config", &self.config)
+            .field("trace", &self.trace)
             .finish_non_exhaustive()
     }
 }

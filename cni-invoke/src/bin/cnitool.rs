@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+use cni_skel::{ProcessEnv, TraceContext};
 use cni_types::{Code, Error, GcAttachment};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha512};
@@ -208,6 +209,9 @@ fn run(opts: Options) -> Result<Option<Vec<u8>>, Error> {
             netns,
             args: cni_args()?,
             capability_args: capability_args()?,
+            // Run from a traced shell or job (OTEP 0258), cnitool passes the
+            // trace context on to the plugins.
+            trace: TraceContext::from_env(&ProcessEnv),
         })
     };
     if needs_netns && opts.netns.is_none() {
