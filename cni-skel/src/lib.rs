@@ -55,6 +55,11 @@
 //! Test a plugin in-process with [`TestRequest`]: it builds the environment
 //! and stdin by hand and runs exactly the path a real invocation takes.
 //!
+//! With the `async` feature, a plugin whose methods are `async`
+//! (`AsyncPlugin`) is served by the same dispatcher through
+//! `Blocking`, which blocks on each method's future; no runtime is
+//! needed, and a sync plugin's binary and start-up do not change.
+//!
 //! # What is checked before your method runs
 //! Exactly what the reference skel (Go `pkg/skel`, spec 1.1.0) checks, in
 //! its order, with its error codes:
@@ -95,6 +100,8 @@
 //! 5. **A `prevResult` of another version family is accepted and
 //!    converted** to the configuration's version; the reference rejects it.
 
+#[cfg(feature = "async")]
+mod async_plugin;
 mod command;
 mod dispatch;
 mod env;
@@ -106,6 +113,8 @@ mod process;
 mod request;
 mod trace;
 
+#[cfg(feature = "async")]
+pub use async_plugin::{AsyncPlugin, Blocking, Executor, ParkThread};
 pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
