@@ -10,7 +10,10 @@
 //! - [`Runtime`], [`NetworkList`], [`RuntimeConf`]: spec section 3, running
 //!   a configuration list for one attachment (ADD, CHECK, DEL, GC, STATUS),
 //!   with a result cache in libcni's format.
-//! - The `cnitool` binary: a runtime on the command line for trying plugins.
+//!
+//! `cnitool`, the runtime on the command line for trying plugins, is a
+//! crate of its own, so a plugin that delegates pulls in none of its
+//! dependencies.
 //!
 //! ```no_run
 //! use cni_invoke::{NetworkList, Runtime, RuntimeConf};

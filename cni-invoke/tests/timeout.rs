@@ -1,9 +1,7 @@
-//! A runtime's timeout: one deadline per operation, from the library and
-//! from `cnitool --timeout`.
+//! A runtime's timeout: one deadline per operation.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cni_invoke::{NetworkList, Runtime, RuntimeConf};
@@ -44,29 +42,4 @@ fn a_runtime_timeout_stops_the_hanging_plugin_and_names_it() {
     assert!(e.msg.contains("stuck") && e.msg.contains("ADD"), "{e:?}");
     assert!(e.msg.contains("400ms deadline"), "{e:?}");
     assert!(e.details.contains("plugin type=\"stuck\""), "{e:?}");
-}
-
-#[test]
-fn cnitool_timeout_reaches_the_plugins() {
-    let dir = tempfile::tempdir().unwrap();
-    plugins(dir.path());
-    let conf = dir.path().join("net.d");
-    std::fs::create_dir(&conf).unwrap();
-    std::fs::write(conf.join("slow.conflist"), LIST).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cnitool"))
-        .args(["--timeout", "300ms", "--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(["add", "slow", "/var/run/netns/none"])
-        .env("NETCONFPATH", &conf)
-        .env("CNI_PATH", dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let msg = err["msg"].as_str().unwrap();
-    assert!(
-        msg.contains("did not finish ADD within its 300ms deadline"),
-        "{msg}"
-    );
-    assert_eq!(err["code"], 999);
 }
