@@ -11,6 +11,8 @@ use cni_types::{CniResult, Code, Error};
 use crate::deadline::{finish, Deadline, Stopped, KILL_GRACE};
 
 /// The parameters of one plugin execution, passed as `CNI_*` variables.
+///
+/// Go: `invoke.Args` (with the `context.Context` that carries the deadline and trace context).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Invocation {
     /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`.
@@ -37,6 +39,8 @@ pub struct Invocation {
 impl Invocation {
     /// The `CNI_*` variables, then the trace context's; empty `CNI_*`
     /// values are passed as empty, which a plugin treats as unset.
+    ///
+    /// Go: `invoke.Args.AsEnv`.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let args = self
             .args
@@ -232,6 +236,8 @@ pub fn exec_with_result(
 }
 
 /// Runs a command whose success prints nothing (DEL, CHECK, GC, STATUS).
+///
+/// Go: `invoke.ExecPluginWithoutResult`.
 pub fn exec_without_result(
     plugin: &Path,
     invocation: &Invocation,

@@ -17,6 +17,8 @@ use crate::{
 };
 
 /// The attachment parameters a runtime passes for one container interface.
+///
+/// Go: `libcni.RuntimeConf`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuntimeConf {
     /// `CNI_CONTAINERID`.
@@ -36,6 +38,8 @@ pub struct RuntimeConf {
 }
 
 /// A runtime: where plugins are and where results are cached.
+///
+/// Go: `libcni.CNIConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Runtime {
     /// Plugin directories (`CNI_PATH`).
@@ -54,6 +58,8 @@ pub struct Runtime {
 
 impl Runtime {
     /// A runtime looking for plugins in `path` and caching in `cache_dir`.
+    ///
+    /// Go: `libcni.NewCNIConfig`.
     pub fn new(path: Vec<PathBuf>, cache_dir: impl Into<PathBuf>) -> Runtime {
         Runtime {
             path,
@@ -103,6 +109,8 @@ impl Runtime {
 
     /// Adds the attachment: every plugin in order, each given the previous
     /// one's result; the final result is cached and returned.
+    ///
+    /// Go: `CNIConfig.AddNetworkList`.
     pub fn add(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<CniResult, Error> {
         validate_container_id(rt.container_id.as_bytes())?;
         validate_interface_name(rt.ifname.as_bytes())?;
@@ -128,6 +136,8 @@ impl Runtime {
     /// Checks the attachment: every plugin in order, each given the cached
     /// ADD result. Needs a list of version 0.4.0 or later; does nothing when
     /// the list sets `disableCheck`.
+    ///
+    /// Go: `CNIConfig.CheckNetworkList`.
     pub fn check(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
         if !at_least(net.version(), "0.4.0")? {
             return Err(Error::new(
@@ -154,6 +164,8 @@ impl Runtime {
     /// Deletes the attachment: every plugin in reverse order, each given the
     /// cached ADD result (from 0.4.0 on, as libcni), then drops the cache
     /// entry.
+    ///
+    /// Go: `CNIConfig.DelNetworkList`.
     pub fn del(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
         self.del_within(net, rt, self.deadline())
     }
@@ -185,6 +197,8 @@ impl Runtime {
     /// network that is not in `valid`, then sends GC with
     /// `cni.dev/valid-attachments` to every plugin. Carries on past errors
     /// and reports them all. Does nothing when the list sets `disableGC`.
+    ///
+    /// Go: `CNIConfig.GCNetworkList`.
     pub fn gc(&self, net: &NetworkList, valid: &[GcAttachment]) -> Result<(), Vec<Error>> {
         if net.list.disable_gc {
             return Ok(());
@@ -237,6 +251,8 @@ impl Runtime {
 
     /// Asks every plugin whether it is ready (1.1.0); the first error is
     /// the answer. Lists below 1.1.0 are always ready.
+    ///
+    /// Go: `CNIConfig.GetStatusNetworkList`.
     pub fn status(&self, net: &NetworkList) -> Result<(), Error> {
         if !at_least(net.version(), "1.1.0").unwrap_or(false) {
             return Ok(());
@@ -255,6 +271,8 @@ impl Runtime {
     }
 
     /// The cached ADD result of this attachment in the list's version.
+    ///
+    /// Go: `CNIConfig.GetNetworkListCachedResult`.
     pub fn cached_result(
         &self,
         net: &NetworkList,
@@ -264,6 +282,8 @@ impl Runtime {
     }
 
     /// The versions a plugin supports (its `VERSION` answer).
+    ///
+    /// Go: `CNIConfig.GetVersionInfo`.
     pub fn version_info(&self, plugin_type: &str) -> Result<PluginInfo, Error> {
         get_version_info(&find_in_path(plugin_type, &self.path)?)
     }

@@ -10,6 +10,8 @@ use crate::{exec_plugin, Invocation};
 /// Asks a plugin for its supported versions (`VERSION`), as runtimes do:
 /// stdin names the current spec version, and a plugin that predates
 /// `VERSION` (it answers "unknown CNI_COMMAND: VERSION") supports 0.1.0.
+///
+/// Go: `invoke.GetVersionInfo`.
 pub fn get_version_info(plugin: &Path) -> Result<PluginInfo, Error> {
     let invocation = Invocation {
         command: "VERSION".into(),

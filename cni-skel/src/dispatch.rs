@@ -26,6 +26,8 @@ use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request, TraceCon
 ///
 /// On failure exactly one CNI error JSON is written to `stdout` and the
 /// status is 1.
+///
+/// Go: `skel.PluginMainFuncsWithError`'s dispatcher (`pluginMain`), with the environment and streams as values.
 pub fn dispatch<P: Plugin>(
     plugin: &P,
     versions: &PluginInfo,

@@ -14,6 +14,8 @@ use crate::{Command, TraceContext};
 
 /// One invocation: the attachment parameters from the environment, the
 /// configuration from stdin, and a stderr handle for logging.
+///
+/// Go: `skel.CmdArgs`.
 pub struct Request<'a, C> {
     /// The command being run.
     pub command: Command,
@@ -46,6 +48,8 @@ pub struct Request<'a, C> {
 
 impl<C> Request<'_, C> {
     /// `CNI_ARGS` parsed; a malformed pair is code 4 naming it.
+    ///
+    /// Go: `types.LoadArgs`.
     pub fn cni_args(&self) -> Result<CniArgs, Error> {
         CniArgs::parse(&self.args).map_err(|e| {
             Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS")
