@@ -32,9 +32,17 @@
 //! # let _ = result; Ok::<(), cni_types::Error>(())
 //! ```
 //!
-//! Where we depart from the reference runtime library: `capabilities` is
-//! removed from each plugin's execution configuration, as the spec requires
-//! (libcni passes it through); the cache file is written atomically.
+//! Where we depart from the reference runtime library:
+//! - `capabilities` is removed from each plugin's execution configuration,
+//!   as the spec requires (libcni passes it through).
+//! - The cache file is written atomically.
+//! - A plugin past its [`Deadline`] gets `SIGTERM`, then `SIGKILL` after
+//!   [`KILL_GRACE`], sent to its own process group so its children go too;
+//!   libcni's context kills the plugin alone, at once. Without a deadline
+//!   nothing changes: the plugin stays in our process group.
+//! - A plugin sees exactly the trace context of its [`Invocation`], never
+//!   one inherited from our environment; libcni appends the context's to
+//!   the inherited environment.
 
 mod cache;
 mod deadline;

@@ -11,9 +11,9 @@ use cni_version::{LooseVersion, PluginInfo};
 use serde_json::{Map, Value};
 
 use crate::cache::{self, CachedAttachment};
+use crate::version::version_info_within;
 use crate::{
-    exec_with_result, exec_without_result, find_in_path, get_version_info, Deadline, Invocation,
-    NetworkList,
+    exec_with_result, exec_without_result, find_in_path, Deadline, Invocation, NetworkList,
 };
 
 /// The attachment parameters a runtime passes for one container interface.
@@ -285,7 +285,7 @@ impl Runtime {
     ///
     /// Go: `CNIConfig.GetVersionInfo`.
     pub fn version_info(&self, plugin_type: &str) -> Result<PluginInfo, Error> {
-        get_version_info(&find_in_path(plugin_type, &self.path)?)
+        version_info_within(&find_in_path(plugin_type, &self.path)?, self.deadline())
     }
 
     /// The plugin's binary and its execution configuration: the plugin's

@@ -5,7 +5,7 @@ use std::path::Path;
 use cni_types::{Code, Error, SpecVersion};
 use cni_version::PluginInfo;
 
-use crate::{exec_plugin, Invocation};
+use crate::{exec_plugin, Deadline, Invocation};
 
 /// Asks a plugin for its supported versions (`VERSION`), as runtimes do:
 /// stdin names the current spec version, and a plugin that predates
@@ -13,7 +13,16 @@ use crate::{exec_plugin, Invocation};
 ///
 /// Go: `invoke.GetVersionInfo`.
 pub fn get_version_info(plugin: &Path) -> Result<PluginInfo, Error> {
+    version_info_within(plugin, None)
+}
+
+/// [`get_version_info`] within a deadline (a runtime's probe).
+pub(crate) fn version_info_within(
+    plugin: &Path,
+    deadline: Option<Deadline>,
+) -> Result<PluginInfo, Error> {
     let invocation = Invocation {
+        deadline,
         command: "VERSION".into(),
         netns: "dummy".into(),
         ifname: "dummy".into(),

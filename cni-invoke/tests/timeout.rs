@@ -43,3 +43,15 @@ fn a_runtime_timeout_stops_the_hanging_plugin_and_names_it() {
     assert!(e.msg.contains("400ms deadline"), "{e:?}");
     assert!(e.details.contains("plugin type=\"stuck\""), "{e:?}");
 }
+
+#[test]
+fn a_version_probe_through_the_runtime_has_its_deadline_too() {
+    let dir = tempfile::tempdir().unwrap();
+    plugins(dir.path());
+    let runtime = Runtime::new(vec![dir.path().into()], dir.path().join("cache"))
+        .with_timeout(Duration::from_millis(300));
+    let started = Instant::now();
+    let e = runtime.version_info("stuck").unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(e.msg.contains("did not finish VERSION"), "{e:?}");
+}
