@@ -74,7 +74,14 @@ fn the_plugin_process_forwards_add_check_del_to_the_agent_process() {
 fn a_dead_agent_is_code_11_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let silent = dir.path().join("silent.sock");
-    let _listener = UnixListener::bind(&silent).unwrap();
+    // Accepts every connection and never answers.
+    let listener = UnixListener::bind(&silent).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
     plugin_bin_dir(); // built before the clock starts
     let started = Instant::now();
     let out = run("ADD", &silent, 300);

@@ -22,6 +22,17 @@ fn agent(socket: &Path) -> Arc<Agent> {
     agent
 }
 
+/// An agent that accepts connections and reads them, but never answers.
+fn silent_agent(socket: &Path) {
+    let listener = UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+}
+
 fn run(command: &str, socket: &Path, timeout_ms: u64) -> Outcome {
     TestRequest::new(command)
         .env("CNI_CONTAINERID", "c1")
@@ -60,8 +71,7 @@ fn add_check_and_del_reach_the_agent_and_add_returns_its_result() {
 fn an_agent_that_does_not_answer_in_time_is_code_11_naming_socket_command_and_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("silent.sock");
-    // Connections queue in the backlog and are never accepted or answered.
-    let _silent = UnixListener::bind(&socket).unwrap();
+    silent_agent(&socket);
     let started = Instant::now();
     let err = run("ADD", &socket, 200).error().unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
