@@ -11,7 +11,7 @@ use cni_version::{LooseVersion, PluginInfo};
 use serde_json::{Map, Value};
 
 use crate::cache::{self, CachedAttachment};
-use crate::version::version_info_within;
+use crate::version::probe;
 use crate::{
     exec_with_result, exec_without_result, find_in_path, Deadline, Invocation, NetworkList,
 };
@@ -32,9 +32,6 @@ pub struct RuntimeConf {
     /// Capability arguments: each becomes part of `runtimeConfig` for the
     /// plugins whose `capabilities` name it.
     pub capability_args: Map<String, Value>,
-    /// The caller's trace context, passed to every plugin of ADD, CHECK
-    /// and DEL (GC and STATUS, which have no attachment, pass none).
-    pub trace: TraceContext,
 }
 
 /// A runtime: where plugins are and where results are cached.
@@ -54,6 +51,12 @@ pub struct Runtime {
     /// Go: the deadline of the `context.Context` given to libcni's
     /// `AddNetworkList` and friends.
     pub timeout: Option<Duration>,
+    /// The caller's trace context, passed to every plugin this runtime
+    /// executes (`TRACEPARENT`, `TRACESTATE`, `BAGGAGE`); empty by
+    /// default. Set it per operation with [`Runtime::with_trace`].
+    ///
+    /// Go: the span and baggage of the `context.Context` given to libcni.
+    pub trace: TraceContext,
 }
 
 impl Runtime {
@@ -65,6 +68,7 @@ impl Runtime {
             path,
             cache_dir: cache_dir.into(),
             timeout: None,
+            trace: TraceContext::default(),
         }
     }
 
@@ -82,6 +86,20 @@ impl Runtime {
             timeout: Some(timeout),
             ..self
         }
+    }
+
+    /// The same runtime passing `trace` to its plugins: the span of the
+    /// caller's operation, so the plugins' work joins the caller's trace.
+    ///
+    /// ```
+    /// use cni_skel::{TraceContext, TraceParent};
+    /// let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    /// let runtime = cni_invoke::Runtime::new(vec!["/opt/cni/bin".into()], "/var/lib/cni")
+    ///     .with_trace(TraceContext::with_parent(parent));
+    /// assert!(!runtime.trace.is_empty());
+    /// ```
+    pub fn with_trace(self, trace: TraceContext) -> Runtime {
+        Runtime { trace, ..self }
     }
 
     /// The deadline of an operation starting now.
@@ -103,7 +121,7 @@ impl Runtime {
             args: rt.args.clone(),
             path: self.path.clone(),
             deadline,
-            trace: rt.trace.clone(),
+            trace: self.trace.clone(),
         }
     }
 
@@ -285,7 +303,8 @@ impl Runtime {
     ///
     /// Go: `CNIConfig.GetVersionInfo`.
     pub fn version_info(&self, plugin_type: &str) -> Result<PluginInfo, Error> {
-        version_info_within(&find_in_path(plugin_type, &self.path)?, self.deadline())
+        let plugin = find_in_path(plugin_type, &self.path)?;
+        probe(&plugin, self.deadline(), self.trace.clone())
     }
 
     /// The plugin's binary and its execution configuration: the plugin's
@@ -344,7 +363,6 @@ fn runtime_conf_of(a: CachedAttachment) -> RuntimeConf {
         ifname: a.ifname,
         args: a.cni_args,
         capability_args: a.capability_args,
-        trace: TraceContext::default(),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use cni_skel::TraceContext;
 use cni_types::{Code, Error, SpecVersion};
 use cni_version::PluginInfo;
 
@@ -13,16 +14,19 @@ use crate::{exec_plugin, Deadline, Invocation};
 ///
 /// Go: `invoke.GetVersionInfo`.
 pub fn get_version_info(plugin: &Path) -> Result<PluginInfo, Error> {
-    version_info_within(plugin, None)
+    probe(plugin, None, TraceContext::default())
 }
 
-/// [`get_version_info`] within a deadline (a runtime's probe).
-pub(crate) fn version_info_within(
+/// [`get_version_info`] within a deadline and with a trace context (a
+/// runtime's probe).
+pub(crate) fn probe(
     plugin: &Path,
     deadline: Option<Deadline>,
+    trace: TraceContext,
 ) -> Result<PluginInfo, Error> {
     let invocation = Invocation {
         deadline,
+        trace,
         command: "VERSION".into(),
         netns: "dummy".into(),
         ifname: "dummy".into(),

@@ -84,3 +84,27 @@ fn a_delegating_plugin_passes_its_own_trace_context_to_the_delegate() {
         format!("{PARENT}|unset|tenant=blue")
     );
 }
+
+#[test]
+fn a_runtime_passes_its_trace_context_to_every_operation() {
+    use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+    let dir = tempfile::tempdir().unwrap();
+    let (_, seen) = recorder(dir.path());
+    let list = r#"{"cniVersion":"1.1.0","name":"traced","plugins":[{"type":"record"}]}"#;
+    let net = NetworkList::from_bytes(list.as_bytes()).unwrap();
+    let runtime =
+        Runtime::new(vec![dir.path().into()], dir.path().join("cache")).with_trace(caller_trace());
+    let expected = format!("{PARENT}|congo=t61rcWkgMzE|tenant=blue");
+    let rt = RuntimeConf {
+        container_id: "c1".into(),
+        netns: "/var/run/netns/none".into(),
+        ifname: "eth0".into(),
+        ..RuntimeConf::default()
+    };
+    runtime.add(&net, &rt).unwrap();
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), expected);
+    std::fs::remove_file(&seen).unwrap();
+    // STATUS has no attachment, and still carries the caller's span.
+    runtime.status(&net).unwrap();
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), expected);
+}

@@ -192,6 +192,9 @@ fn run(opts: Options) -> Result<Option<Vec<u8>>, Error> {
         .unwrap_or_else(|| "/var/lib/cni".into());
     let mut runtime = Runtime::new(path, cache_dir);
     runtime.timeout = opts.timeout;
+    // Run from a traced shell or job (OTEP 0258), cnitool passes the trace
+    // context on to the plugins.
+    runtime.trace = TraceContext::from_env(&ProcessEnv);
 
     let needs_netns = matches!(opts.command.as_str(), "add" | "check" | "del");
     let attachment = || -> Result<RuntimeConf, Error> {
@@ -209,9 +212,6 @@ fn run(opts: Options) -> Result<Option<Vec<u8>>, Error> {
             netns,
             args: cni_args()?,
             capability_args: capability_args()?,
-            // Run from a traced shell or job (OTEP 0258), cnitool passes the
-            // trace context on to the plugins.
-            trace: TraceContext::from_env(&ProcessEnv),
         })
     };
     if needs_netns && opts.netns.is_none() {
