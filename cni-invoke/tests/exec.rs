@@ -1,6 +1,7 @@
 //! Executing plugins: how each way a plugin can end reaches the caller.
 
-use std::os::unix::fs::PermissionsExt;
+mod common;
+
 use std::path::PathBuf;
 
 use std::time::{Duration, Instant};
@@ -8,13 +9,7 @@ use std::time::{Duration, Instant};
 use cni_invoke::{exec_plugin, exec_with_result, get_version_info, Deadline, Invocation};
 use cni_types::Code;
 
-/// A plugin that is a shell script.
-fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
+use common::script;
 
 fn add() -> Invocation {
     Invocation {

@@ -1,32 +1,24 @@
 //! A runtime's timeout: one deadline per operation.
 
-use std::os::unix::fs::PermissionsExt;
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+use cni_invoke::{NetworkList, Runtime};
+use common::{attachment, script};
 
 const LIST: &str =
     r#"{"cniVersion":"1.0.0","name":"slow","plugins":[{"type":"quick"},{"type":"stuck"}]}"#;
 
 /// `quick` passes its prevResult-less ADD an empty result; `stuck` hangs.
 fn plugins(dir: &Path) {
-    let write = |name: &str, body: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
-    write("quick", r#"cat >/dev/null; echo '{"cniVersion":"1.0.0"}'"#);
-    write("stuck", "cat >/dev/null; sleep 300");
-}
-
-fn attachment() -> RuntimeConf {
-    RuntimeConf {
-        container_id: "c1".into(),
-        netns: "/var/run/netns/none".into(),
-        ifname: "eth0".into(),
-        ..RuntimeConf::default()
-    }
+    script(
+        dir,
+        "quick",
+        r#"cat >/dev/null; echo '{"cniVersion":"1.0.0"}'"#,
+    );
+    script(dir, "stuck", "cat >/dev/null; sleep 300");
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! Trace context: a caller's `TRACEPARENT`, `TRACESTATE` and `BAGGAGE`
 //! reach the plugins it runs, and a plugin's reach its delegates.
 
-use std::os::unix::fs::PermissionsExt;
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use cni_invoke::{exec_plugin, Invocation};
 use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest, TraceContext, TraceParent};
 use cni_types::NetConf;
+use common::{attachment, script};
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -14,14 +16,11 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// answers an empty 1.0.0 result.
 fn recorder(dir: &Path) -> (PathBuf, PathBuf) {
     let seen = dir.join("seen");
-    let path = dir.join("record");
     let body = format!(
-        "#!/bin/sh\ncat >/dev/null\nprintf '%s|%s|%s' \"${{TRACEPARENT-unset}}\" \"${{TRACESTATE-unset}}\" \"${{BAGGAGE-unset}}\" > {}\necho '{{\"cniVersion\":\"1.0.0\"}}'\n",
+        "cat >/dev/null\nprintf '%s|%s|%s' \"${{TRACEPARENT-unset}}\" \"${{TRACESTATE-unset}}\" \"${{BAGGAGE-unset}}\" > {}\necho '{{\"cniVersion\":\"1.0.0\"}}'",
         seen.display()
     );
-    std::fs::write(&path, body).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (path, seen)
+    (script(dir, "record", &body), seen)
 }
 
 fn caller_trace() -> TraceContext {
@@ -87,7 +86,7 @@ fn a_delegating_plugin_passes_its_own_trace_context_to_the_delegate() {
 
 #[test]
 fn a_runtime_passes_its_trace_context_to_every_operation() {
-    use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+    use cni_invoke::{NetworkList, Runtime};
     let dir = tempfile::tempdir().unwrap();
     let (_, seen) = recorder(dir.path());
     let list = r#"{"cniVersion":"1.1.0","name":"traced","plugins":[{"type":"record"}]}"#;
@@ -95,13 +94,7 @@ fn a_runtime_passes_its_trace_context_to_every_operation() {
     let runtime =
         Runtime::new(vec![dir.path().into()], dir.path().join("cache")).with_trace(caller_trace());
     let expected = format!("{PARENT}|congo=t61rcWkgMzE|tenant=blue");
-    let rt = RuntimeConf {
-        container_id: "c1".into(),
-        netns: "/var/run/netns/none".into(),
-        ifname: "eth0".into(),
-        ..RuntimeConf::default()
-    };
-    runtime.add(&net, &rt).unwrap();
+    runtime.add(&net, &attachment()).unwrap();
     assert_eq!(std::fs::read_to_string(&seen).unwrap(), expected);
     std::fs::remove_file(&seen).unwrap();
     // STATUS has no attachment, and still carries the caller's span.
