@@ -24,5 +24,19 @@ selection=()
 for crate in "${crates[@]}"; do
     selection+=(-p "$crate")
 done
+# Cargo unpacks the overlay's crates under $CARGO_HOME/registry/src and
+# reuses an unpacked copy of the same version even when the crate changed,
+# so a second run would verify against stale siblings. A CARGO_HOME of our
+# own under target/ (sharing the crates.io index and downloads) keeps those
+# copies ours, and they are removed before each run.
+real_home=${CARGO_HOME:-$HOME/.cargo}
+home=$PWD/target/package-home
+mkdir -p "$home/registry/src"
+for shared in registry/index registry/cache config.toml; do
+    if [ -e "$real_home/$shared" ] && [ ! -e "$home/$shared" ]; then
+        ln -s "$real_home/$shared" "$home/$shared"
+    fi
+done
+rm -rf "$home"/registry/src/-*
 # --allow-dirty: a check of what would be published, not a publication.
-cargo package --offline --allow-dirty --quiet "${selection[@]}" "$@"
+CARGO_HOME=$home cargo package --offline --allow-dirty --quiet "${selection[@]}" "$@"
