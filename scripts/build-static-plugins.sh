@@ -36,7 +36,7 @@ fi
 
 # Every sample plugin and cnitool, unless the arguments name packages or
 # binaries themselves; other arguments (--quiet, ...) go to cargo as well.
-selection=(-p plugins-sample -p cni-invoke --bins)
+selection=(-p plugins-sample -p cnitool --bins)
 for arg in "$@"; do
     case "$arg" in
         -p | --package | --package=* | --workspace | --bin | --bin=* | --bins) selection=() ;;

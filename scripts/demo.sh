@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: build the sample plugins and drive them end to end the way a
-# container runtime does, with this project's cnitool (cni-invoke), printing
+# container runtime does, with this project's cnitool, printing
 # what each step returned.
 #
 # The network "demo" is a configuration list of three plugins:

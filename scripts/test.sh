@@ -11,6 +11,9 @@ scripts/install-test-deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# The crates as crates.io would receive them, in publish order, built from
+# their packages (offline; about a minute).
+scripts/package.sh
 cargo test --workspace
 # Benchmarks are not tests: this only checks that both harnesses still
 # build and run end to end (3 rounds, each benchmark once); the figures are

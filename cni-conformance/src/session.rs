@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cni_invoke::{exec_raw, Exit, Invocation};
+use cni_invoke::{exec_raw, Deadline, Exit, Invocation};
 use cni_skel::Command;
 use cni_types::SpecVersion;
 use serde_json::{json, Map, Value};
@@ -128,7 +128,12 @@ impl Session {
         let mut process = Process::new(path);
         process.env("CNI_COMMAND", "VERSION");
         let stdin = json!({"cniVersion": PROBE_VERSION.to_string()}).to_string();
-        let out = exec_raw(&mut process, stdin.as_bytes(), Some(self.target.timeout)).ok()?;
+        let out = exec_raw(
+            &mut process,
+            stdin.as_bytes(),
+            Some(Deadline::after(self.target.timeout)),
+        )
+        .ok()?;
         let reply: Value = serde_json::from_slice(&out.stdout).ok()?;
         let listed = reply["supportedVersions"].as_array()?;
         Some(
@@ -229,6 +234,7 @@ impl Session {
             ifname,
             args: self.target.cni_args.clone(),
             path: self.target.cni_path.clone(),
+            ..Invocation::default()
         }
     }
 
@@ -245,8 +251,11 @@ impl Session {
                 env.push((name.to_owned(), value));
             }
         }
-        let (exit, stdout, stderr) = match exec_raw(&mut process, stdin, Some(self.target.timeout))
-        {
+        let (exit, stdout, stderr) = match exec_raw(
+            &mut process,
+            stdin,
+            Some(Deadline::after(self.target.timeout)),
+        ) {
             Ok(out) => (out.exit, out.stdout, out.stderr),
             Err(e) => (
                 Exit::Status(-1),

@@ -13,6 +13,8 @@ use crate::RuntimeConf;
 const CACHE_KIND: &str = "cniCacheV1";
 
 /// One cached attachment, as libcni writes it.
+///
+/// Go: libcni's `cachedInfo`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CachedAttachment {
     /// Always `cniCacheV1`.

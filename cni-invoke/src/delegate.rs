@@ -38,6 +38,9 @@ fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
         ifname: req.ifname.clone(),
         args,
         path: req.path.clone(),
+        // The plugin's own caller's span: the delegate is part of its work.
+        trace: req.trace.clone(),
+        ..Invocation::default()
     })
 }
 
@@ -48,6 +51,8 @@ fn run<C>(command: &str, plugin_type: &str, req: &Request<C>) -> Result<(), Erro
 
 /// ADD of `plugin_type` with the configuration this plugin received; the
 /// result comes back in the configuration's version.
+///
+/// Go: `invoke.DelegateAdd`.
 pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult, Error> {
     let invocation = invocation("ADD", req)?;
     let plugin = find_in_path(plugin_type, &req.path)?;
@@ -64,21 +69,29 @@ pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult,
 }
 
 /// CHECK of `plugin_type`.
+///
+/// Go: `invoke.DelegateCheck`.
 pub fn delegate_check<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
     run("CHECK", plugin_type, req)
 }
 
 /// DEL of `plugin_type`.
+///
+/// Go: `invoke.DelegateDel`.
 pub fn delegate_del<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
     run("DEL", plugin_type, req)
 }
 
 /// GC of `plugin_type` (the configuration carries the valid attachments).
+///
+/// Go: `invoke.DelegateGC`.
 pub fn delegate_gc<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
     run("GC", plugin_type, req)
 }
 
 /// STATUS of `plugin_type`; its error (e.g. code 50) is the answer.
+///
+/// Go: `invoke.DelegateStatus`.
 pub fn delegate_status<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
     run("STATUS", plugin_type, req)
 }

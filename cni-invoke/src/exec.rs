@@ -4,11 +4,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use crate::raw::{exec_raw, Exit, RawOutput};
-
+use cni_skel::{TraceContext, TRACE_VARS};
 use cni_types::{CniResult, Code, Error};
 
+use crate::deadline::{Deadline, Stopped, KILL_GRACE};
+use crate::raw::{exec_raw, Exit, RawOutput};
+
 /// The parameters of one plugin execution, passed as `CNI_*` variables.
+///
+/// Go: `invoke.Args` (with the `context.Context` that carries the deadline and trace context).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Invocation {
     /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`.
@@ -23,11 +27,20 @@ pub struct Invocation {
     pub args: Vec<(String, String)>,
     /// `CNI_PATH` directories, joined with `:`.
     pub path: Vec<PathBuf>,
+    /// When the plugin must be done; `None` waits as long as it runs.
+    /// A plugin past its deadline is stopped (see [`exec_plugin`]).
+    pub deadline: Option<Deadline>,
+    /// The caller's trace context, passed as `TRACEPARENT`, `TRACESTATE`
+    /// and `BAGGAGE` (Go: `invoke.injectTraceContext`). Ours is never
+    /// inherited: the plugin sees exactly this one.
+    pub trace: TraceContext,
 }
 
 impl Invocation {
-    /// The `CNI_*` variables; empty values are passed as empty, which a
-    /// plugin treats as unset.
+    /// The `CNI_*` variables, then the trace context's; empty `CNI_*`
+    /// values are passed as empty, which a plugin treats as unset.
+    ///
+    /// Go: `invoke.Args.AsEnv`.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let args = self
             .args
@@ -41,14 +54,16 @@ impl Invocation {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(":");
-        vec![
+        let mut env = vec![
             ("CNI_COMMAND", self.command.clone()),
             ("CNI_CONTAINERID", self.container_id.clone()),
             ("CNI_NETNS", self.netns.clone()),
             ("CNI_IFNAME", self.ifname.clone()),
             ("CNI_ARGS", args),
             ("CNI_PATH", path),
-        ]
+        ];
+        env.extend(self.trace.env());
+        env
     }
 }
 
@@ -62,15 +77,30 @@ impl Invocation {
 /// signal is reported as such. A binary still open for writing ("text file
 /// busy") is tried again a second later, up to five times, as the
 /// reference runtime library does.
+///
+/// With a [`Deadline`], the plugin runs in a process group of its own; if
+/// it has not finished when the deadline passes, the group gets `SIGTERM`,
+/// then `SIGKILL` after [`KILL_GRACE`](crate::KILL_GRACE), the plugin is
+/// reaped, and the error (code 999) names the plugin, the command and the
+/// deadline. Code 999 rather than 11 ("try again later"): 11 is a plugin's
+/// own word that nothing was done and a retry is safe, while a plugin
+/// stopped half-way may have left state behind that the runtime must DEL
+/// first, exactly as after a plugin killed by a signal.
+///
+/// Go: `invoke.ExecPluginWithResult`'s `RawExec.ExecPlugin`, with the
+/// context's deadline.
 pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
     let name = plugin.display().to_string();
     let mut command = Process::new(plugin);
+    for var in TRACE_VARS {
+        command.env_remove(var);
+    }
     command.envs(invocation.env());
     let RawOutput {
         exit,
         stdout,
         stderr,
-    } = exec_raw(&mut command, stdin, None).map_err(|e| {
+    } = exec_raw(&mut command, stdin, invocation.deadline).map_err(|e| {
         Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
             .with_details(e.to_string())
     })?;
@@ -86,12 +116,24 @@ pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Resu
             )
             .with_details(describe_output(&stdout, &stderr)))
         }
-        // Not reached: no deadline was given.
-        Exit::TimedOut => {
+        Exit::TimedOut(stopped) => {
+            let how = match stopped {
+                Stopped::Terminated => "terminated with SIGTERM".to_owned(),
+                Stopped::Killed => {
+                    format!("killed with SIGKILL after ignoring SIGTERM for {KILL_GRACE:?}")
+                }
+            };
+            let deadline = invocation
+                .deadline
+                .map_or_else(|| "deadline".to_owned(), |d| d.to_string());
             return Err(Error::new(
                 Code::INTERNAL,
-                format!("plugin {name} timed out"),
-            ))
+                format!(
+                    "plugin {name} did not finish {} within its {deadline}: {how}",
+                    invocation.command
+                ),
+            )
+            .with_details(describe_output(&stdout, &stderr)));
         }
     };
     if let Ok(err) = serde_json::from_slice::<Error>(&stdout) {
@@ -142,6 +184,8 @@ pub fn exec_with_result(
 }
 
 /// Runs a command whose success prints nothing (DEL, CHECK, GC, STATUS).
+///
+/// Go: `invoke.ExecPluginWithoutResult`.
 pub fn exec_without_result(
     plugin: &Path,
     invocation: &Invocation,

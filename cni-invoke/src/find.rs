@@ -9,6 +9,8 @@ use cni_types::{Code, Error};
 /// A name containing `/` or `\` is rejected (code 7 naming it): a plugin
 /// type is a file name, never a path. No directories, or no match, is an
 /// error naming the name and the directories searched.
+///
+/// Go: `invoke.FindInPath`.
 pub fn find_in_path(name: &str, dirs: &[PathBuf]) -> Result<PathBuf, Error> {
     if name.is_empty() {
         return Err(Error::new(

@@ -2,7 +2,8 @@
 //!
 //! - [`find_in_path`], [`exec_plugin`], [`exec_with_result`]: find a plugin
 //!   on `CNI_PATH` and execute it with an [`Invocation`], mapping its exit
-//!   into a result or a CNI error (the plugin's own code kept).
+//!   into a result or a CNI error (the plugin's own code kept), within an
+//!   optional [`Deadline`].
 //! - [`exec_raw`]: execute a plugin and keep its exit, stdout and stderr
 //!   unprocessed, with an optional deadline (for tools that judge a
 //!   plugin's output, such as `cni-conformance`).
@@ -12,7 +13,10 @@
 //! - [`Runtime`], [`NetworkList`], [`RuntimeConf`]: spec section 3, running
 //!   a configuration list for one attachment (ADD, CHECK, DEL, GC, STATUS),
 //!   with a result cache in libcni's format.
-//! - The `cnitool` binary: a runtime on the command line for trying plugins.
+//!
+//! `cnitool`, the runtime on the command line for trying plugins, is a
+//! crate of its own, so a plugin that delegates pulls in none of its
+//! dependencies.
 //!
 //! ```no_run
 //! use cni_invoke::{NetworkList, Runtime, RuntimeConf};
@@ -31,11 +35,20 @@
 //! # let _ = result; Ok::<(), cni_types::Error>(())
 //! ```
 //!
-//! Where we depart from the reference runtime library: `capabilities` is
-//! removed from each plugin's execution configuration, as the spec requires
-//! (libcni passes it through); the cache file is written atomically.
+//! Where we depart from the reference runtime library:
+//! - `capabilities` is removed from each plugin's execution configuration,
+//!   as the spec requires (libcni passes it through).
+//! - The cache file is written atomically.
+//! - A plugin past its [`Deadline`] gets `SIGTERM`, then `SIGKILL` after
+//!   [`KILL_GRACE`], sent to its own process group so its children go too;
+//!   libcni's context kills the plugin alone, at once. Without a deadline
+//!   nothing changes: the plugin stays in our process group.
+//! - A plugin sees exactly the trace context of its [`Invocation`], never
+//!   one inherited from our environment; libcni appends the context's to
+//!   the inherited environment.
 
 mod cache;
+mod deadline;
 mod delegate;
 mod exec;
 mod find;
@@ -45,6 +58,7 @@ mod runtime;
 mod version;
 
 pub use cache::CachedAttachment;
+pub use deadline::{Deadline, Stopped, KILL_GRACE};
 pub use delegate::{
     add_with_cleanup, delegate_add, delegate_check, delegate_del, delegate_gc, delegate_status,
 };

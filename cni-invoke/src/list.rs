@@ -8,6 +8,8 @@ use serde_json::Value;
 
 /// A network configuration list, with the bytes it was read from (the
 /// result cache keeps them, as libcni's does).
+///
+/// Go: `libcni.NetworkConfigList`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NetworkList {
     /// The parsed list.
@@ -22,6 +24,8 @@ fn invalid(msg: impl Into<String>, details: impl Into<String>) -> Error {
 
 impl NetworkList {
     /// Reads a `.conflist`: a name, and plugins that each have a `type`.
+    ///
+    /// Go: `libcni.ConfListFromBytes`.
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, Error> {
         let list: NetConfList = serde_json::from_slice(bytes).map_err(|e| {
             Error::new(Code::DECODING_FAILURE, "error parsing configuration list")
@@ -57,6 +61,8 @@ impl NetworkList {
 
     /// Wraps a single plugin configuration (`.conf`) into a list of one, as
     /// runtimes do.
+    ///
+    /// Go: `libcni.ConfListFromConf`.
     pub fn from_plugin_config(bytes: &[u8]) -> Result<NetworkList, Error> {
         let conf: Extra = serde_json::from_slice(bytes).map_err(|e| {
             Error::new(Code::DECODING_FAILURE, "error parsing configuration")
@@ -85,6 +91,8 @@ impl NetworkList {
     /// Finds the network `name` in a configuration directory as libcni
     /// does: `.conflist` files first, then `.conf` and `.json`, each in file
     /// name order.
+    ///
+    /// Go: `libcni.LoadConfList`.
     pub fn load(dir: &Path, name: &str) -> Result<NetworkList, Error> {
         let mut lists = Vec::new();
         let mut singles = Vec::new();

@@ -1,13 +1,12 @@
 //! Executing a plugin and keeping everything it did: the one place that
 //! spawns a plugin process.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use crate::deadline::{finish, Deadline, Stopped};
 
 /// Executions of a binary that is open for writing ("text file busy") the
 /// reference runtime library retries, a second apart, five times: a plugin
@@ -24,8 +23,8 @@ pub enum Exit {
     Status(i32),
     /// It was killed by this signal.
     Signal(i32),
-    /// It ran past the deadline and was killed.
-    TimedOut,
+    /// It ran past the deadline and was stopped, as said.
+    TimedOut(Stopped),
 }
 
 impl Exit {
@@ -40,7 +39,8 @@ impl std::fmt::Display for Exit {
         match self {
             Exit::Status(code) => write!(f, "exit status {code}"),
             Exit::Signal(signal) => write!(f, "killed by signal {signal}"),
-            Exit::TimedOut => f.write_str("timed out (killed)"),
+            Exit::TimedOut(Stopped::Terminated) => f.write_str("timed out (terminated)"),
+            Exit::TimedOut(Stopped::Killed) => f.write_str("timed out (killed)"),
         }
     }
 }
@@ -57,17 +57,19 @@ pub struct RawOutput {
 }
 
 /// Runs `command` with `stdin` on its standard input and returns how it
-/// ended and what it printed, without interpreting any of it: for tools
-/// that judge a plugin's output (a conformance checker) rather than use it.
+/// ended and what it printed, without interpreting any of it: the one
+/// place that spawns a plugin process. [`exec_plugin`](crate::exec_plugin)
+/// is this plus the runtime's reading of the output; tools that judge a
+/// plugin's output (a conformance checker) call it directly.
 ///
 /// The caller sets the program, arguments and environment on `command`;
 /// stdin, stdout and stderr are set here. A binary still open for writing
 /// ("text file busy") is tried again a second later, up to five times, as
-/// the reference runtime library does. With a `deadline`, a process still
-/// running after it is killed, with every process of the group it runs
-/// in (its own), and reported as [`Exit::TimedOut`].
-/// [`exec_plugin`](crate::exec_plugin) is this plus the runtime's reading
-/// of the output.
+/// the reference runtime library does. With a [`Deadline`], the process
+/// runs in a group of its own; still running when the deadline passes,
+/// the group gets `SIGTERM`, then `SIGKILL` after
+/// [`KILL_GRACE`](crate::KILL_GRACE), and the result is
+/// [`Exit::TimedOut`]. The process is always reaped before this returns.
 ///
 /// ```no_run
 /// use std::process::Command;
@@ -75,25 +77,25 @@ pub struct RawOutput {
 ///
 /// let mut command = Command::new("/usr/lib/cni/host-local");
 /// command.env_clear().env("CNI_COMMAND", "VERSION");
-/// let out = cni_invoke::exec_raw(&mut command, b"", Some(Duration::from_secs(5)))?;
+/// let deadline = cni_invoke::Deadline::after(Duration::from_secs(5));
+/// let out = cni_invoke::exec_raw(&mut command, b"", Some(deadline))?;
 /// assert!(out.exit.success());
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn exec_raw(
     command: &mut Command,
     stdin: &[u8],
-    deadline: Option<Duration>,
+    deadline: Option<Deadline>,
 ) -> std::io::Result<RawOutput> {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if deadline.is_some() {
-        // A group of its own, so the deadline can kill the children it
+        // A group of its own, so the deadline stops the children it
         // started too: one left holding stdout would keep us reading.
         command.process_group(0);
     }
-    let started = Instant::now();
     let mut child = spawn_retrying_busy(command)?;
 
     // Feed stdin from a thread: a plugin that exits (or closes stdin)
@@ -107,17 +109,23 @@ pub fn exec_raw(
         }
         drop(child_stdin);
     });
-    let stdout_reader = read_all_in_thread(child.stdout.take());
-    let stderr_reader = read_all_in_thread(child.stderr.take());
-    let exit = match deadline {
-        None => exit_of(child.wait()?),
-        Some(limit) => wait_until(&mut child, started + limit)?,
-    };
-    let _ = writer.join();
+    let finished = finish(&mut child, deadline).inspect_err(|_| {
+        // Never leave the plugin behind, even when reading it failed.
+        let _ = child.kill();
+        let _ = child.wait();
+    })?;
+    // A process that left the plugin's group may still hold stdin open;
+    // the writer is then left to finish on its own rather than waited for.
+    if writer.is_finished() || finished.stopped.is_none() {
+        let _ = writer.join();
+    }
     Ok(RawOutput {
-        exit,
-        stdout: stdout_reader.join().unwrap_or_default(),
-        stderr: stderr_reader.join().unwrap_or_default(),
+        exit: match finished.stopped {
+            Some(stopped) => Exit::TimedOut(stopped),
+            None => exit_of(finished.status),
+        },
+        stdout: finished.stdout,
+        stderr: finished.stderr,
     })
 }
 
@@ -136,18 +144,6 @@ pub(crate) fn spawn_retrying_busy(command: &mut Command) -> std::io::Result<Chil
     }
 }
 
-fn read_all_in_thread<R: Read + Send + 'static>(
-    pipe: Option<R>,
-) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut buf);
-        }
-        buf
-    })
-}
-
 fn exit_of(status: ExitStatus) -> Exit {
     match (status.code(), status.signal()) {
         (Some(code), _) => Exit::Status(code),
@@ -156,30 +152,10 @@ fn exit_of(status: ExitStatus) -> Exit {
     }
 }
 
-/// Polls, from every millisecond up to every 10 ms: a plugin usually
-/// exits within a few milliseconds, and std has no wait with a timeout.
-fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Exit> {
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(exit_of(status));
-        }
-        if Instant::now() >= deadline {
-            if let Ok(pid) = i32::try_from(child.id()) {
-                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Exit::TimedOut);
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(10));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn sh(script: &str) -> Command {
         let mut command = Command::new("/bin/sh");
@@ -201,10 +177,10 @@ mod tests {
         let out = exec_raw(
             &mut sh("exec sleep 5"),
             b"",
-            Some(Duration::from_millis(100)),
+            Some(Deadline::after(Duration::from_millis(100))),
         )
         .unwrap();
-        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(matches!(out.exit, Exit::TimedOut(_)), "{:?}", out.exit);
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
@@ -214,10 +190,10 @@ mod tests {
         let out = exec_raw(
             &mut sh("sleep 30; echo late"),
             b"",
-            Some(Duration::from_millis(200)),
+            Some(Deadline::after(Duration::from_millis(200))),
         )
         .unwrap();
-        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(matches!(out.exit, Exit::TimedOut(_)), "{:?}", out.exit);
         assert!(started.elapsed() < Duration::from_secs(5));
     }
 

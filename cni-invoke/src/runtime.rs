@@ -2,18 +2,23 @@
 //! for one attachment.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use cni_skel::TraceContext;
 use cni_types::validate::{validate_container_id, validate_interface_name};
 use cni_types::{CniResult, Code, Error, Extra, GcAttachment};
 use cni_version::{LooseVersion, PluginInfo};
 use serde_json::{Map, Value};
 
 use crate::cache::{self, CachedAttachment};
+use crate::version::probe;
 use crate::{
-    exec_with_result, exec_without_result, find_in_path, get_version_info, Invocation, NetworkList,
+    exec_with_result, exec_without_result, find_in_path, Deadline, Invocation, NetworkList,
 };
 
 /// The attachment parameters a runtime passes for one container interface.
+///
+/// Go: `libcni.RuntimeConf`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuntimeConf {
     /// `CNI_CONTAINERID`.
@@ -30,24 +35,84 @@ pub struct RuntimeConf {
 }
 
 /// A runtime: where plugins are and where results are cached.
+///
+/// Go: `libcni.CNIConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Runtime {
     /// Plugin directories (`CNI_PATH`).
     pub path: Vec<PathBuf>,
     /// Cache directory (libcni's default is `/var/lib/cni`).
     pub cache_dir: PathBuf,
+    /// How long one operation (ADD, CHECK, DEL, GC, STATUS of the whole
+    /// list) may take; a plugin still running when it passes is stopped
+    /// and the operation fails (see [`exec_plugin`](crate::exec_plugin)).
+    /// `None`, the default, waits as long as the plugins run.
+    ///
+    /// Go: the deadline of the `context.Context` given to libcni's
+    /// `AddNetworkList` and friends.
+    pub timeout: Option<Duration>,
+    /// The caller's trace context, passed to every plugin this runtime
+    /// executes (`TRACEPARENT`, `TRACESTATE`, `BAGGAGE`); empty by
+    /// default. Set it per operation with [`Runtime::with_trace`].
+    ///
+    /// Go: the span and baggage of the `context.Context` given to libcni.
+    pub trace: TraceContext,
 }
 
 impl Runtime {
     /// A runtime looking for plugins in `path` and caching in `cache_dir`.
+    ///
+    /// Go: `libcni.NewCNIConfig`.
     pub fn new(path: Vec<PathBuf>, cache_dir: impl Into<PathBuf>) -> Runtime {
         Runtime {
             path,
             cache_dir: cache_dir.into(),
+            timeout: None,
+            trace: TraceContext::default(),
         }
     }
 
-    fn invocation(&self, command: &str, rt: &RuntimeConf) -> Invocation {
+    /// The same runtime with a [`timeout`](Runtime::timeout) for each
+    /// operation.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let runtime = cni_invoke::Runtime::new(vec!["/opt/cni/bin".into()], "/var/lib/cni")
+    ///     .with_timeout(Duration::from_secs(60));
+    /// assert_eq!(runtime.timeout, Some(Duration::from_secs(60)));
+    /// ```
+    pub fn with_timeout(self, timeout: Duration) -> Runtime {
+        Runtime {
+            timeout: Some(timeout),
+            ..self
+        }
+    }
+
+    /// The same runtime passing `trace` to its plugins: the span of the
+    /// caller's operation, so the plugins' work joins the caller's trace.
+    ///
+    /// ```
+    /// use cni_skel::{TraceContext, TraceParent};
+    /// let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    /// let runtime = cni_invoke::Runtime::new(vec!["/opt/cni/bin".into()], "/var/lib/cni")
+    ///     .with_trace(TraceContext::with_parent(parent));
+    /// assert!(!runtime.trace.is_empty());
+    /// ```
+    pub fn with_trace(self, trace: TraceContext) -> Runtime {
+        Runtime { trace, ..self }
+    }
+
+    /// The deadline of an operation starting now.
+    fn deadline(&self) -> Option<Deadline> {
+        self.timeout.map(Deadline::after)
+    }
+
+    fn invocation(
+        &self,
+        command: &str,
+        rt: &RuntimeConf,
+        deadline: Option<Deadline>,
+    ) -> Invocation {
         Invocation {
             command: command.into(),
             container_id: rt.container_id.clone(),
@@ -55,20 +120,29 @@ impl Runtime {
             ifname: rt.ifname.clone(),
             args: rt.args.clone(),
             path: self.path.clone(),
+            deadline,
+            trace: self.trace.clone(),
         }
     }
 
     /// Adds the attachment: every plugin in order, each given the previous
     /// one's result; the final result is cached and returned.
+    ///
+    /// Go: `CNIConfig.AddNetworkList`.
     pub fn add(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<CniResult, Error> {
         validate_container_id(rt.container_id.as_bytes())?;
         validate_interface_name(rt.ifname.as_bytes())?;
+        let deadline = self.deadline();
         let mut result: Option<CniResult> = None;
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt), &[])?;
-            let added =
-                exec_with_result(&path, &self.invocation("ADD", rt), &config, net.version())
-                    .map_err(|e| in_plugin(e, plugin, "add"))?;
+            let added = exec_with_result(
+                &path,
+                &self.invocation("ADD", rt, deadline),
+                &config,
+                net.version(),
+            )
+            .map_err(|e| in_plugin(e, plugin, "add"))?;
             result = Some(added);
         }
         let result =
@@ -80,6 +154,8 @@ impl Runtime {
     /// Checks the attachment: every plugin in order, each given the cached
     /// ADD result. Needs a list of version 0.4.0 or later; does nothing when
     /// the list sets `disableCheck`.
+    ///
+    /// Go: `CNIConfig.CheckNetworkList`.
     pub fn check(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
         if !at_least(net.version(), "0.4.0")? {
             return Err(Error::new(
@@ -93,10 +169,11 @@ impl Runtime {
         if net.list.disable_check {
             return Ok(());
         }
+        let deadline = self.deadline();
         let cached = self.cached_result(net, rt)?;
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("CHECK", rt), &config)
+            exec_without_result(&path, &self.invocation("CHECK", rt, deadline), &config)
                 .map_err(|e| in_plugin(e, plugin, "check"))?;
         }
         Ok(())
@@ -105,7 +182,18 @@ impl Runtime {
     /// Deletes the attachment: every plugin in reverse order, each given the
     /// cached ADD result (from 0.4.0 on, as libcni), then drops the cache
     /// entry.
+    ///
+    /// Go: `CNIConfig.DelNetworkList`.
     pub fn del(&self, net: &NetworkList, rt: &RuntimeConf) -> Result<(), Error> {
+        self.del_within(net, rt, self.deadline())
+    }
+
+    fn del_within(
+        &self,
+        net: &NetworkList,
+        rt: &RuntimeConf,
+        deadline: Option<Deadline>,
+    ) -> Result<(), Error> {
         let cached = if at_least(net.version(), "0.4.0")? {
             self.cached_result(net, rt).unwrap_or_else(|_| {
                 cache::remove(&self.cache_dir, &net.list.name, rt);
@@ -116,7 +204,7 @@ impl Runtime {
         };
         for plugin in net.list.plugins.iter().rev() {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("DEL", rt), &config)
+            exec_without_result(&path, &self.invocation("DEL", rt, deadline), &config)
                 .map_err(|e| in_plugin(e, plugin, "delete"))?;
         }
         cache::remove(&self.cache_dir, &net.list.name, rt);
@@ -127,10 +215,13 @@ impl Runtime {
     /// network that is not in `valid`, then sends GC with
     /// `cni.dev/valid-attachments` to every plugin. Carries on past errors
     /// and reports them all. Does nothing when the list sets `disableGC`.
+    ///
+    /// Go: `CNIConfig.GCNetworkList`.
     pub fn gc(&self, net: &NetworkList, valid: &[GcAttachment]) -> Result<(), Vec<Error>> {
         if net.list.disable_gc {
             return Ok(());
         }
+        let deadline = self.deadline();
         let mut errors = Vec::new();
         for stale in cache::attachments(&self.cache_dir, &net.list.name) {
             let key = GcAttachment {
@@ -140,7 +231,7 @@ impl Runtime {
             if valid.contains(&key) {
                 continue;
             }
-            if let Err(e) = self.del(net, &runtime_conf_of(stale)) {
+            if let Err(e) = self.del_within(net, &runtime_conf_of(stale), deadline) {
                 errors.push(e.with_details(format!(
                     "deleting stale attachment {} {}",
                     key.container_id, key.ifname
@@ -160,7 +251,7 @@ impl Runtime {
                         .and_then(|(path, config)| {
                             exec_without_result(
                                 &path,
-                                &self.invocation("GC", &RuntimeConf::default()),
+                                &self.invocation("GC", &RuntimeConf::default(), deadline),
                                 &config,
                             )
                         });
@@ -178,15 +269,18 @@ impl Runtime {
 
     /// Asks every plugin whether it is ready (1.1.0); the first error is
     /// the answer. Lists below 1.1.0 are always ready.
+    ///
+    /// Go: `CNIConfig.GetStatusNetworkList`.
     pub fn status(&self, net: &NetworkList) -> Result<(), Error> {
         if !at_least(net.version(), "1.1.0").unwrap_or(false) {
             return Ok(());
         }
+        let deadline = self.deadline();
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, None, None, &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("STATUS", &RuntimeConf::default()),
+                &self.invocation("STATUS", &RuntimeConf::default(), deadline),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "status"))?;
@@ -195,6 +289,8 @@ impl Runtime {
     }
 
     /// The cached ADD result of this attachment in the list's version.
+    ///
+    /// Go: `CNIConfig.GetNetworkListCachedResult`.
     pub fn cached_result(
         &self,
         net: &NetworkList,
@@ -204,8 +300,11 @@ impl Runtime {
     }
 
     /// The versions a plugin supports (its `VERSION` answer).
+    ///
+    /// Go: `CNIConfig.GetVersionInfo`.
     pub fn version_info(&self, plugin_type: &str) -> Result<PluginInfo, Error> {
-        get_version_info(&find_in_path(plugin_type, &self.path)?)
+        let plugin = find_in_path(plugin_type, &self.path)?;
+        probe(&plugin, self.deadline(), self.trace.clone())
     }
 
     /// The plugin's binary and its execution configuration: the plugin's

@@ -2,16 +2,31 @@
 
 use std::path::Path;
 
+use cni_skel::TraceContext;
 use cni_types::{Code, Error, SpecVersion};
 use cni_version::PluginInfo;
 
-use crate::{exec_plugin, Invocation};
+use crate::{exec_plugin, Deadline, Invocation};
 
 /// Asks a plugin for its supported versions (`VERSION`), as runtimes do:
 /// stdin names the current spec version, and a plugin that predates
 /// `VERSION` (it answers "unknown CNI_COMMAND: VERSION") supports 0.1.0.
+///
+/// Go: `invoke.GetVersionInfo`.
 pub fn get_version_info(plugin: &Path) -> Result<PluginInfo, Error> {
+    probe(plugin, None, TraceContext::default())
+}
+
+/// [`get_version_info`] within a deadline and with a trace context (a
+/// runtime's probe).
+pub(crate) fn probe(
+    plugin: &Path,
+    deadline: Option<Deadline>,
+    trace: TraceContext,
+) -> Result<PluginInfo, Error> {
     let invocation = Invocation {
+        deadline,
+        trace,
         command: "VERSION".into(),
         netns: "dummy".into(),
         ifname: "dummy".into(),

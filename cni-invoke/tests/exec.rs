@@ -1,18 +1,15 @@
 //! Executing plugins: how each way a plugin can end reaches the caller.
 
-use std::os::unix::fs::PermissionsExt;
+mod common;
+
 use std::path::PathBuf;
 
-use cni_invoke::{exec_plugin, exec_with_result, get_version_info, Invocation};
+use std::time::{Duration, Instant};
+
+use cni_invoke::{exec_plugin, exec_with_result, get_version_info, Deadline, Invocation};
 use cni_types::Code;
 
-/// A plugin that is a shell script.
-fn script(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
+use common::script;
 
 fn add() -> Invocation {
     Invocation {
@@ -25,6 +22,7 @@ fn add() -> Invocation {
             ("IgnoreUnknown".into(), "1".into()),
         ],
         path: vec!["/opt/cni/bin".into(), "/usr/lib/cni".into()],
+        ..Invocation::default()
     }
 }
 
@@ -153,4 +151,100 @@ fn a_plugin_still_open_for_writing_is_run_once_it_is_closed() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     drop(writer);
     assert_eq!(run.join().unwrap().unwrap(), b"{}\n");
+}
+
+/// The state of process `pid` ("R", "S", "Z", ...), or `None` once it is
+/// gone (reaped).
+fn process_state(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) S ...": the state follows the last ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .map(str::to_owned)
+}
+
+/// A plugin that records its pid and its child's in `pids`, then hangs.
+fn hanging(dir: &tempfile::TempDir, name: &str, prelude: &str) -> (PathBuf, PathBuf) {
+    let pids = dir.path().join(format!("{name}.pids"));
+    let body = format!(
+        "{prelude}\nsleep 300 &\necho \"$$ $!\" > {}\nwait\nwait",
+        pids.display()
+    );
+    (script(dir, name, &body), pids)
+}
+
+fn with_deadline(timeout: Duration) -> Invocation {
+    Invocation {
+        deadline: Some(Deadline::after(timeout)),
+        ..add()
+    }
+}
+
+/// Runs a hanging plugin to its deadline; the error and the plugin's and
+/// its child's pids.
+fn run_past_deadline(prelude: &str) -> (cni_types::Error, Duration, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, pids) = hanging(&dir, "hang", prelude);
+    let started = Instant::now();
+    let e = exec_plugin(&p, &with_deadline(Duration::from_millis(300)), b"{}").unwrap_err();
+    let took = started.elapsed();
+    let pids = std::fs::read_to_string(pids).unwrap();
+    (
+        e,
+        took,
+        pids.split_whitespace().map(str::to_owned).collect(),
+    )
+}
+
+/// Nothing of the plugin is left running: the plugin itself is reaped
+/// (not even a zombie), its child is gone or a zombie awaiting init.
+fn assert_nothing_left(pids: &[String]) {
+    assert_eq!(process_state(&pids[0]), None, "the plugin was not reaped");
+    let child = process_state(&pids[1]);
+    assert!(
+        child.is_none() || child.as_deref() == Some("Z"),
+        "the plugin's child is still running: {child:?}"
+    );
+}
+
+#[test]
+fn a_plugin_past_its_deadline_is_terminated_and_the_error_names_plugin_command_and_deadline() {
+    let (e, took, pids) = run_past_deadline("");
+    assert_eq!(e.code, Code::INTERNAL);
+    assert!(e.msg.contains("hang"), "{e:?}");
+    assert!(e.msg.contains("did not finish ADD"), "{e:?}");
+    assert!(e.msg.contains("300ms deadline"), "{e:?}");
+    assert!(e.msg.contains("terminated with SIGTERM"), "{e:?}");
+    assert!(took < Duration::from_millis(1000), "took {took:?}");
+    assert_nothing_left(&pids);
+}
+
+#[test]
+fn a_plugin_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let (e, took, pids) = run_past_deadline("trap '' TERM");
+    assert!(e.msg.contains("killed with SIGKILL"), "{e:?}");
+    assert!(
+        took >= Duration::from_millis(300) + cni_invoke::KILL_GRACE,
+        "took {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_nothing_left(&pids);
+}
+
+#[test]
+fn a_plugin_within_its_deadline_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "quick", "cat; echo 'and done' >&2");
+    let out = exec_plugin(&p, &with_deadline(Duration::from_secs(30)), b"{\"x\":1}").unwrap();
+    assert_eq!(out, b"{\"x\":1}");
+}
+
+#[test]
+fn a_plugin_that_closes_its_output_and_then_hangs_is_still_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "mute", "exec 1>&- 2>&-; sleep 300");
+    let started = Instant::now();
+    let e = exec_plugin(&p, &with_deadline(Duration::from_millis(200)), b"{}").unwrap_err();
+    assert!(e.msg.contains("did not finish ADD"), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
 }

@@ -15,7 +15,7 @@ use cni_version::{peek_fields, LooseVersion, PluginInfo};
 use crate::env::CniEnv;
 use crate::netns::reject_own_netns;
 use crate::request::{split_path, Stderr, StderrSink};
-use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request};
+use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request, TraceContext};
 
 /// Runs one invocation of `plugin` with the given environment and standard
 /// streams, and returns the process exit status. Never panics and never
@@ -25,6 +25,8 @@ use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request};
 ///
 /// On failure exactly one CNI error JSON is written to `stdout` and the
 /// status is 1.
+///
+/// Go: `skel.PluginMainFuncsWithError`'s dispatcher (`pluginMain`), with the environment and streams as values.
 pub fn dispatch<P: Plugin>(
     plugin: &P,
     versions: &PluginInfo,
@@ -200,6 +202,7 @@ fn run_command<P: Plugin>(
         config_version: config_version.clone(),
         config,
         stdin: stdin_bytes,
+        trace: TraceContext::from_env(env),
         stderr,
     };
 

@@ -11,6 +11,8 @@ use crate::Command;
 
 /// Where the dispatcher reads `CNI_*` variables from: the process
 /// environment ([`ProcessEnv`]) or, in tests, any map.
+///
+/// Go: the `Getenv` field of skel's `dispatcher`.
 pub trait Env {
     /// The value of `name`, if set. Values are bytes: the SDK never assumes
     /// the environment is UTF-8.

@@ -29,6 +29,8 @@ use crate::{dispatch, Plugin};
 /// assert_eq!(out.exit_code, 0);
 /// assert!(out.stdout.is_empty());
 /// ```
+///
+/// Go: the closest is plugins `testutils.CmdAddWithArgs`, which calls the plugin's function directly and skips skel's checks; this runs them.
 #[derive(Debug, Clone, Default)]
 pub struct TestRequest {
     env: BTreeMap<String, OsString>,

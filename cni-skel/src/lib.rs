@@ -48,8 +48,17 @@
 //! on musl, non-PIE, the `plugin` profile) for the rest; `BENCHMARKS.md` has
 //! the figures and what musl changes for a plugin.
 //!
+//! The runtime's trace context (`TRACEPARENT`, `TRACESTATE`, `BAGGAGE`, as
+//! the reference's `invoke` sets them) is on [`Request::trace`] as a
+//! [`TraceContext`]; `cni-invoke` passes it on to delegates.
+//!
 //! Test a plugin in-process with [`TestRequest`]: it builds the environment
 //! and stdin by hand and runs exactly the path a real invocation takes.
+//!
+//! With the `async` feature, a plugin whose methods are `async`
+//! (`AsyncPlugin`) is served by the same dispatcher through
+//! `Blocking`, which blocks on each method's future; no runtime is
+//! needed, and a sync plugin's binary and start-up do not change.
 //!
 //! # What is checked before your method runs
 //! Exactly what the reference skel (Go `pkg/skel`, spec 1.1.0) checks, in
@@ -97,6 +106,8 @@
 //! [`WireFormat::Reference`](cni_types::WireFormat), as the sample `noop`
 //! does to pass the reference noop's own test suite.
 
+#[cfg(feature = "async")]
+mod async_plugin;
 mod command;
 mod dispatch;
 mod env;
@@ -106,7 +117,10 @@ mod netns;
 mod plugin;
 mod process;
 mod request;
+mod trace;
 
+#[cfg(feature = "async")]
+pub use async_plugin::{AsyncPlugin, Blocking, Executor, ParkThread};
 pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
@@ -114,3 +128,4 @@ pub use harness::{Outcome, TestRequest};
 pub use plugin::{BoxError, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
 pub use request::Request;
+pub use trace::{TraceContext, TraceParent, TRACE_VARS};

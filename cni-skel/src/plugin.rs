@@ -21,6 +21,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// `add` normally returns [`Reply::Result`] (printed in the configuration's
 /// `cniVersion`, converted if built in another version); the others
 /// normally return [`Reply::Empty`].
+///
+/// Go: `skel.CNIFuncs`.
 pub trait Plugin {
     /// The configuration the plugin reads from stdin, usually
     /// [`NetConf<YourFields>`](cni_types::NetConf); see [`FromConfig`].

@@ -19,12 +19,16 @@ const VERSION_STDIN_WAIT: Duration = Duration::from_millis(200);
 ///
 /// `about` is printed to stderr, with the supported versions, when the
 /// binary is run by hand without `CNI_COMMAND`.
+///
+/// Go: `skel.PluginMainFuncs`.
 pub fn run<P: Plugin>(plugin: &P, versions: &PluginInfo, about: &str) -> ! {
     let code = try_run(plugin, versions, about);
     std::process::exit(code)
 }
 
 /// Like [`run`], but returns the exit status instead of exiting.
+///
+/// Go: `skel.PluginMainFuncsWithError`.
 pub fn try_run<P: Plugin>(plugin: &P, versions: &PluginInfo, about: &str) -> i32 {
     let stdin = io::stdin();
     let mut stdin = stdin.lock();

@@ -14,7 +14,7 @@ use cni_types::{CniArgs, Code, Error, GcAttachment, NetConf, Result100};
 use cni_version::peek_fields;
 use serde::de::DeserializeOwned;
 
-use crate::Command;
+use crate::{Command, TraceContext};
 
 /// One invocation: the attachment parameters from the environment, the
 /// configuration from stdin, and a stderr handle for logging.
@@ -57,6 +57,8 @@ use crate::Command;
 /// assert_eq!(out.exit_code, 0);
 /// assert_eq!(out.stderr, b"configuring inside the namespace\n");
 /// ```
+///
+/// Go: `skel.CmdArgs`.
 pub struct Request<'a, C> {
     /// The command being run.
     pub command: Command,
@@ -80,11 +82,17 @@ pub struct Request<'a, C> {
     pub config: C,
     /// The bytes read from stdin.
     pub stdin: Vec<u8>,
+    /// The caller's trace context (`TRACEPARENT`, `TRACESTATE`,
+    /// `BAGGAGE`); empty when the runtime passed none. `cni-invoke` passes
+    /// it on to delegates.
+    pub trace: TraceContext,
     pub(crate) stderr: &'a (dyn Stderr + Sync + 'a),
 }
 
 impl<C> Request<'_, C> {
     /// `CNI_ARGS` parsed; a malformed pair is code 4 naming it.
+    ///
+    /// Go: `types.LoadArgs`.
     pub fn cni_args(&self) -> Result<CniArgs, Error> {
         Ok(CniArgs::parse(&self.args)?)
     }
@@ -222,6 +230,7 @@ impl<C: fmt::Debug> fmt::Debug for Request<'_, C> {
             .field("path", &self.path)
             .field("config_version", &self.config_version)
             .field("config", &self.config)
+            .field("trace", &self.trace)
             .finish_non_exhaustive()
     }
 }

@@ -49,6 +49,8 @@ pub type Extra = Map<String, Value>;
 /// // prevResult is read in its own version and offered in the configuration's.
 /// assert_eq!(conf.prev_result.unwrap().version().to_string(), "1.0.0");
 /// ```
+///
+/// Go: `types.NetConf` (and `types.PluginConf`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetConf<T = Extra> {
     /// "`cniVersion` (string): Semantic Version 2.0 of CNI specification to
@@ -116,6 +118,8 @@ pub struct NetConf<T = Extra> {
 }
 
 /// An attachment still in use, in a GC request.
+///
+/// Go: `types.GCAttachment`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct GcAttachment {
     /// The container id of the attachment.
@@ -127,6 +131,8 @@ pub struct GcAttachment {
 
 /// The `ipam` section: "`type` (string): Refers to the filename of the IPAM
 /// plugin executable", and the IPAM plugin's own keys.
+///
+/// Go: `types.IPAM`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ipam {
     /// The IPAM plugin's binary name.

@@ -8,6 +8,8 @@ use crate::Extra;
 /// order" (spec, section 1). Plugin entries stay raw: the runtime injects
 /// `name`, `cniVersion`, `runtimeConfig` and `prevResult` into each before
 /// a plugin reads it.
+///
+/// Go: `types.NetConfList`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetConfList {
     /// "`cniVersion` (string): Semantic Version 2.0 of CNI specification to

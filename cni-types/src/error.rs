@@ -12,41 +12,65 @@ pub struct Code(pub u32);
 
 impl Code {
     /// 1: "Incompatible CNI version".
+    ///
+    /// Go: `types.ErrIncompatibleCNIVersion`.
     pub const INCOMPATIBLE_CNI_VERSION: Code = Code(1);
     /// 2: "Unsupported field in network configuration. The error message must
     /// contain the key and value of the unsupported field."
+    ///
+    /// Go: `types.ErrUnsupportedField`.
     pub const UNSUPPORTED_FIELD: Code = Code(2);
     /// 3: "Container unknown or does not exist. This error implies the runtime
     /// does not need to perform any container network cleanup."
+    ///
+    /// Go: `types.ErrUnknownContainer`.
     pub const UNKNOWN_CONTAINER: Code = Code(3);
     /// 4: "Invalid necessary environment variables, like CNI_COMMAND,
     /// CNI_CONTAINERID, etc. The error message must contain the names of
     /// invalid variables."
+    ///
+    /// Go: `types.ErrInvalidEnvironmentVariables`.
     pub const INVALID_ENVIRONMENT_VARIABLES: Code = Code(4);
     /// 5: "I/O failure. For example, failed to read network config bytes from
     /// stdin."
+    ///
+    /// Go: `types.ErrIOFailure`.
     pub const IO_FAILURE: Code = Code(5);
     /// 6: "Failed to decode content. For example, failed to unmarshal network
     /// config from bytes or failed to decode version info from string."
+    ///
+    /// Go: `types.ErrDecodingFailure`.
     pub const DECODING_FAILURE: Code = Code(6);
     /// 7: "Invalid network config. If some validations on network configs do
     /// not pass, this error will be raised."
+    ///
+    /// Go: `types.ErrInvalidNetworkConfig`.
     pub const INVALID_NETWORK_CONFIG: Code = Code(7);
     /// 8: invalid network namespace; the reference SDK uses it when
     /// `CNI_NETNS` is the plugin's own namespace.
+    ///
+    /// Go: `types.ErrInvalidNetNS`.
     pub const INVALID_NETNS: Code = Code(8);
     /// 11: "Try again later. If the plugin detects some transient condition
     /// that should clear up, it can use this code to notify the runtime it
     /// should re-try the operation later."
+    ///
+    /// Go: `types.ErrTryAgainLater`.
     pub const TRY_AGAIN_LATER: Code = Code(11);
     /// 50: STATUS: "The plugin is not available (i.e. cannot service ADD
     /// requests)".
+    ///
+    /// Go: `types.ErrPluginNotAvailable`.
     pub const PLUGIN_NOT_AVAILABLE: Code = Code(50);
     /// 51: STATUS: "The plugin is not available, and existing containers in
     /// the network may have limited connectivity".
+    ///
+    /// Go: `types.ErrLimitedConnectivity`.
     pub const LIMITED_CONNECTIVITY: Code = Code(51);
     /// 999: internal error; the reference SDK's code for a plugin error that
     /// is not a typed CNI error.
+    ///
+    /// Go: `types.ErrInternal`.
     pub const INTERNAL: Code = Code(999);
 
     /// Whether the code is one of the well-known ones above.
@@ -69,6 +93,8 @@ impl fmt::Display for Code {
 /// error." (spec, section 5). `details` is omitted when empty, and
 /// `cniVersion` is filled in by whoever prints the error (the entry point
 /// uses the configuration's version).
+///
+/// Go: `types.Error`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub struct Error {
     /// The version the error is printed in, when known.
@@ -101,6 +127,8 @@ impl fmt::Display for Error {
 
 impl Error {
     /// An error with a code and message and no details.
+    ///
+    /// Go: `types.NewError`.
     pub fn new(code: Code, msg: impl Into<String>) -> Error {
         Error {
             cni_version: None,

@@ -10,6 +10,8 @@ use crate::IpNetwork;
 /// next hop address. If unset, a value in `gateway` in the `ips` array may be
 /// used." (spec, section 5). The other fields are new in 1.1.0 and are
 /// dropped when a result is converted to any version below 1.1.0.
+///
+/// Go: `types.Route`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
     /// Destination network.

@@ -19,6 +19,8 @@ fn is_valid_name(s: &[u8]) -> bool {
 /// environment): code 3 when empty, code 4 naming the value when it has
 /// characters outside `[a-zA-Z0-9_.-]` or does not start with a letter or
 /// digit.
+///
+/// Go: `utils.ValidateContainerID`.
 pub fn validate_container_id(id: &[u8]) -> Result<(), Error> {
     if id.is_empty() {
         return Err(Error::new(Code::UNKNOWN_CONTAINER, "missing containerID"));
@@ -36,6 +38,8 @@ pub fn validate_container_id(id: &[u8]) -> Result<(), Error> {
 /// Validates a network name: code 7 when empty or when it has characters
 /// outside `[a-zA-Z0-9_.-]` or does not start with a letter or digit (the
 /// details name the value).
+///
+/// Go: `utils.ValidateNetworkName`.
 pub fn validate_network_name(name: &str) -> Result<(), Error> {
     if name.is_empty() {
         return Err(Error::new(

@@ -9,6 +9,8 @@ use serde_json::Value;
 use crate::{LooseVersion, LooseVersionError};
 
 /// The version fields of a configuration or configuration list.
+///
+/// Go: `version.ConfigDecoder`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigVersion {
     /// `cniVersion`; `"0.1.0"` when absent, null or empty, as in the

@@ -8,6 +8,8 @@ use crate::{reconcile, Incompatible, LooseVersion, SpecVersion};
 ///
 /// Matching is by exact string (see [`reconcile`](crate::reconcile)); the
 /// strings are only parsed, leniently, where an order is needed.
+///
+/// Go: `version.PluginInfo`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginInfo {
     supported: Vec<String>,
@@ -15,6 +17,8 @@ pub struct PluginInfo {
 
 impl PluginInfo {
     /// A plugin supporting exactly these versions, in this order.
+    ///
+    /// Go: `version.PluginSupports`.
     pub fn new<I, S>(versions: I) -> PluginInfo
     where
         I: IntoIterator<Item = S>,
@@ -26,11 +30,15 @@ impl PluginInfo {
     }
 
     /// Every released version, 0.1.0 to 1.1.0.
+    ///
+    /// Go: `version.All`.
     pub fn all() -> PluginInfo {
         Self::from_version(SpecVersion::V0_1_0)
     }
 
     /// The legacy versions 0.1.0 and 0.2.0.
+    ///
+    /// Go: `version.Legacy`.
     pub fn legacy() -> PluginInfo {
         Self::new(["0.1.0", "0.2.0"])
     }
@@ -46,11 +54,15 @@ impl PluginInfo {
     }
 
     /// The supported versions as advertised.
+    ///
+    /// Go: `PluginInfo.SupportedVersions`.
     pub fn supported(&self) -> &[String] {
         &self.supported
     }
 
     /// Checks a configuration's version against this set (exact match).
+    ///
+    /// Go: `version.Reconciler.Check`.
     pub fn reconcile(&self, config_version: &str) -> Result<(), Incompatible> {
         reconcile(config_version, &self.supported)
     }
@@ -89,6 +101,8 @@ impl PluginInfo {
     /// Decodes a plugin's `VERSION` answer the way runtimes do: an answer
     /// without `supportedVersions` whose `cniVersion` is 0.2.0 comes from a
     /// plugin that predates the field and means 0.1.0 and 0.2.0.
+    ///
+    /// Go: `version.PluginDecoder.Decode`.
     pub fn decode(answer: &[u8]) -> Result<PluginInfo, PluginInfoDecodeError> {
         let answer: VersionAnswer = serde_json::from_slice(answer)
             .map_err(|e| PluginInfoDecodeError::Json(e.to_string()))?;

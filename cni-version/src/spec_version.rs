@@ -52,6 +52,8 @@ impl SpecVersion {
     ];
 
     /// The newest version this crate knows.
+    ///
+    /// Go: `version.Current`.
     pub const CURRENT: SpecVersion = Self::V1_1_0;
 
     /// Parses a version such as `"0.4.0"`; any valid `MAJOR.MINOR.PATCH` is

@@ -18,8 +18,12 @@
 //!   `host-local` (configuration and on-disk reservations), with GC and
 //!   STATUS.
 //!
+//! - [`agent`]: `agent-forward`, an async plugin forwarding each command
+//!   to a local agent over a Unix socket (a daemon shim), and the agent.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
+pub mod agent;
 pub mod delegator;
 pub mod dns_mac;
 pub mod ipam;

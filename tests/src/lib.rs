@@ -12,7 +12,7 @@
 //!   ([`reference_noop`]);
 //! * the reference plugins shipped by Debian's `containernetworking-plugins`
 //!   ([`reference_plugin_dir`]);
-//! * our runtime's command line, `cnitool` (`cargo build -p cni-invoke
+//! * our runtime's command line, `cnitool` (`cargo build -p cnitool
 //!   --bin cnitool`, [`cnitool_bin`], driven by [`Cnitool`]).
 //!
 //! [`NetNs`] is a network namespace for tests that need a real one (root and
@@ -588,21 +588,21 @@ impl Driver {
 
 static CNITOOL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
-/// Builds our runtime on the command line (`cargo build -p cni-invoke --bin
+/// Builds our runtime on the command line (`cargo build -p cnitool --bin
 /// cnitool`, debug profile) once per test process and returns the binary's
 /// path, or the build failure as text.
 pub fn try_cnitool_bin() -> Result<PathBuf, String> {
     CNITOOL
         .get_or_init(|| {
             let output = Command::new(cargo_executable())
-                .args(["build", "-p", "cni-invoke", "--bin", "cnitool", "--quiet"])
+                .args(["build", "-p", "cnitool", "--bin", "cnitool", "--quiet"])
                 .current_dir(workspace_root())
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|e| format!("cannot run cargo: {e}"))?;
             if !output.status.success() {
                 return Err(format!(
-                    "`cargo build -p cni-invoke --bin cnitool` failed ({}):\n{}",
+                    "`cargo build -p cnitool --bin cnitool` failed ({}):\n{}",
                     output.status,
                     String::from_utf8_lossy(&output.stderr)
                 ));

@@ -13,7 +13,9 @@ use crate::{write_json, Cnitool, Driver, NetNs};
 /// Which runtime executes the list: our `cnitool` or the reference libcni.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
+    /// Our runtime, `cni_invoke::Runtime`, through the `cnitool` binary.
     Cnitool,
+    /// The reference runtime library, through the Go helper.
     Libcni,
 }
 

@@ -120,6 +120,8 @@ impl CniResult {
     /// Reads a result in its own `cniVersion`, or in `fallback` when it has
     /// none (an IPAM plugin's abbreviated result), without converting it: a
     /// runtime passes a plugin's result on as the plugin gave it.
+    ///
+    /// Go: `create.Create`.
     pub fn parse_as_given(fallback: &str, json: &[u8]) -> Result<CniResult, ResultError> {
         let wire: Wire = serde_json::from_slice(json)?;
         Self::resolve(fallback, wire)
@@ -231,6 +233,8 @@ impl CniResult {
     /// let r = r.into_version(&SpecVersion::V1_0_0).unwrap();
     /// assert_eq!(r.version(), &SpecVersion::V1_0_0);
     /// ```
+    ///
+    /// Go: `Result.GetAsVersion`.
     pub fn into_version(self, version: &SpecVersion) -> Result<CniResult, ConvertError> {
         convert::convert(self, version)
     }

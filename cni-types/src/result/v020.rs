@@ -12,6 +12,8 @@ use crate::{Dns, IpNetwork, Route};
 /// "`ip4` and `ip6` ... are a dictionary with the following keys: `ip` (an
 /// IP address in CIDR notation), `gateway` (the default gateway for this
 /// subnet, if one exists), `routes` (a list of routes)" (0.1.0 proposal).
+///
+/// Go: `types020.Result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Result020 {
     /// 0.1.0 or 0.2.0.
@@ -29,6 +31,8 @@ pub struct Result020 {
 }
 
 /// One address family's configuration in a 0.1.0/0.2.0 result.
+///
+/// Go: `types020.IPConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpConfig020 {
     /// The address, in CIDR notation.

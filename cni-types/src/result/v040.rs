@@ -9,6 +9,8 @@ use crate::{Dns, Interface, IpNetwork, Route};
 
 /// A 0.3.0, 0.3.1 or 0.4.0 result: interfaces, addresses tagged with their
 /// family, routes and DNS. Interfaces here never carry the 1.1.0-only fields.
+///
+/// Go: `types040.Result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Result040 {
     /// 0.3.0, 0.3.1 or 0.4.0.
@@ -51,6 +53,8 @@ impl IpFamily {
 }
 
 /// An `ips` entry of a 0.3.x/0.4.0 result.
+///
+/// Go: `types040.IPConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpConfig040 {
     /// "`version` (string): either "4" or "6"" (0.4.0). An entry read

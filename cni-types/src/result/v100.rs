@@ -18,6 +18,8 @@ use crate::{Dns, IpNetwork, Route};
 /// let json: serde_json::Value = serde_json::from_slice(&old.to_json()).unwrap();
 /// assert_eq!(json["ip4"]["ip"], "10.1.0.5/16");
 /// ```
+///
+/// Go: `types100.Result`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Result100 {
     /// 1.0.0 or 1.1.0.
@@ -175,6 +177,8 @@ impl Interface {
 /// gateway for this subnet, if one exists. `interface` (uint): the index
 /// into the `interfaces` list for a CNI Plugin Result indicating which
 /// interface this IP configuration should be applied to." (spec, section 5)
+///
+/// Go: `types100.IPConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpConfig {
     /// Index into `interfaces`.

@@ -11,6 +11,10 @@
 //!   --cache-dir DIR          result cache (default: $CNI_CACHE_DIR, else /var/lib/cni)
 //!   --valid ID/IFNAME        gc: an attachment still in use (repeatable;
 //!                            none means every cached attachment is stale)
+//!   --timeout DURATION       stop the operation's plugins after DURATION
+//!                            (`90s`, `500ms`, `2m`, or plain seconds);
+//!                            the plugin still running gets SIGTERM, then
+//!                            SIGKILL a second later
 //! Environment:
 //!   NETCONFPATH  configuration directory (default /etc/cni/net.d)
 //!   CNI_PATH     plugin directories, colon separated
@@ -23,9 +27,11 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use cni_invoke::{NetworkList, Runtime, RuntimeConf};
+use cni_skel::{ProcessEnv, TraceContext};
 use cni_types::{Code, Error, GcAttachment};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha512};
@@ -38,6 +44,7 @@ struct Options {
     container_id: Option<String>,
     cache_dir: Option<PathBuf>,
     valid: Vec<GcAttachment>,
+    timeout: Option<Duration>,
 }
 
 fn parse_options(args: &[String]) -> anyhow::Result<Options> {
@@ -50,6 +57,7 @@ fn parse_options(args: &[String]) -> anyhow::Result<Options> {
         container_id: None,
         cache_dir: None,
         valid: Vec::new(),
+        timeout: None,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -72,6 +80,7 @@ fn parse_options(args: &[String]) -> anyhow::Result<Options> {
                     ifname: ifname.into(),
                 });
             }
+            "--timeout" => opts.timeout = Some(parse_duration(&value(arg)?)?),
             "-h" | "--help" => bail!("usage"),
             flag if flag.starts_with('-') => bail!("unknown option {flag:?}"),
             _ => positional.push(arg.clone()),
@@ -87,9 +96,31 @@ fn parse_options(args: &[String]) -> anyhow::Result<Options> {
     Ok(opts)
 }
 
+/// `90s`, `500ms`, `2m` or plain seconds (`1.5`), positive.
+fn parse_duration(text: &str) -> anyhow::Result<Duration> {
+    let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let seconds_per_unit = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => bail!("--timeout {text:?}: unknown unit {unit:?} (use ms, s, m or h)"),
+    };
+    let number: f64 = number
+        .parse()
+        .with_context(|| format!("--timeout {text:?}: not a number of {unit}"))?;
+    Duration::try_from_secs_f64(number * seconds_per_unit)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("--timeout {text:?}: must be a positive duration"))
+}
+
 const USAGE: &str =
     "usage: cnitool [-i IFNAME] [--container-id ID] [--cache-dir DIR] [--valid ID/IFNAME]... \
-add|check|del|gc|status|version NETWORK [NETNS]";
+[--timeout DURATION] add|check|del|gc|status|version NETWORK [NETNS]";
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -159,7 +190,11 @@ fn run(opts: Options) -> Result<Option<Vec<u8>>, Error> {
         .clone()
         .or_else(|| env("CNI_CACHE_DIR").map(PathBuf::from))
         .unwrap_or_else(|| "/var/lib/cni".into());
-    let runtime = Runtime::new(path, cache_dir);
+    let mut runtime = Runtime::new(path, cache_dir);
+    runtime.timeout = opts.timeout;
+    // Run from a traced shell or job (OTEP 0258), cnitool passes the trace
+    // context on to the plugins.
+    runtime.trace = TraceContext::from_env(&ProcessEnv);
 
     let needs_netns = matches!(opts.command.as_str(), "add" | "check" | "del");
     let attachment = || -> Result<RuntimeConf, Error> {
@@ -248,6 +283,23 @@ fn main() {
         Err(err) => {
             print!("{}", String::from_utf8_lossy(&err.to_json()));
             std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_are_read_with_or_without_a_unit() {
+        let ok = |t| parse_duration(t).unwrap();
+        assert_eq!(ok("90s"), Duration::from_secs(90));
+        assert_eq!(ok("500ms"), Duration::from_millis(500));
+        assert_eq!(ok("2m"), Duration::from_secs(120));
+        assert_eq!(ok("1.5"), Duration::from_millis(1500));
+        for bad in ["0", "-1s", "5x", "s", "inf"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

@@ -1,0 +1,49 @@
+//! A runtime's timeout: one deadline per operation.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cni_invoke::{NetworkList, Runtime};
+use common::{attachment, script};
+
+const LIST: &str =
+    r#"{"cniVersion":"1.0.0","name":"slow","plugins":[{"type":"quick"},{"type":"stuck"}]}"#;
+
+/// `quick` passes its prevResult-less ADD an empty result; `stuck` hangs.
+fn plugins(dir: &Path) {
+    script(
+        dir,
+        "quick",
+        r#"cat >/dev/null; echo '{"cniVersion":"1.0.0"}'"#,
+    );
+    script(dir, "stuck", "cat >/dev/null; sleep 300");
+}
+
+#[test]
+fn a_runtime_timeout_stops_the_hanging_plugin_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    plugins(dir.path());
+    let net = NetworkList::from_bytes(LIST.as_bytes()).unwrap();
+    let runtime = Runtime::new(vec![dir.path().into()], dir.path().join("cache"))
+        .with_timeout(Duration::from_millis(400));
+    let started = Instant::now();
+    let e = runtime.add(&net, &attachment()).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(e.msg.contains("stuck") && e.msg.contains("ADD"), "{e:?}");
+    assert!(e.msg.contains("400ms deadline"), "{e:?}");
+    assert!(e.details.contains("plugin type=\"stuck\""), "{e:?}");
+}
+
+#[test]
+fn a_version_probe_through_the_runtime_has_its_deadline_too() {
+    let dir = tempfile::tempdir().unwrap();
+    plugins(dir.path());
+    let runtime = Runtime::new(vec![dir.path().into()], dir.path().join("cache"))
+        .with_timeout(Duration::from_millis(300));
+    let started = Instant::now();
+    let e = runtime.version_info("stuck").unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(e.msg.contains("did not finish VERSION"), "{e:?}");
+}
