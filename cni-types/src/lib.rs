@@ -8,6 +8,8 @@
 //! - [`NetConf`] is a plugin configuration, generic over the plugin's own
 //!   fields; [`NetConfList`] a configuration list.
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
+//! - [`Mac`] is a hardware address; [`conventions::requested_mac`] finds
+//!   the one a runtime asked for.
 //! - Addresses are typed: [`IpNetwork`] keeps the host part
 //!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
 //!
@@ -22,6 +24,7 @@ pub mod conventions;
 mod dns;
 mod error;
 mod ip;
+mod mac;
 mod print;
 mod result;
 mod route;
@@ -35,6 +38,7 @@ pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
+pub use mac::{Mac, MacError};
 pub use result::{
     CniResult, ConvertError, Interface, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020,
     Result040, Result100, ResultError,
