@@ -12,6 +12,13 @@
 #                                and floor (gcc -static needs libc.a)
 #   musl-tools                   `musl-gcc`, for the benchmark's floor on
 #                                musl (the C library of our static build)
+#   podman, runc, conmon,        a real container engine for tests/tests/
+#   busybox-static               podman.rs and the demo: Podman 4.3.1 with
+#                                its CNI backend runs busybox roots on
+#                                networks of our plugins. runc, not crun
+#                                (crun refuses hybrid cgroups); never
+#                                netavark (--no-install-recommends keeps it
+#                                out; the tests select the CNI backend).
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -31,6 +38,11 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 # The benchmark floor and harness are linked with gcc -static: libc.a.
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
 command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
+command -v podman >/dev/null 2>&1 || missing+=(podman)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+command -v conmon >/dev/null 2>&1 || missing+=(conmon)
+# The container root needs the static build (the busybox package is not).
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"
@@ -53,4 +65,7 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}"
 command -v go >/dev/null 2>&1 || { echo "install-test-deps: go still not on PATH" >&2; exit 1; }
 [ -d "$LIBCNI_DIR" ] || { echo "install-test-deps: $LIBCNI_DIR still missing" >&2; exit 1; }
 [ -x "$HOST_LOCAL" ] || { echo "install-test-deps: $HOST_LOCAL still missing" >&2; exit 1; }
+for c in podman runc conmon; do
+    command -v "$c" >/dev/null 2>&1 || { echo "install-test-deps: $c still not on PATH" >&2; exit 1; }
+done
 echo "install-test-deps: done"
