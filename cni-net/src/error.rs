@@ -70,6 +70,10 @@ pub enum NetError {
         #[source]
         source: io::Error,
     },
+    /// A result that cannot be applied as it is: an `ips` entry pointing
+    /// at another interface, a malformed MAC.
+    #[error("invalid result: {0}")]
+    InvalidResult(String),
     /// CHECK: the live namespace differs from the result; the first
     /// difference found.
     #[error("{0}")]
