@@ -22,16 +22,15 @@
 //!           "routes": [{"dst": "0.0.0.0/0"}]}}
 //! ```
 
-mod netlink;
-
-use std::fs::File;
 use std::net::IpAddr;
+use std::time::Duration;
 
+use cni_net::{Dad, NetError, Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100};
+use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100, Route};
 use serde::Deserialize;
 
-pub use self::netlink::{Link, Netlink};
+pub use cni_net::host_veth_name;
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI veth sample plugin v0.1.0";
@@ -55,8 +54,19 @@ pub struct Veth;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
-fn netlink_error(what: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |e| Error::new(Code::INTERNAL, format!("failed to {what}")).with_details(e.to_string())
+/// A kernel failure as this plugin reports it: what it was doing in
+/// `msg`, the library's account (naming the object) in `details`.
+fn failed(what: &str) -> impl FnOnce(NetError) -> Error + '_ {
+    move |e| {
+        let cni = Error::from(e);
+        let details = [cni.msg.as_str(), cni.details.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(": ");
+        Error::new(cni.code, format!("failed to {what}")).with_details(details)
+    }
 }
 
 /// Validates the configuration before anything changes on the host.
@@ -70,32 +80,12 @@ fn validate(req: &Req) -> Result<String, Error> {
     Ok(req.config.ipam_type()?.to_owned())
 }
 
-fn open_netns(req: &Req) -> Result<File, Error> {
+fn open_netns(req: &Req) -> Result<Netns, Error> {
     let path = req
         .netns
         .as_ref()
         .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    File::open(path).map_err(|e| {
-        Error::new(
-            Code::INVALID_NETNS,
-            format!("failed to open netns {}", path.display()),
-        )
-        .with_details(e.to_string())
-    })
-}
-
-/// The host end's name for an attachment: stable (a runtime or a test can
-/// find it again), short enough for the kernel (15 bytes).
-pub fn host_name(container_id: &str, ifname: &str) -> String {
-    // FNV-1a: a stable, dependency-free hash; collisions only mean EEXIST.
-    let hash = container_id
-        .bytes()
-        .chain([0])
-        .chain(ifname.bytes())
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    format!("veth{:08x}", hash as u32)
+    Ok(Netns::open(path)?)
 }
 
 impl Plugin for Veth {
@@ -104,42 +94,39 @@ impl Plugin for Veth {
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let ipam = validate(req)?;
         let netns = open_netns(req)?;
-        let mut inside =
-            Netlink::open_in(&netns).map_err(netlink_error("enter the container netns"))?;
-        if inside
-            .link_by_name(&req.ifname)
-            .map_err(netlink_error("list container interfaces"))?
-            .is_some()
-        {
+        let mut inside = netns.socket()?;
+        if inside.link_by_name(&req.ifname)?.is_some() {
             return Err(
                 Error::new(INTERFACE_EXISTS, "container interface already exists")
-                    .with_details(format!(
-                        "{:?} in {}",
-                        req.ifname,
-                        req.netns
-                            .as_ref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default()
-                    ))
+                    .with_details(format!("{:?} in {}", req.ifname, netns.path().display()))
                     .into(),
             );
         }
-        let mut host = Netlink::open().map_err(netlink_error("open netlink"))?;
+        let mut host = Netlink::open().map_err(|e| {
+            Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
+        })?;
         let result = cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
-            let host_name = host_name(&req.container_id, &req.ifname);
-            host.add_veth(
-                &host_name,
-                &req.ifname,
-                netlink::fd_of(&netns),
-                req.config.plugin.mtu,
-            )
-            .map_err(netlink_error("create the veth pair"))?;
-            match configure(req, &ipam_result, &host_name, &mut host, &mut inside) {
+            let host_name = host_veth_name(&req.container_id, &req.ifname);
+            let host_link = host
+                .add_veth(&VethPair {
+                    name: &host_name,
+                    peer_name: &req.ifname,
+                    peer_netns: Some(&netns),
+                    mtu: req.config.plugin.mtu,
+                    peer_mac: None,
+                })
+                .map_err(failed("create the veth pair"))?;
+            match configure(
+                req,
+                &netns,
+                &ipam_result,
+                host_link.index,
+                &mut host,
+                &mut inside,
+            ) {
                 Ok(result) => Ok(result),
                 Err(err) => {
-                    if let Ok(Some(link)) = host.link_by_name(&host_name) {
-                        let _ = host.delete_link(link.index);
-                    }
+                    let _ = host.delete_link_if_present(&host_name);
                     Err(err)
                 }
             }
@@ -151,19 +138,13 @@ impl Plugin for Veth {
         let ipam = validate(req)?;
         cni_invoke::delegate_del(&ipam, req)?;
         // A namespace that is gone took the pair with it.
-        let Some(Ok(netns)) = req.netns.as_ref().map(File::open) else {
+        let Some(Ok(netns)) = req.netns.as_ref().map(Netns::open) else {
             return Ok(Reply::Empty);
         };
-        let mut inside =
-            Netlink::open_in(&netns).map_err(netlink_error("enter the container netns"))?;
-        if let Some(link) = inside
-            .link_by_name(&req.ifname)
-            .map_err(netlink_error("list container interfaces"))?
-        {
-            inside
-                .delete_link(link.index)
-                .map_err(netlink_error("delete the veth pair"))?;
-        }
+        netns
+            .socket()?
+            .delete_link_if_present(&req.ifname)
+            .map_err(failed("delete the veth pair"))?;
         Ok(Reply::Empty)
     }
 
@@ -176,9 +157,7 @@ impl Plugin for Veth {
             .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "CHECK needs a prevResult"))?
             .to_current()?;
         let netns = open_netns(req)?;
-        let mut inside =
-            Netlink::open_in(&netns).map_err(netlink_error("enter the container netns"))?;
-        check_namespace(req, &prev, &mut inside)?;
+        check_namespace(req, &netns, &prev, &mut netns.socket()?)?;
         cni_invoke::delegate_check(&ipam, req)?;
         Ok(Reply::Empty)
     }
@@ -194,67 +173,68 @@ impl Plugin for Veth {
     }
 }
 
+/// How long a veth end may take to come up once set up; bounded so a
+/// stuck kernel is an error, not a hang.
+const UP_TIMEOUT: Duration = Duration::from_millis(1500);
+
 /// Everything after the pair exists: addresses, routes, links up, and the
 /// result describing it.
 fn configure(
     req: &Req,
+    netns: &Netns,
     ipam_result: &CniResult,
-    host_name: &str,
+    host_index: u32,
     host: &mut Netlink,
     inside: &mut Netlink,
 ) -> Result<Result100, BoxError> {
     let mut result = ipam_result.to_current()?;
-    let host_link = host
-        .link_by_name(host_name)?
-        .ok_or_else(|| Error::new(Code::INTERNAL, "host end of the pair vanished"))?;
     let peer = inside
-        .link_by_name(&req.ifname)?
-        .ok_or_else(|| Error::new(Code::INTERNAL, "container end of the pair vanished"))?;
+        .link(&req.ifname)
+        .map_err(failed("find the container end"))?;
     inside
         .set_up(peer.index)
-        .map_err(netlink_error("set the container interface up"))?;
-    host.set_up(host_link.index)
-        .map_err(netlink_error("set the host interface up"))?;
-    wait_until_up(host, host_link.index, "host")?;
-    wait_until_up(inside, peer.index, "container")?;
+        .map_err(failed("set the container interface up"))?;
+    host.set_up(host_index)
+        .map_err(failed("set the host interface up"))?;
+    let host_link = host
+        .wait_until_up(host_index, UP_TIMEOUT)
+        .map_err(failed("bring the host end up"))?;
+    inside
+        .wait_until_up(peer.index, UP_TIMEOUT)
+        .map_err(failed("bring the container end up"))?;
 
     for ip in &result.ips {
         inside
-            .add_address(peer.index, ip.address)
-            .map_err(netlink_error("add an address in the container"))?;
-        let host_route = IpNetwork::new(
-            ip.address.addr(),
-            if ip.address.is_ipv4() { 32 } else { 128 },
+            .add_address(peer.index, ip.address, Dad::Skip)
+            .map_err(failed("add an address in the container"))?;
+        host.replace_route(
+            host_index,
+            &Route::new(host_network(ip.address.addr())?, None),
         )
-        .unwrap_or(ip.address);
-        host.add_route(host_route, None, host_link.index)
-            .map_err(netlink_error("add the host route to the container"))?;
+        .map_err(failed("add the host route to the container"))?;
         if let Some(gw) = ip.gateway {
-            let own = IpNetwork::new(gw, if gw.is_ipv4() { 32 } else { 128 }).unwrap_or(ip.address);
-            host.add_address(host_link.index, own)
-                .map_err(netlink_error("add the gateway address on the host end"))?;
+            host.add_address(host_index, host_network(gw)?, Dad::Skip)
+                .map_err(failed("add the gateway address on the host end"))?;
         }
     }
     for route in &result.routes {
-        let gateway = route.gw.or_else(|| gateway_for(&result, route.dst.addr()));
+        let route = Route {
+            gw: route.gw.or_else(|| gateway_for(&result, route.dst.addr())),
+            ..route.clone()
+        };
         inside
-            .add_route(route.dst, gateway, peer.index)
-            .map_err(netlink_error("add a route in the container"))?;
+            .replace_route(peer.index, &route)
+            .map_err(failed("add a route in the container"))?;
     }
 
-    let netns = req
-        .netns
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
     result.interfaces = vec![
         Interface {
-            mac: host_link.mac,
+            mac: mac_text(host_link.mac),
             ..Interface::named(host_link.name)
         },
         Interface {
-            mac: peer.mac,
-            sandbox: netns,
+            mac: mac_text(peer.mac),
+            sandbox: netns.path().display().to_string(),
             mtu: req.config.plugin.mtu,
             ..Interface::named(peer.name)
         },
@@ -268,23 +248,14 @@ fn configure(
     Ok(result)
 }
 
-/// The kernel brings a veth end's carrier up shortly after it is set up;
-/// answer ADD only once the pair can carry traffic (as the reference bridge
-/// plugin waits for its port). Bounded: about 1.3 s in all.
-fn wait_until_up(netlink: &mut Netlink, index: u32, end: &str) -> Result<(), Error> {
-    for delay_ms in [0, 5, 20, 50, 200, 1000] {
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        if netlink
-            .is_oper_up(index)
-            .map_err(netlink_error("read the link state"))?
-        {
-            return Ok(());
-        }
-    }
-    Err(Error::new(
-        Code::INTERNAL,
-        format!("the {end} end of the veth pair did not come up"),
-    ))
+fn mac_text(mac: Option<cni_net::Mac>) -> String {
+    mac.map(|m| m.to_string()).unwrap_or_default()
+}
+
+/// The single-address network of `ip` (`/32` or `/128`).
+fn host_network(ip: IpAddr) -> Result<IpNetwork, Error> {
+    IpNetwork::new(ip, if ip.is_ipv4() { 32 } else { 128 })
+        .ok_or_else(|| Error::new(Code::INTERNAL, format!("no host network for {ip}")))
 }
 
 /// The gateway of the first address of the same family.
@@ -298,7 +269,12 @@ fn gateway_for(result: &Result100, dst: IpAddr) -> Option<IpAddr> {
 
 /// CHECK: the container interface of the previous result is in the
 /// namespace with its MAC, addresses and routes.
-fn check_namespace(req: &Req, prev: &Result100, inside: &mut Netlink) -> Result<(), Error> {
+fn check_namespace(
+    req: &Req,
+    netns: &Netns,
+    prev: &Result100,
+    inside: &mut Netlink,
+) -> Result<(), Error> {
     let differs = |what: String| {
         Error::new(
             NOT_AS_EXPECTED,
@@ -306,49 +282,44 @@ fn check_namespace(req: &Req, prev: &Result100, inside: &mut Netlink) -> Result<
         )
         .with_details(what)
     };
-    let netns = req
-        .netns
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+    let sandbox = netns.path().display().to_string();
     let (index, expected) = prev
         .interfaces
         .iter()
         .enumerate()
-        .find(|(_, i)| i.name == req.ifname && i.sandbox == netns)
+        .find(|(_, i)| i.name == req.ifname && i.sandbox == sandbox)
         .ok_or_else(|| {
             differs(format!(
-                "prevResult has no interface {:?} in {netns}",
+                "prevResult has no interface {:?} in {sandbox}",
                 req.ifname
             ))
         })?;
     let link = inside
-        .link_by_name(&req.ifname)
-        .map_err(netlink_error("list container interfaces"))?
+        .link_by_name(&req.ifname)?
         .ok_or_else(|| differs(format!("interface {:?} is missing", req.ifname)))?;
-    if !expected.mac.is_empty() && !expected.mac.eq_ignore_ascii_case(&link.mac) {
+    let mac = mac_text(link.mac);
+    if !expected.mac.is_empty() && !expected.mac.eq_ignore_ascii_case(&mac) {
         return Err(differs(format!(
-            "{} has MAC {}, prevResult says {}",
-            link.name, link.mac, expected.mac
+            "{} has MAC {mac}, prevResult says {}",
+            link.name, expected.mac
         )));
     }
-    let addresses = inside
-        .addresses(link.index)
-        .map_err(netlink_error("list container addresses"))?;
+    let addresses = inside.addresses(Some(link.index))?;
     for ip in prev.ips.iter().filter(|ip| ip.interface == Some(index)) {
-        if !addresses.contains(&ip.address) {
+        if !addresses.iter().any(|a| a.network == ip.address) {
             return Err(differs(format!(
                 "address {} is missing from {}",
                 ip.address, link.name
             )));
         }
     }
-    let routes = inside
-        .route_destinations(link.index)
-        .map_err(netlink_error("list container routes"))?;
+    let routes = inside.routes()?;
     for route in &prev.routes {
         let dst = IpNetwork::new(route.dst.network(), route.dst.prefix()).unwrap_or(route.dst);
-        if !routes.contains(&dst) {
+        if !routes
+            .iter()
+            .any(|r| r.oif == Some(link.index) && r.route.dst == dst)
+        {
             return Err(differs(format!("route to {} is missing", route.dst)));
         }
     }
@@ -415,14 +386,5 @@ mod tests {
             .run(&Veth, &PluginInfo::all());
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
-    }
-
-    #[test]
-    fn host_names_are_stable_short_and_distinct() {
-        let a = host_name("c1", "eth0");
-        assert_eq!(a, host_name("c1", "eth0"));
-        assert!(a.len() <= 15 && a.starts_with("veth"));
-        assert_ne!(a, host_name("c1", "eth1"));
-        assert_ne!(a, host_name("c2", "eth0"));
     }
 }
