@@ -18,10 +18,14 @@
 //!   `host-local` (configuration and on-disk reservations), with GC and
 //!   STATUS.
 //!
+//! - [`loopback`]: a drop-in for the reference `loopback`: `lo` up in the
+//!   container namespace.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod delegator;
 pub mod dns_mac;
 pub mod ipam;
+pub mod loopback;
 pub mod noop;
 pub mod veth;

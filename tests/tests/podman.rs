@@ -55,7 +55,7 @@ fn reservations(podman: &Podman, network: &str) -> Vec<String> {
 
 /// The host end our `veth` creates for a container's `eth0`.
 fn host_end(container_id: &str) -> String {
-    plugins_sample::veth::host_name(container_id, "eth0")
+    plugins_sample::veth::host_veth_name(container_id, "eth0")
 }
 
 /// Asserts that nothing of the attachment of `container_id` to `network`
@@ -171,4 +171,17 @@ fn no_podman_state_escapes_its_temporary_directory() {
     );
     assert_eq!(info["host"]["ociRuntime"]["name"], "runc");
     assert_eq!(info["host"]["networkBackend"], "cni");
+}
+
+#[test]
+fn mac_address_is_honoured_through_cni_args() {
+    let podman = podman("mac");
+    let net = veth_network(&podman, "mac", "10.215.4.0/24", None);
+    let out = podman.run(
+        &net,
+        &["--mac-address", "02:15:04:00:00:07"],
+        "cat /sys/class/net/eth0/address",
+    );
+    assert!(out.success(), "{out:?}");
+    assert_eq!(out.stdout_str().trim(), "02:15:04:00:00:07");
 }

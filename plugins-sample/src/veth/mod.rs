@@ -2,7 +2,9 @@
 //! veth pair and delegates addressing to its IPAM plugin.
 //!
 //! ADD creates the pair with the container end directly inside `CNI_NETNS`
-//! named `CNI_IFNAME` (MTU from `mtu`), runs the `ipam.type` plugin, puts the
+//! named `CNI_IFNAME` (MTU from `mtu`; the MAC address a runtime asked for,
+//! as [`requested_mac`] finds it, so Podman's `--mac-address` is honoured),
+//! runs the `ipam.type` plugin, puts the
 //! addresses and routes it returned on the container end, gives the host end
 //! each subnet's gateway address (so the container reaches the host through
 //! it) and a host route to each container address, and returns the full
@@ -27,6 +29,7 @@ use std::time::Duration;
 
 use cni_net::{Dad, NetError, Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100, Route};
 use serde::Deserialize;
 
@@ -93,6 +96,7 @@ impl Plugin for Veth {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let ipam = validate(req)?;
+        let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let netns = open_netns(req)?;
         let mut inside = netns.socket()?;
         if inside.link_by_name(&req.ifname)?.is_some() {
@@ -113,7 +117,7 @@ impl Plugin for Veth {
                     peer_name: &req.ifname,
                     peer_netns: Some(&netns),
                     mtu: req.config.plugin.mtu,
-                    peer_mac: None,
+                    peer_mac: mac.map(|m| cni_net::Mac(m.mac.0)),
                 })
                 .map_err(failed("create the veth pair"))?;
             match configure(
