@@ -21,6 +21,9 @@
 //! - [`loopback`]: a drop-in for the reference `loopback`: `lo` up in the
 //!   container namespace.
 //!
+//! - [`tuning`]: a drop-in for the reference `tuning`: sysctls, MTU, MAC,
+//!   promiscuous and all-multicast modes, restored on DEL.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod delegator;
@@ -28,4 +31,5 @@ pub mod dns_mac;
 pub mod ipam;
 pub mod loopback;
 pub mod noop;
+pub mod tuning;
 pub mod veth;
