@@ -24,8 +24,12 @@
 //! - [`tuning`]: a drop-in for the reference `tuning`: sysctls, MTU, MAC,
 //!   promiscuous and all-multicast modes, restored on DEL.
 //!
+//! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
+//!   veth port per container, IPAM delegated, the gateway on the bridge.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
+pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
 pub mod ipam;

@@ -4,7 +4,9 @@
 //! ADD sets `lo` up (whatever `CNI_IFNAME` says) and answers as the
 //! reference does: the previous result untouched when there is one, else
 //! `lo` (MAC `00:00:00:00:00:00`, sandbox `CNI_NETNS`) with its first IPv4
-//! and first IPv6 address. DEL sets it down, and succeeds when the
+//! and first IPv6 address, in the reference's shape for every version (the
+//! 1.0.0 fields under the configuration's `cniVersion`: see
+//! `reference_shape`). DEL sets it down, and succeeds when the
 //! namespace is gone. CHECK verifies that `lo` is up.
 //!
 //! ```json
@@ -69,7 +71,7 @@ impl Plugin for Loopback {
                 result.ips.push(ip);
             }
         }
-        Ok(result.into())
+        Ok(reference_shape(result, &req.config_version))
     }
 
     fn del(&self, req: &Req) -> Result<Reply, BoxError> {
@@ -95,6 +97,21 @@ impl Plugin for Loopback {
             return Err(Error::new(Code::INTERNAL, "loopback interface is down").into());
         }
         Ok(Reply::Empty)
+    }
+}
+
+/// The result as the reference prints it: the 1.0.0 shape (no `version`
+/// in `ips`, `interfaces` even at 0.2.0) labelled with the configuration's
+/// version, and an empty `dns`. A runtime reads it through its own
+/// version's fields, exactly as it reads the reference's; converting it
+/// properly would make a drop-in replacement answer differently.
+fn reference_shape(result: Result100, config_version: &str) -> Reply {
+    let mut json = serde_json::to_value(&result).unwrap_or_default();
+    json["cniVersion"] = config_version.into();
+    json["dns"] = serde_json::json!({});
+    Reply::Raw {
+        stdout: json.to_string().into_bytes(),
+        exit_code: 0,
     }
 }
 
