@@ -40,6 +40,7 @@ pub struct Podman {
     tmp: tempfile::TempDir,
     prefix: String,
     networks: Mutex<Vec<String>>,
+    host_links: Mutex<Vec<String>>,
 }
 
 impl Podman {
@@ -67,6 +68,7 @@ impl Podman {
             prefix: format!("cnirs-{}-{tag}", std::process::id()),
             tmp,
             networks: Mutex::default(),
+            host_links: Mutex::default(),
         };
         podman.write_config(plugin_dirs);
         podman.make_rootfs();
@@ -159,6 +161,18 @@ impl Podman {
         name
     }
 
+    /// A host link name unique to this instance (`tag` at most 4 bytes),
+    /// deleted on drop: for the bridge a network creates and keeps.
+    pub fn host_link(&self, tag: &str) -> String {
+        let name = format!("cr{}{tag}", std::process::id() % 1_000_000);
+        crate::delete_host_link(&name);
+        self.host_links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.clone());
+        name
+    }
+
     /// Runs `podman ARGS...` with this instance's configuration.
     pub fn podman(&self, args: &[&str]) -> Outcome {
         let root = self.tmp.path();
@@ -188,6 +202,7 @@ impl Podman {
 
     /// Starts a container that sleeps on `network` (`podman run -d`) and
     /// returns it; it is removed on drop of this instance at the latest.
+    /// Run servers in it with [`Podman::exec`] (`podman exec -d`).
     ///
     /// # Panics
     /// If Podman cannot start it.
@@ -212,6 +227,12 @@ impl Podman {
     /// `podman exec CONTAINER sh -c SCRIPT`.
     pub fn exec(&self, container: &Container, script: &str) -> Outcome {
         self.podman(&["exec", &container.id, "sh", "-c", script])
+    }
+
+    /// `podman exec -d CONTAINER sh -c SCRIPT`: runs `SCRIPT` in the
+    /// background (a server), returns once it started.
+    pub fn exec_detached(&self, container: &Container, script: &str) -> Outcome {
+        self.podman(&["exec", "-d", &container.id, "sh", "-c", script])
     }
 
     /// `podman rm -f -t 0 CONTAINER`.
@@ -252,6 +273,14 @@ impl Drop for Podman {
             for entry in self.cache_entries(network) {
                 let _ = fs::remove_file(entry);
             }
+        }
+        for link in self
+            .host_links
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            crate::delete_host_link(link);
         }
     }
 }
