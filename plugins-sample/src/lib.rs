@@ -11,8 +11,8 @@
 //!   (spec section 4) and releases the address when its ADD fails.
 //!
 //! - [`veth`]: an interface plugin that does real work: a veth pair into
-//!   the container namespace over rtnetlink, addresses from its IPAM
-//!   plugin, routes both ways.
+//!   the container namespace, addresses from its IPAM plugin, routes both
+//!   ways, all through the `cni_net` library.
 //!
 //! - [`ipam`]: `ipam-file`, an IPAM plugin compatible with the reference
 //!   `host-local` (configuration and on-disk reservations), with GC and

@@ -15,7 +15,9 @@
 //!
 //! DEL runs the IPAM DEL and deletes the pair; a namespace or interface that
 //! is already gone is success. CHECK verifies the previous result against
-//! the namespace (interface, MAC, addresses, routes) and delegates to IPAM.
+//! the namespace (interface, MAC, MTU, addresses, routes) and delegates to
+//! IPAM. The kernel work is `cni_net`'s: `configure_iface` and
+//! `check_interface` for the container end, `Netlink` for the host end.
 //! GC and STATUS go to IPAM.
 //!
 //! ```json
@@ -181,8 +183,9 @@ impl Plugin for Veth {
 /// stuck kernel is an error, not a hang.
 const UP_TIMEOUT: Duration = Duration::from_millis(1500);
 
-/// Everything after the pair exists: addresses, routes, links up, and the
-/// result describing it.
+/// Everything after the pair exists: the container end configured from
+/// the result, the host end up with each gateway address and a route to
+/// each container address, and the result describing both ends.
 fn configure(
     req: &Req,
     netns: &Netns,
@@ -192,25 +195,32 @@ fn configure(
     inside: &mut Netlink,
 ) -> Result<Result100, BoxError> {
     let mut result = ipam_result.to_current()?;
-    let peer = inside
-        .link(&req.ifname)
-        .map_err(failed("find the container end"))?;
-    inside
-        .set_up(peer.index)
-        .map_err(failed("set the container interface up"))?;
+    result.interfaces = vec![
+        Interface::default(),
+        Interface {
+            sandbox: netns.path().display().to_string(),
+            mtu: req.config.plugin.mtu,
+            ..Interface::named(req.ifname.clone())
+        },
+    ];
+    for ip in &mut result.ips {
+        ip.interface = Some(1);
+    }
+    // The container end is one half of a pair: no other host can hold its
+    // addresses, so duplicate address detection is skipped.
+    let peer =
+        cni_net::configure_iface(inside, &req.ifname, &result, Dad::Skip).map_err(|e| match e {
+            NetError::Kernel {
+                op: "add route", ..
+            } => failed("add a route in the container")(e),
+            e => failed("configure the container interface")(e),
+        })?;
     host.set_up(host_index)
         .map_err(failed("set the host interface up"))?;
     let host_link = host
         .wait_until_up(host_index, UP_TIMEOUT)
         .map_err(failed("bring the host end up"))?;
-    inside
-        .wait_until_up(peer.index, UP_TIMEOUT)
-        .map_err(failed("bring the container end up"))?;
-
     for ip in &result.ips {
-        inside
-            .add_address(peer.index, ip.address, Dad::Skip)
-            .map_err(failed("add an address in the container"))?;
         host.replace_route(
             host_index,
             &Route::new(host_network(ip.address.addr())?, None),
@@ -221,31 +231,12 @@ fn configure(
                 .map_err(failed("add the gateway address on the host end"))?;
         }
     }
-    for route in &result.routes {
-        let route = Route {
-            gw: route.gw.or_else(|| gateway_for(&result, route.dst.addr())),
-            ..route.clone()
-        };
-        inside
-            .replace_route(peer.index, &route)
-            .map_err(failed("add a route in the container"))?;
-    }
 
-    result.interfaces = vec![
-        Interface {
-            mac: mac_text(host_link.mac),
-            ..Interface::named(host_link.name)
-        },
-        Interface {
-            mac: mac_text(peer.mac),
-            sandbox: netns.path().display().to_string(),
-            mtu: req.config.plugin.mtu,
-            ..Interface::named(peer.name)
-        },
-    ];
-    for ip in &mut result.ips {
-        ip.interface = Some(1);
-    }
+    result.interfaces[0] = Interface {
+        mac: mac_text(host_link.mac),
+        ..Interface::named(host_link.name)
+    };
+    result.interfaces[1].mac = mac_text(peer.mac);
     if let Some(dns) = req.config.dns.clone().filter(|d| !d.is_empty()) {
         result.dns = dns;
     }
@@ -262,72 +253,24 @@ fn host_network(ip: IpAddr) -> Result<IpNetwork, Error> {
         .ok_or_else(|| Error::new(Code::INTERNAL, format!("no host network for {ip}")))
 }
 
-/// The gateway of the first address of the same family.
-fn gateway_for(result: &Result100, dst: IpAddr) -> Option<IpAddr> {
-    result
-        .ips
-        .iter()
-        .filter(|ip| ip.address.addr().is_ipv4() == dst.is_ipv4())
-        .find_map(|ip| ip.gateway)
-}
-
 /// CHECK: the container interface of the previous result is in the
-/// namespace with its MAC, addresses and routes.
+/// namespace with its MAC, MTU, addresses and routes.
 fn check_namespace(
     req: &Req,
     netns: &Netns,
     prev: &Result100,
     inside: &mut Netlink,
 ) -> Result<(), Error> {
-    let differs = |what: String| {
-        Error::new(
+    let sandbox = netns.path().display().to_string();
+    match cni_net::check_interface(inside, prev, &req.ifname, &sandbox) {
+        Ok(_) => Ok(()),
+        Err(NetError::Differs(what)) => Err(Error::new(
             NOT_AS_EXPECTED,
             "container network differs from the previous result",
         )
-        .with_details(what)
-    };
-    let sandbox = netns.path().display().to_string();
-    let (index, expected) = prev
-        .interfaces
-        .iter()
-        .enumerate()
-        .find(|(_, i)| i.name == req.ifname && i.sandbox == sandbox)
-        .ok_or_else(|| {
-            differs(format!(
-                "prevResult has no interface {:?} in {sandbox}",
-                req.ifname
-            ))
-        })?;
-    let link = inside
-        .link_by_name(&req.ifname)?
-        .ok_or_else(|| differs(format!("interface {:?} is missing", req.ifname)))?;
-    let mac = mac_text(link.mac);
-    if !expected.mac.is_empty() && !expected.mac.eq_ignore_ascii_case(&mac) {
-        return Err(differs(format!(
-            "{} has MAC {mac}, prevResult says {}",
-            link.name, expected.mac
-        )));
+        .with_details(what)),
+        Err(e) => Err(e.into()),
     }
-    let addresses = inside.addresses(Some(link.index))?;
-    for ip in prev.ips.iter().filter(|ip| ip.interface == Some(index)) {
-        if !addresses.iter().any(|a| a.network == ip.address) {
-            return Err(differs(format!(
-                "address {} is missing from {}",
-                ip.address, link.name
-            )));
-        }
-    }
-    let routes = inside.routes()?;
-    for route in &prev.routes {
-        let dst = IpNetwork::new(route.dst.network(), route.dst.prefix()).unwrap_or(route.dst);
-        if !routes
-            .iter()
-            .any(|r| r.oif == Some(link.index) && r.route.dst == dst)
-        {
-            return Err(differs(format!("route to {} is missing", route.dst)));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
