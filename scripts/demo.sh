@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The main job: a real container gets its network from the sample plugins.
 #
-# Podman 4.3.1 (Debian, CNI backend) runs a busybox container on the network
-# "demo", made of the sample plugins built as deployed (static, musl):
-#   1. veth       a veth pair into the container, addresses and routes from
-#                 its IPAM plugin, DNS from the configuration;
+# Podman 4.3.1 (Debian, CNI backend) runs a busybox container on a network
+# made of the sample plugins built as deployed (static, musl), configured
+# exactly as the reference plugins are:
+#   1. bridge     a host bridge with the gateway address, a veth pair into
+#                 the container, addresses and routes from its IPAM plugin,
+#                 DNS from the configuration;
 #   2. ipam-file  the IPAM plugin (host-local compatible) reserving an
-#                 address in 10.215.200.0/24.
-# The container prints its address, routes and DNS from inside; after
-# `podman rm` the script shows that nothing is left: no host end of the
-# pair, no reservation, no libcni cache entry, no namespace.
+#                 address in 10.215.200.0/24;
+#   3. tuning     MTU 1400 and a sysctl on the container's interface.
+# The container prints its address, routes and DNS from inside, the host
+# pings it; after `podman rm` the script shows that nothing is left: no
+# host end of the pair, no reservation, no libcni cache entry, no
+# namespace (the bridge, which the reference also keeps for the next
+# container, is removed last).
 #
 # Podman is confined to a temporary directory (its configuration, storage
 # and run-time state) with the settings these machines need: runc (crun
@@ -31,6 +36,7 @@ bin="$root/target/x86_64-unknown-linux-musl/plugin"
 
 work=$(mktemp -d)
 network="cnirs-demo-$$"
+bridge="crdemo$$"
 podman_cmd() {
     CONTAINERS_CONF="$work/containers.conf" CONTAINERS_STORAGE_CONF="$work/storage.conf" podman "$@"
 }
@@ -38,6 +44,7 @@ cleanup() {
     if [ -f "$work/containers.conf" ]; then
         podman_cmd rm -a -f -t 0 >/dev/null 2>&1 || true
         rm -f /var/lib/cni/results/"$network"-* 2>/dev/null || true
+        ip link del "$bridge" 2>/dev/null || true
     fi
     rm -rf "$work"
 }
@@ -116,11 +123,13 @@ CONF
   "cniVersion": "1.0.0",
   "name": "$network",
   "plugins": [
-    {"type": "veth",
+    {"type": "bridge", "bridge": "$bridge", "isGateway": true,
      "dns": {"nameservers": ["10.215.200.53"], "search": ["demo.svc.local"]},
      "ipam": {"type": "ipam-file", "dataDir": "$work/ipam",
               "ranges": [[{"subnet": "10.215.200.0/24"}]],
-              "routes": [{"dst": "0.0.0.0/0"}]}}
+              "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "tuning", "mtu": 1400, "dataDir": "$work/tuning",
+     "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}}
   ]
 }
 JSON
@@ -143,6 +152,12 @@ JSON
     echo "== from inside the container: ip addr show eth0; ip route; cat /etc/resolv.conf"
     podman_cmd exec "$id" sh -c 'ip addr show eth0; echo; ip route; echo; cat /etc/resolv.conf'
     echo
+    local addr
+    addr=$(podman_cmd inspect --format "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}" "$id")
+    echo
+    echo "== from the host: ping -c1 $addr (through the bridge $bridge)"
+    ping -c1 -W2 "$addr" | sed -n 2p
+    echo
     echo "== ipam-file reserved: $(ls "$work/ipam/$network" | grep -v -e lock -e last_reserved | tr '\n' ' ')"
     echo "== libcni cached: $(ls /var/lib/cni/results | grep -c "^$network-") result(s)"
     echo
@@ -153,11 +168,14 @@ JSON
     [ -z "$(ls "$work/ipam/$network" | grep -v -e lock -e last_reserved)" ] || left+=("a reservation")
     ls /var/lib/cni/results | grep -q "^$network-" && left+=("a libcni cache entry")
     [ ! -e "$netns" ] || left+=("namespace $netns")
+    [ -z "$(ip -o link show master "$bridge")" ] || left+=("a port of $bridge")
+    [ -z "$(ls -A "$work/tuning" 2>/dev/null)" ] || left+=("a tuning backup")
     if [ "${#left[@]}" -ne 0 ]; then
         echo "demo: left behind: ${left[*]}" >&2
         exit 1
     fi
-    echo "nothing left: no host end of the pair, no reservation, no libcni cache entry, no namespace"
+    echo "nothing left: no host end of the pair, no reservation, no libcni cache entry, no tuning backup, no namespace"
+    ip link del "$bridge"
     echo "demo: a Podman container got its network from the sample plugins"
 }
 
