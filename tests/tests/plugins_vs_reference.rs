@@ -5,7 +5,8 @@
 //! host end's name normalised) and the same kernel state (bridge address,
 //! ports and hairpin flag, container links with MTU, MAC and flags, their
 //! addresses and routes, sysctls), at configuration versions 0.3.1, 0.4.0
-//! and 1.0.0. Then CHECK passes for both and DEL leaves nothing.
+//! and 1.0.0. Then CHECK gives the same verdict, DEL leaves the same
+//! state, and a second DEL succeeds.
 //!
 //! Both sides use the reference `host-local` for addresses, so only the
 //! plugin under test differs. They run one after the other with the same
@@ -77,6 +78,11 @@ fn run(
     let check = dirs.run(Via::Libcni, "check", &net, &ns, &cid, ifname);
     let del = dirs.run(Via::Libcni, "del", &net, &ns, &cid, ifname);
     assert_eq!(del["ok"], true, "{side:?} DEL at {version}: {del}");
+    let again = dirs.run(Via::Libcni, "del", &net, &ns, &cid, ifname);
+    assert_eq!(
+        again["ok"], true,
+        "{side:?} DEL again at {version}: {again}"
+    );
     let mut after_del = kernel(&ns, bridge);
     after_del["reservations"] = json!(dirs.reservations(&net).len());
     Run {
@@ -290,4 +296,27 @@ fn loopback_prints_what_the_reference_prints_at_every_version() {
         assert!(ours.success() && theirs.success(), "{ours:?} {theirs:?}");
         assert_eq!(ours.stdout_json(), theirs.stdout_json(), "at {version}");
     }
+}
+
+#[test]
+fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
+    let br = bridge_name("n");
+    let dirs = dirs(Side::Ours);
+    let net = "vs-gone";
+    dirs.reset(&json!({"cniVersion": "1.0.0", "name": net, "plugins": [
+        {"type": "bridge", "bridge": br, "isGateway": true,
+         "ipam": {"type": "host-local", "dataDir": dirs.ipam(), "ranges": [[{"subnet": "10.216.4.0/24"}]]}}
+    ]}));
+    let cid = format!("vs-gone-{}", std::process::id());
+    let path = {
+        let ns = NetNs::create("gone");
+        ns.delete_link_on_drop(&br);
+        let add = dirs.run(Via::Libcni, "add", net, &ns, &cid, "eth0");
+        assert_eq!(add["ok"], true, "{add}");
+        assert_eq!(dirs.reservations(net).len(), 1);
+        ns.path()
+    };
+    let del = dirs.cnitool(&cid).run(&["del", net, &path]);
+    assert_eq!(del["ok"], true, "{del}");
+    assert_eq!(dirs.reservations(net), Vec::<(String, String)>::new());
 }
