@@ -202,6 +202,11 @@ fn same_as_reference(tag: &str, ifname: &str, bridge: Option<&str>, plugins: Val
         let vtag = format!("{tag}{}", version.replace('.', ""));
         let ours = run(Side::Ours, &vtag, version, ifname, bridge, &plugins);
         let reference = run(Side::Reference, &vtag, version, ifname, bridge, &plugins);
+        // libcni runs CHECK from 0.4.0 on; there it must pass, not merely
+        // fail alike.
+        if version != "0.3.1" {
+            assert_eq!(ours.check, true, "our CHECK at {version}");
+        }
         for (what, a, b) in [
             ("ADD result", &ours.add, &reference.add),
             ("kernel after ADD", &ours.after_add, &reference.after_add),
