@@ -325,3 +325,45 @@ fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
     assert_eq!(del["ok"], true, "{del}");
     assert_eq!(dirs.reservations(net), Vec::<(String, String)>::new());
 }
+
+#[test]
+fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
+    let br = bridge_name("f");
+    for force in [false, true] {
+        let mut answers = Vec::new();
+        for side in [Side::Ours, Side::Reference] {
+            let dirs = dirs(side);
+            let ns = NetNs::create(&format!("force{}", u8::from(force)));
+            ns.delete_link_on_drop(&br);
+            for args in [
+                vec!["link", "add", br.as_str(), "type", "bridge"],
+                vec!["addr", "add", "10.216.6.99/24", "dev", br.as_str()],
+            ] {
+                assert!(ip(&args).success(), "ip {args:?}");
+            }
+            let net = "vs-force";
+            dirs.reset(&json!({"cniVersion": "1.0.0", "name": net, "plugins": [
+                {"type": "bridge", "bridge": br, "isGateway": true, "forceAddress": force,
+                 "ipam": {"type": "host-local", "dataDir": dirs.ipam(),
+                          "ranges": [[{"subnet": "10.216.6.0/24"}]]}}
+            ]}));
+            let add = dirs.run(Via::Libcni, "add", net, &ns, "force", "eth0");
+            let mut bridge = links(&["-j", "-d", "addr", "show", "dev", &br]);
+            // A failed ADD leaves the reference's port on the bridge until
+            // DEL and ours removes it at once (plugins_sample::bridge), so
+            // the bridge's MAC, which follows its ports, differs.
+            bridge[0]["mac"] = json!("<mac>");
+            answers.push((add["ok"].clone(), add["error"].clone(), bridge));
+            let _ = dirs.run(Via::Libcni, "del", net, &ns, "force", "eth0");
+        }
+        assert_eq!(
+            answers[0], answers[1],
+            "forceAddress {force}: ours, then the reference"
+        );
+        assert_eq!(
+            answers[0].0, force,
+            "forceAddress {force}: {:?}",
+            answers[0]
+        );
+    }
+}

@@ -27,7 +27,8 @@
 //! Where we deliberately differ: the host end's name is stable
 //! ([`cni_net::host_veth_name`]) rather than random, so DEL and CHECK find
 //! it without a result; configuration errors are code 7 before anything
-//! changes on the host.
+//! changes on the host; a failed ADD removes the pair at once (the
+//! reference leaves it on the bridge until DEL).
 
 use std::time::Duration;
 

@@ -161,7 +161,7 @@ fn ensure_address(
                 return Err(Error::new(
                     Code::INTERNAL,
                     format!(
-                        "{:?} already has an IP address different from {gw}",
+                        "failed to set bridge addr: {:?} already has an IP address different from {gw}",
                         bridge.name
                     ),
                 )
