@@ -367,3 +367,16 @@ fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
         );
     }
 }
+
+#[test]
+fn a_dual_stack_bridge_matches_the_reference() {
+    let br = bridge_name("6");
+    same_as_reference(
+        "br6",
+        "eth0",
+        Some(&br),
+        json!([{"type": "bridge", "bridge": br, "isDefaultGateway": true,
+                "ipam": {"type": "host-local",
+                         "ranges": [[{"subnet": "10.216.7.0/24"}], [{"subnet": "fd00:216:7::/64"}]]}}]),
+    );
+}
