@@ -12,6 +12,12 @@ use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 /// dump that a concurrent change interrupted.
 const NLM_F_DUMP_INTR: u16 = 0x10;
 
+/// `MSG_TRUNC`: `recv` returns a datagram's real length even when it
+/// did not fit, so a truncation is detected rather than parsed.
+fn libc_msg_trunc() -> i32 {
+    nix::sys::socket::MsgFlags::MSG_TRUNC.bits()
+}
+
 /// How often an interrupted dump is retried before giving up, as the
 /// reference's `netlinksafe` does.
 const DUMP_ATTEMPTS: usize = 10;
@@ -28,7 +34,12 @@ const DUMP_ATTEMPTS: usize = 10;
 pub struct Netlink {
     socket: Socket,
     sequence: u32,
+    /// Receive buffer, reused: one `recv` per datagram.
+    buffer: Vec<u8>,
 }
+
+/// The largest datagram the kernel sends: a dump fills at most 32 KiB.
+const RECEIVE_BUFFER: usize = 64 * 1024;
 
 impl std::fmt::Debug for Netlink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -50,6 +61,7 @@ impl Netlink {
         Ok(Netlink {
             socket,
             sequence: 0,
+            buffer: Vec::with_capacity(RECEIVE_BUFFER),
         })
     }
 
@@ -105,7 +117,15 @@ impl Netlink {
         let mut replies = Vec::new();
         let mut interrupted = false;
         loop {
-            let (data, _) = self.socket.recv_from_full()?;
+            self.buffer.clear();
+            let len = self.socket.recv(&mut self.buffer, libc_msg_trunc())?;
+            if len > self.buffer.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("netlink datagram of {len} bytes exceeds the receive buffer"),
+                ));
+            }
+            let data = &self.buffer[..];
             let mut offset = 0;
             while offset < data.len() {
                 let reply: NetlinkMessage<RouteNetlinkMessage> =
