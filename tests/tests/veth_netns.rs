@@ -381,7 +381,8 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
 #[test]
 fn reference_bridge_with_ipam_file() {
     let start = Instant::now();
-    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
+    // The reference directory first: ours has a `bridge` of its own now.
+    let dirs = NetDirs::new("cni-veth-", vec![reference_plugin_dir(), plugin_bin_dir()]);
     let net = "brfile";
     let cid = "bridge-c1";
     let bridge = format!("cnirsv{}", std::process::id() % 10000);
