@@ -30,12 +30,10 @@
 //! changes on the host; a failed ADD removes the pair at once (the
 //! reference leaves it on the bridge until DEL).
 
-use std::time::Duration;
-
-use cni_net::{Link, Netlink, Netns, VethPair};
+use cni_net::{Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
+use cni_types::{Code, Error, NetConf};
 
 mod check;
 mod config;
@@ -43,7 +41,7 @@ mod setup;
 
 pub use self::config::Fields;
 use self::config::{plan, Plan};
-use self::setup::{attach, ensure_bridge, layer3};
+use self::setup::{ensure_bridge, Attachment};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI bridge sample plugin v0.1.0";
@@ -65,7 +63,7 @@ fn open_netns(req: &Req) -> Result<Netns, Error> {
     Ok(Netns::open(path)?)
 }
 
-pub(crate) fn host_netlink() -> Result<Netlink, Error> {
+fn host_netlink() -> Result<Netlink, Error> {
     Netlink::open().map_err(|e| {
         Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
     })
@@ -83,14 +81,11 @@ impl Plugin for Bridge {
         let bridge = ensure_bridge(&mut host, &plan.bridge, f.mtu, f.promisc_mode)?;
         let mut inside = netns.socket()?;
         if inside.link_by_name(&req.ifname)?.is_some() {
-            return Err(Error::new(
-                Code::INTERNAL,
-                format!(
-                    "container veth name provided ({}) already exists",
-                    req.ifname
-                ),
-            )
-            .into());
+            let what = format!(
+                "container veth name provided ({}) already exists",
+                req.ifname
+            );
+            return Err(Error::new(Code::INTERNAL, what).into());
         }
         let host_name = cni_net::host_veth_name(&req.container_id, &req.ifname);
         let port = host.add_veth(&VethPair {
@@ -100,59 +95,34 @@ impl Plugin for Bridge {
             mtu: f.mtu,
             peer_mac: mac.map(|m| cni_net::Mac(m.mac.0)),
         })?;
-        let attached =
-            attach(&mut host, &port, &bridge, f.hairpin_mode).and_then(|()| match &plan.ipam {
-                Some(ipam) => cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
-                    let mut result = ipam_result.to_current()?;
-                    layer3(
-                        req,
-                        &plan,
-                        &netns,
-                        &mut host,
-                        &mut inside,
-                        &bridge,
-                        &mut result,
-                    )?;
-                    Ok(result)
-                }),
-                None => {
-                    let eth = inside.link(&req.ifname)?;
-                    inside.set_up(eth.index)?;
-                    Ok(Result100::new(SpecVersion::V1_0_0))
-                }
-            });
-        let mut result = match attached {
-            Ok(result) => result,
-            Err(err) => {
-                let _ = host.delete_link_if_present(&host_name);
-                return Err(err);
-            }
+        let mut at = Attachment {
+            req,
+            plan: &plan,
+            netns: &netns,
+            host,
+            inside,
+            bridge,
+            port,
         };
-        let port = host.wait_until_up(port.index, Duration::from_millis(2550))?;
-        // The bridge's MAC may change as the first port joins.
-        let bridge = host.link(&plan.bridge)?;
-        let container = inside.link(&req.ifname)?;
-        let mac_of = |l: &Link| l.mac.map(|m| m.to_string()).unwrap_or_default();
-        result.cni_version = SpecVersion::V1_0_0;
-        result.interfaces = vec![
-            Interface {
-                mac: mac_of(&bridge),
-                ..Interface::named(bridge.name.clone())
-            },
-            Interface {
-                mac: mac_of(&port),
-                ..Interface::named(port.name.clone())
-            },
-            Interface {
-                mac: mac_of(&container),
-                sandbox: netns.path().display().to_string(),
-                ..Interface::named(container.name.clone())
-            },
-        ];
-        if let Some(dns) = req.config.dns.clone().filter(|d| !d.is_empty()) {
-            result.dns = dns;
+        // Anything failing from here removes the pair; after the IPAM ADD,
+        // add_with_cleanup also runs the IPAM DEL.
+        let done = at.attach().and_then(|()| match &plan.ipam {
+            Some(ipam) => cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
+                let result = at.layer3(ipam_result.to_current()?)?;
+                at.describe(result)
+            }),
+            None => {
+                let result = at.layer2()?;
+                at.describe(result)
+            }
+        });
+        match done {
+            Ok(result) => Ok(result.into()),
+            Err(err) => {
+                let _ = at.host.delete_link_if_present(&host_name);
+                Err(err)
+            }
         }
-        Ok(result.into())
     }
 
     fn del(&self, req: &Req) -> Result<Reply, BoxError> {
