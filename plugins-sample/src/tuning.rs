@@ -126,12 +126,7 @@ impl Wanted {
             promisc: overrides.promisc.unwrap_or(conf.plugin.promisc),
             mtu: Some(overrides.mtu.unwrap_or(conf.plugin.mtu)).filter(|m| *m != 0),
             allmulti: overrides.allmulti.or(conf.plugin.allmulti),
-            data_dir: conf
-                .plugin
-                .data_dir
-                .clone()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or_else(|| DEFAULT_DATA_DIR.into()),
+            data_dir: data_dir(&conf.plugin),
         })
     }
 
@@ -156,6 +151,13 @@ struct Saved {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+/// `dataDir`, else the reference's default.
+fn data_dir(fields: &Fields) -> PathBuf {
+    let dir = fields.data_dir.clone();
+    dir.filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| DEFAULT_DATA_DIR.into())
 }
 
 fn saved_path(data_dir: &Path, req: &Req) -> PathBuf {
@@ -216,9 +218,10 @@ impl Plugin for Tuning {
         Ok(result.into())
     }
 
+    /// DEL reads only `dataDir` and the saved file: a configuration that
+    /// ADD would refuse still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<Reply, BoxError> {
-        let wanted = Wanted::from(req)?;
-        let path = saved_path(&wanted.data_dir, req);
+        let path = saved_path(&data_dir(&req.config.plugin), req);
         let Ok(text) = std::fs::read(&path) else {
             return Ok(Reply::Empty);
         };
@@ -453,5 +456,16 @@ mod tests {
         );
         assert_ne!(ns.socket().unwrap().link("eth0").unwrap().mtu, 1300);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn del_of_a_configuration_add_refuses_still_succeeds() {
+        let ns = netns();
+        let dir = tempfile::tempdir().unwrap();
+        let conf = conf(
+            dir.path(),
+            json!({"mac": "not-a-mac", "sysctl": {"kernel.x": "1"}}),
+        );
+        assert_eq!(run(&ns, "DEL", &conf).exit_code, 0);
     }
 }

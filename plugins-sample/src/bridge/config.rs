@@ -85,10 +85,15 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
             "cannot set hairpin mode and promiscuous mode at the same time",
         ));
     }
-    let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone());
     Ok(Plan {
         bridge,
-        ipam: ipam.filter(|t| !t.is_empty()),
+        ipam: ipam_type(req),
         gateway: f.is_gateway || f.is_default_gateway,
     })
+}
+
+/// `ipam.type`, when the bridge delegates addresses at all.
+pub(super) fn ipam_type(req: &Req) -> Option<String> {
+    let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone());
+    ipam.filter(|t| !t.is_empty())
 }

@@ -40,7 +40,7 @@ mod config;
 mod setup;
 
 pub use self::config::Fields;
-use self::config::{plan, Plan};
+use self::config::{ipam_type, plan, Plan};
 use self::setup::{ensure_bridge, Attachment};
 
 /// Printed to stderr when run by hand.
@@ -125,13 +125,15 @@ impl Plugin for Bridge {
         }
     }
 
+    /// DEL needs only the namespace and `ipam.type`: a configuration that
+    /// ADD would refuse (a field not implemented, hairpin with promisc)
+    /// still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<Reply, BoxError> {
-        let plan = plan(req)?;
         if let Some(Ok(netns)) = req.netns.as_ref().map(Netns::open) {
             netns.socket()?.delete_link_if_present(&req.ifname)?;
         }
         // A namespace that is gone took the pair with it.
-        if let Some(ipam) = &plan.ipam {
+        if let Some(ipam) = &ipam_type(req) {
             cni_invoke::delegate_del(ipam, req)?;
         }
         Ok(Reply::Empty)
@@ -224,5 +226,18 @@ mod tests {
             assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
             assert!(err.msg.contains(msg), "{err:?}");
         }
+    }
+
+    #[test]
+    fn del_of_a_configuration_add_refuses_still_succeeds() {
+        let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
+                                      "ipMasq": true, "hairpinMode": true, "promiscMode": true});
+        let out = TestRequest::new("DEL")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/cni-rs-bridge-does-not-exist")
+            .env("CNI_IFNAME", "eth0")
+            .stdin(conf.to_string())
+            .run(&Bridge, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
     }
 }
