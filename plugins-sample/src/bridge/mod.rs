@@ -240,4 +240,47 @@ mod tests {
             .run(&Bridge, &PluginInfo::all());
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
     }
+
+    #[test]
+    fn check_passes_after_add_and_names_the_drift() {
+        let ns = cni_net::testing::TempNetns::new("bridge-check").unwrap();
+        let br = format!("bc{}", std::process::id() % 1_000_000);
+        let conf =
+            serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge", "bridge": br});
+        let add = ns
+            .request("ADD", "eth0")
+            .stdin(conf.to_string())
+            .run(&Bridge, &PluginInfo::all());
+        let bridge_guard = delete_on_drop(&br);
+        assert_eq!(add.exit_code, 0, "{}", String::from_utf8_lossy(&add.stdout));
+        let mut with_prev = conf.clone();
+        with_prev["prevResult"] = serde_json::from_slice(&add.stdout).unwrap();
+        let check = || {
+            ns.request("CHECK", "eth0")
+                .stdin(with_prev.to_string())
+                .run(&Bridge, &PluginInfo::all())
+        };
+        assert_eq!(check().exit_code, 0, "{:?}", check().error());
+        let mut inside = ns.socket().unwrap();
+        let eth0 = inside.link("eth0").unwrap();
+        inside
+            .set_mac(eth0.index, cni_net::Mac([2, 0x16, 0, 0, 0, 0x99]))
+            .unwrap();
+        let err = check().error().unwrap();
+        assert!(err.msg.contains("02:16:00:00:00:99"), "{err:?}");
+        drop(bridge_guard);
+    }
+
+    /// Deletes the host bridge `name` when dropped.
+    fn delete_on_drop(name: &str) -> impl Drop + '_ {
+        struct Guard<'a>(&'a str);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut nl) = Netlink::open() {
+                    let _ = nl.delete_link_if_present(self.0);
+                }
+            }
+        }
+        Guard(name)
+    }
 }
