@@ -25,6 +25,7 @@
 //! ```
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cni_net::{Dad, NetError, Netlink, Netns, VethPair};
@@ -108,13 +109,20 @@ impl Plugin for Veth {
             Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
         })?;
         let host_name = host_veth_name(&req.container_id, &req.ifname);
-        let (ifname, mtu) = (req.ifname.as_str(), req.config.plugin.mtu);
+        let pair = VethPair {
+            name: &host_name,
+            peer_name: &req.ifname,
+            peer_netns: Some(&netns),
+            mtu: req.config.plugin.mtu,
+            peer_mac: None,
+        };
         // The pair is made and brought up on a thread while the IPAM
         // plugin, a process of its own, runs: the two overlap (about 2 ms
         // of an ADD, BENCHMARKS.md). Done in sequence, it would be
         // make_pair inside the closure, before configure.
+        let created = AtomicBool::new(false);
         let outcome = std::thread::scope(|scope| {
-            let making = scope.spawn(|| make_pair(host, inside, &netns, &host_name, ifname, mtu));
+            let making = scope.spawn(|| make_pair(host, inside, &pair, &created));
             cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
                 let (mut host, mut inside, host_index) = making
                     .join()
@@ -130,9 +138,12 @@ impl Plugin for Veth {
             })
         });
         let result = outcome.inspect_err(|_| {
-            // Whichever step failed, the pair may exist: remove it.
-            if let Ok(mut host) = Netlink::open() {
-                let _ = host.delete_link_if_present(&host_name);
+            // Whichever step failed, remove the pair if this ADD made it
+            // (never a link of that name that was there before).
+            if created.load(Ordering::SeqCst) {
+                if let Ok(mut host) = Netlink::open() {
+                    let _ = host.delete_link_if_present(&host_name);
+                }
             }
         })?;
         Ok(result.into())
@@ -193,28 +204,21 @@ impl Plugin for Veth {
 /// stuck kernel is an error, not a hang.
 const UP_TIMEOUT: Duration = Duration::from_millis(1500);
 
-/// Creates the pair (the container end in `netns` as `ifname`), sets both
-/// ends up and waits until the host end carries traffic; hands the
-/// sockets back with the host end's index.
+/// Creates the pair, says so in `created`, sets both ends up and waits
+/// until the host end carries traffic; hands the sockets back with the
+/// host end's index.
 fn make_pair(
     mut host: Netlink,
     mut inside: Netlink,
-    netns: &Netns,
-    host_name: &str,
-    ifname: &str,
-    mtu: Option<u32>,
+    pair: &VethPair,
+    created: &AtomicBool,
 ) -> Result<(Netlink, Netlink, u32), Error> {
     let host_link = host
-        .add_veth(&VethPair {
-            name: host_name,
-            peer_name: ifname,
-            peer_netns: Some(netns),
-            mtu,
-            peer_mac: None,
-        })
+        .add_veth(pair)
         .map_err(failed("create the veth pair"))?;
+    created.store(true, Ordering::SeqCst);
     let peer = inside
-        .link(ifname)
+        .link(pair.peer_name)
         .map_err(failed("find the container end"))?;
     inside
         .set_up(peer.index)
