@@ -320,6 +320,7 @@ fn check_namespace(
 
 #[cfg(test)]
 mod tests {
+    use cni_net::testing::TempNetns;
     use cni_skel::TestRequest;
     use cni_version::PluginInfo;
 
@@ -378,5 +379,76 @@ mod tests {
             .run(&Veth, &PluginInfo::all());
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    /// ADD run in-process with the test's thread inside `host` (so the
+    /// host ends land there, not in the machine's namespace) and the
+    /// container in `container`; IPAM is the reference host-local.
+    fn add_between(
+        host: &TempNetns,
+        container: &TempNetns,
+        ipam_dir: &std::path::Path,
+    ) -> cni_skel::Outcome {
+        let conf = format!(
+            r#"{{"cniVersion":"1.0.0","name":"n","ipam":{{"type":"host-local","dataDir":"{}","ranges":[[{{"subnet":"10.9.1.0/24"}}]]}}}}"#,
+            ipam_dir.display()
+        );
+        let req = container
+            .request("ADD", "eth0")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .stdin(conf);
+        host.run(|_| Ok::<_, NetError>(req.run(&Veth, &PluginInfo::all())))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failed_add_leaves_a_host_link_of_the_same_name_alone() {
+        let host = TempNetns::new("veth-host").unwrap();
+        let container = TempNetns::new("veth-cont").unwrap();
+        let taken = host_veth_name(container.name(), "eth0");
+        host.add_veth(&taken, "taken-peer", None).unwrap();
+        let ipam = tempfile::tempdir().unwrap();
+
+        let err = add_between(&host, &container, ipam.path()).error().unwrap();
+        assert_eq!(err.msg, "failed to create the veth pair", "{err:?}");
+        assert!(err.details.contains(&format!("{taken:?}")), "{err:?}");
+        let mut nl = host.socket().unwrap();
+        assert!(nl.link_by_name(&taken).unwrap().is_some(), "untouched");
+        assert!(container
+            .socket()
+            .unwrap()
+            .link_by_name("eth0")
+            .unwrap()
+            .is_none());
+        let reserved: Vec<_> = std::fs::read_dir(ipam.path().join("n"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("10.9.1."))
+            .collect();
+        assert_eq!(reserved, Vec::<String>::new(), "the address was released");
+    }
+
+    #[test]
+    fn an_add_in_process_configures_both_ends() {
+        let host = TempNetns::new("veth-host").unwrap();
+        let container = TempNetns::new("veth-cont").unwrap();
+        let ipam = tempfile::tempdir().unwrap();
+        let out = add_between(&host, &container, ipam.path());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+        let json = out.json();
+        assert_eq!(json["ips"][0]["address"], "10.9.1.2/24");
+        let eth0 = container.socket().unwrap().link("eth0").unwrap();
+        assert!(eth0.up && eth0.oper_up);
+        assert_eq!(json["interfaces"][1]["mac"], eth0.mac.unwrap().to_string());
+        let mut nl = host.socket().unwrap();
+        let host_end = nl.link(&host_veth_name(container.name(), "eth0")).unwrap();
+        let routes = nl.routes().unwrap();
+        assert!(
+            routes
+                .iter()
+                .any(|r| r.oif == Some(host_end.index)
+                    && r.route.dst == "10.9.1.2/32".parse().unwrap()),
+            "host route to the container: {routes:?}"
+        );
     }
 }
