@@ -37,5 +37,5 @@ for cmd, label, bound in [(0, "ADD", 0.4), (1, "DEL", 1.0)]:
 for cmd, label in [(0, "ADD"), (1, "DEL")]:
     ours = median[(0, cmd)] - median[(2, cmd)]
     ref = median[(1, cmd)] - median[(3, cmd)]
-    print(f"| ({label}: interface plugin without its IPAM, medians' difference, no target) | "
+    print(f"| ({label}: what the interface plugin adds to its IPAM alone, medians' difference, no target) | "
           f"{ours / 1e6:.2f} ms vs {ref / 1e6:.2f} ms: {ours / ref:.2f}x | |")

@@ -6,8 +6,9 @@
 //!   closure inside one with [`Netns::run`], or get a socket there with
 //!   [`Netns::socket`] (Go: plugins `pkg/ns`).
 //! - [`Netlink`] (`socket.rs`): the rtnetlink socket. Its operations are
-//!   grouped by object: links (`link.rs`, like `ip link`: veth pairs,
-//!   bridges, MTU, MAC, flags), addresses (`addr.rs`, like `ip addr`),
+//!   grouped by object: links (`link.rs`, like `ip link`: MTU, MAC,
+//!   flags; `veth.rs`: pairs into another namespace; `bridge.rs`: bridges
+//!   and ports), addresses (`addr.rs`, like `ip addr`),
 //!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
 //!   (Go: vishvananda/netlink, plugins `pkg/ip`).
 //! - [`configure_iface`] (`configure.rs`): a `Result100`'s interface into
@@ -97,6 +98,7 @@
 //!   find the host end again without a result.
 
 mod addr;
+mod bridge;
 mod check;
 mod configure;
 mod error;
@@ -107,14 +109,16 @@ mod route;
 mod socket;
 mod sysctl;
 pub mod testing;
+mod veth;
 
 pub use addr::{Address, Dad};
 pub use check::{check_addresses, check_interface, check_routes};
 pub use configure::configure_iface;
 pub use error::NetError;
-pub use link::{host_veth_name, validate_ifname, Link, VethPair, MAX_IFNAME_LEN};
+pub use link::{validate_ifname, Link, MAX_IFNAME_LEN};
 pub use mac::{Mac, MacError};
 pub use netns::{Netns, NetnsId};
 pub use route::{LiveRoute, MAIN_TABLE};
 pub use socket::Netlink;
 pub use sysctl::sysctl_path;
+pub use veth::{host_veth_name, VethPair};

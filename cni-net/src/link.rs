@@ -1,18 +1,16 @@
-//! Links: find, create (veth, bridge, dummy), change and delete them, like
-//! `ip link`.
+//! Links: find, create (dummy), change and delete them, like `ip link`;
+//! veth pairs are in `veth.rs`, bridges in `bridge.rs`.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, InfoVeth, LinkAttribute,
-    LinkFlags, LinkInfo, LinkMessage, State,
+    InfoKind, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::{Mac, NetError, Netlink, Netns};
+use crate::{Mac, NetError, Netlink};
 
 /// The kernel's limit on interface names: `IFNAMSIZ` (16) with its NUL.
 pub const MAX_IFNAME_LEN: usize = 15;
@@ -45,25 +43,6 @@ pub struct Link {
     pub kind: Option<String>,
 }
 
-/// A veth pair to create: `name` in the socket's namespace, `peer_name` in
-/// `peer_netns` (the socket's own when `None`), both with `mtu` when given.
-///
-/// Go: `ip.SetupVethWithName` (plugins `pkg/ip`), which creates the pair
-/// from the container's side; here either side can.
-#[derive(Debug, Clone, Copy)]
-pub struct VethPair<'a> {
-    /// This end's name.
-    pub name: &'a str,
-    /// The other end's name, in `peer_netns`.
-    pub peer_name: &'a str,
-    /// Where the other end goes.
-    pub peer_netns: Option<&'a Netns>,
-    /// MTU of both ends; the kernel default when `None`.
-    pub mtu: Option<u32>,
-    /// The other end's MAC; random when `None`.
-    pub peer_mac: Option<Mac>,
-}
-
 /// Checks a name the kernel will be asked to give a link: not empty, at
 /// most 15 bytes, not `.` or `..`, no `/`, `:` or whitespace.
 ///
@@ -85,25 +64,6 @@ pub fn validate_ifname(name: &str) -> Result<(), NetError> {
         name: name.to_owned(),
         reason,
     })
-}
-
-/// A host-side veth name for an attachment: `veth` and 8 hex digits of a
-/// hash of the container id and interface name, so it is stable (a
-/// runtime or a test can find it again), fits the 15-byte limit, and
-/// differs between attachments.
-///
-/// Go: `ip.RandomVethName` is random instead; a stable name lets DEL and
-/// CHECK find the host end without a result.
-pub fn host_veth_name(container_id: &str, ifname: &str) -> String {
-    // FNV-1a: a stable, dependency-free hash; collisions only mean EEXIST.
-    let hash = container_id
-        .bytes()
-        .chain([0])
-        .chain(ifname.bytes())
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    format!("veth{:08x}", hash as u32)
 }
 
 impl Netlink {
@@ -153,40 +113,6 @@ impl Netlink {
         }
     }
 
-    /// Creates a veth pair and returns this end (down; the peer is down
-    /// too, in its namespace under its name).
-    ///
-    /// Like `ip link add NAME type veth peer name PEER netns NS`.
-    pub fn add_veth(&mut self, pair: &VethPair) -> Result<Link, NetError> {
-        validate_ifname(pair.name)?;
-        validate_ifname(pair.peer_name)?;
-        let mut peer = LinkMessage::default();
-        peer.attributes
-            .push(LinkAttribute::IfName(pair.peer_name.to_owned()));
-        if let Some(netns) = pair.peer_netns {
-            peer.attributes
-                .push(LinkAttribute::NetNsFd(netns.as_fd().as_raw_fd()));
-        }
-        if let Some(mac) = pair.peer_mac {
-            peer.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
-        }
-        let mut msg = LinkMessage::default();
-        msg.attributes
-            .push(LinkAttribute::IfName(pair.name.to_owned()));
-        if let Some(mtu) = pair.mtu {
-            peer.attributes.push(LinkAttribute::Mtu(mtu));
-            msg.attributes.push(LinkAttribute::Mtu(mtu));
-        }
-        msg.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::Kind(InfoKind::Veth),
-            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer))),
-        ]));
-        let object = format!("{:?} (peer {:?})", pair.name, pair.peer_name);
-        self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
-            .map_err(NetError::kernel("create veth pair", &object))?;
-        self.link(pair.name)
-    }
-
     /// Creates a dummy link. Kernels built without `CONFIG_DUMMY` refuse
     /// with `EOPNOTSUPP`.
     ///
@@ -202,94 +128,6 @@ impl Netlink {
         self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
             .map_err(NetError::kernel("create dummy link", format!("{name:?}")))?;
         self.link(name)
-    }
-
-    /// The bridge named `name`, created (with `mtu` when given) when there
-    /// is none; a link of that name that is not a bridge is an error.
-    ///
-    /// Go: `ensureBridge` of the reference bridge plugin.
-    pub fn ensure_bridge(&mut self, name: &str, mtu: Option<u32>) -> Result<Link, NetError> {
-        if let Some(link) = self.link_by_name(name)? {
-            if link.kind.as_deref() != Some("bridge") {
-                return Err(NetError::Kernel {
-                    op: "use",
-                    object: format!("{name:?} as a bridge"),
-                    source: io::Error::new(
-                        io::ErrorKind::AlreadyExists,
-                        format!(
-                            "a link of that name exists and is a {}",
-                            link.kind.as_deref().unwrap_or("device without a kind")
-                        ),
-                    ),
-                });
-            }
-            return Ok(link);
-        }
-        let mut msg = LinkMessage::default();
-        msg.attributes.push(LinkAttribute::IfName(name.to_owned()));
-        if let Some(mtu) = mtu {
-            msg.attributes.push(LinkAttribute::Mtu(mtu));
-        }
-        msg.attributes
-            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
-                InfoKind::Bridge,
-            )]));
-        match self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
-            // Another plugin run created it meanwhile: use it.
-            Err(e) if e.raw_os_error() != Some(nix::errno::Errno::EEXIST as i32) => {
-                return Err(NetError::kernel("create bridge", format!("{name:?}"))(e))
-            }
-            _ => {}
-        }
-        self.link(name)
-    }
-
-    /// Makes link `port` a port of the bridge `bridge` (`None`: of no
-    /// bridge).
-    ///
-    /// Like `ip link set PORT master BRIDGE`; Go: `netlink.LinkSetMaster`.
-    pub fn set_master(&mut self, port: u32, bridge: Option<u32>) -> Result<(), NetError> {
-        let mut msg = link_message(port);
-        msg.attributes
-            .push(LinkAttribute::Controller(bridge.unwrap_or(0)));
-        self.set_link(msg, "set the master of")
-    }
-
-    /// Sets hairpin mode of a bridge port (traffic may leave by the port
-    /// it came in).
-    ///
-    /// Like `ip link set PORT type bridge_slave hairpin on`; Go:
-    /// `netlink.LinkSetHairpin`.
-    pub fn set_hairpin(&mut self, port: u32, on: bool) -> Result<(), NetError> {
-        let mut msg = link_message(port);
-        msg.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::PortKind(InfoPortKind::Bridge),
-            LinkInfo::PortData(InfoPortData::BridgePort(vec![InfoBridgePort::HairpinMode(
-                on,
-            )])),
-        ]));
-        // Port settings go through RTM_NEWLINK on the existing link.
-        let object = self.label(port);
-        self.change(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(NetError::kernel("set hairpin mode of", object))
-    }
-
-    /// Whether hairpin mode is on for a bridge port.
-    pub fn hairpin(&mut self, port: u32) -> Result<bool, NetError> {
-        let msg = link_message(port);
-        let replies = self
-            .get(RouteNetlinkMessage::GetLink(msg))
-            .map_err(NetError::kernel("look up link", format!("#{port}")))?;
-        Ok(replies.iter().any(|r| match r {
-            RouteNetlinkMessage::NewLink(link) => link.attributes.iter().any(|a| {
-                matches!(a, LinkAttribute::LinkInfo(infos) if infos.iter().any(|i| matches!(
-                    i,
-                    LinkInfo::PortData(InfoPortData::BridgePort(opts))
-                        if opts.contains(&InfoBridgePort::HairpinMode(true))
-                )))
-            }),
-            _ => false,
-        }))
     }
 
     /// Renames a link (it must be down).
@@ -409,7 +247,7 @@ impl Netlink {
         self.set_link(msg, op)
     }
 
-    fn set_link(&mut self, msg: LinkMessage, op: &'static str) -> Result<(), NetError> {
+    pub(crate) fn set_link(&mut self, msg: LinkMessage, op: &'static str) -> Result<(), NetError> {
         let index = msg.header.index;
         match self.change(RouteNetlinkMessage::SetLink(msg), 0) {
             Ok(()) => Ok(()),
@@ -427,7 +265,7 @@ impl Netlink {
     }
 }
 
-fn link_message(index: u32) -> LinkMessage {
+pub(crate) fn link_message(index: u32) -> LinkMessage {
     let mut msg = LinkMessage::default();
     msg.header.index = index;
     msg
@@ -490,14 +328,5 @@ mod tests {
             );
         }
         validate_ifname("fifteen-bytes-x").unwrap();
-    }
-
-    #[test]
-    fn host_veth_names_are_stable_short_and_distinct() {
-        let a = host_veth_name("c1", "eth0");
-        assert_eq!(a, host_veth_name("c1", "eth0"));
-        assert!(a.len() <= MAX_IFNAME_LEN && a.starts_with("veth"));
-        assert_ne!(a, host_veth_name("c1", "eth1"));
-        assert_ne!(a, host_veth_name("c2", "eth0"));
     }
 }

@@ -86,15 +86,7 @@ impl Netlink {
         &mut self,
         message: RouteNetlinkMessage,
     ) -> io::Result<Vec<RouteNetlinkMessage>> {
-        for _ in 0..DUMP_ATTEMPTS {
-            let (replies, interrupted) = self.exchange(message.clone(), NLM_F_DUMP)?;
-            if !interrupted {
-                return Ok(replies);
-            }
-        }
-        Err(io::Error::from_raw_os_error(
-            nix::errno::Errno::EINTR as i32,
-        ))
+        retry_interrupted(|| self.exchange(message.clone(), NLM_F_DUMP))
     }
 
     /// Sends one request and collects the replies until the ACK or the
@@ -151,5 +143,47 @@ impl Netlink {
                 }
             }
         }
+    }
+}
+
+/// Runs a dump until one comes back whole: `attempt` says whether the
+/// kernel flagged its answer interrupted; after [`DUMP_ATTEMPTS`]
+/// interrupted ones, `EINTR`.
+fn retry_interrupted<T>(mut attempt: impl FnMut() -> io::Result<(T, bool)>) -> io::Result<T> {
+    for _ in 0..DUMP_ATTEMPTS {
+        let (replies, interrupted) = attempt()?;
+        if !interrupted {
+            return Ok(replies);
+        }
+    }
+    Err(io::Error::from_raw_os_error(
+        nix::errno::Errno::EINTR as i32,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_dump_is_run_again_until_it_comes_back_whole() {
+        let mut calls = 0;
+        let whole = retry_interrupted(|| {
+            calls += 1;
+            Ok((calls, calls < 3))
+        });
+        assert_eq!(whole.unwrap(), 3);
+    }
+
+    #[test]
+    fn a_dump_interrupted_every_time_gives_up_with_eintr() {
+        let mut calls = 0;
+        let err = retry_interrupted(|| {
+            calls += 1;
+            Ok(((), true))
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::errno::Errno::EINTR as i32));
+        assert_eq!(calls, DUMP_ATTEMPTS);
     }
 }
