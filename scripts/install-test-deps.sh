@@ -17,6 +17,13 @@
 #                                noop's own test suite against our noop
 #   jq                           the shell plugins of cni-conformance's
 #                                tests (cni-conformance/tests/plugins)
+#   podman, runc, conmon,        a real container engine for tests/tests/
+#   busybox-static               podman.rs and the demo: Podman 4.3.1 with
+#                                its CNI backend runs busybox roots on
+#                                networks of our plugins. runc, not crun
+#                                (crun refuses hybrid cgroups); never
+#                                netavark (--no-install-recommends keeps it
+#                                out; the tests select the CNI backend).
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -40,6 +47,11 @@ command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
 [ -d /usr/share/gocode/src/github.com/onsi/ginkgo ] || missing+=(golang-github-onsi-ginkgo-dev)
 [ -d /usr/share/gocode/src/github.com/onsi/gomega ] || missing+=(golang-gomega-dev)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+command -v podman >/dev/null 2>&1 || missing+=(podman)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+command -v conmon >/dev/null 2>&1 || missing+=(conmon)
+# The container root needs the static build (the busybox package is not).
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"
@@ -62,4 +74,7 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}"
 command -v go >/dev/null 2>&1 || { echo "install-test-deps: go still not on PATH" >&2; exit 1; }
 [ -d "$LIBCNI_DIR" ] || { echo "install-test-deps: $LIBCNI_DIR still missing" >&2; exit 1; }
 [ -x "$HOST_LOCAL" ] || { echo "install-test-deps: $HOST_LOCAL still missing" >&2; exit 1; }
+for c in podman runc conmon; do
+    command -v "$c" >/dev/null 2>&1 || { echo "install-test-deps: $c still not on PATH" >&2; exit 1; }
+done
 echo "install-test-deps: done"

@@ -17,6 +17,7 @@ crates=(
     cni-version
     cni-types
     cni-skel
+    cni-net
     cni-invoke
     cnitool
     cni-conformance

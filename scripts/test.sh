@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: installs the reference peers the
 # interoperability tests need (Go, libcni, the reference plugins), then
 # formatting, lints, docs and every test of the workspace, a smoke run of
-# both benchmark harnesses, and the demo. Interop tests fail, never skip,
+# the benchmark harnesses, and the demo. Interop tests fail, never skip,
 # when a peer is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,7 @@ cargo test --workspace
 # build and run end to end (3 rounds, each benchmark once); the figures are
 # neither printed nor checked.
 bench/process/run.sh 3 >/dev/null
+bench/process/interface.sh 3 >/dev/null
 bench/inprocess.sh --smoke >/dev/null
 # The main job (README's first command), with the plugins built as they are
 # deployed (static, musl) and driven through cnitool beside host-local.

@@ -9,6 +9,8 @@
 //!   fields; [`NetConfList`] a configuration list; [`UnknownFields`] keeps
 //!   the keys your struct does not name, every number exactly as written.
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
+//! - [`Mac`] is a hardware address; [`conventions::requested_mac`] finds
+//!   the one a runtime asked for.
 //! - Addresses are typed: [`IpNetwork`] keeps the host part
 //!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
 //!
@@ -23,6 +25,7 @@ pub mod conventions;
 mod dns;
 mod error;
 mod ip;
+mod mac;
 mod prev_result;
 mod print;
 mod raw_de;
@@ -40,6 +43,7 @@ pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
+pub use mac::{Mac, MacError};
 pub use result::{
     CniResult, ConvertError, Interface, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020,
     Result040, Result100, ResultError,

@@ -11,8 +11,8 @@
 //!   (spec section 4) and releases the address when its ADD fails.
 //!
 //! - [`veth`]: an interface plugin that does real work: a veth pair into
-//!   the container namespace over rtnetlink, addresses from its IPAM
-//!   plugin, routes both ways.
+//!   the container namespace, addresses from its IPAM plugin, routes both
+//!   ways, all through the `cni_net` library.
 //!
 //! - [`ipam`]: `ipam-file`, an IPAM plugin compatible with the reference
 //!   `host-local` (configuration and on-disk reservations), with GC and
@@ -21,11 +21,23 @@
 //! - [`agent`]: `agent-forward`, an async plugin forwarding each command
 //!   to a local agent over a Unix socket (a daemon shim), and the agent.
 //!
+//! - [`loopback`]: a drop-in for the reference `loopback`: `lo` up in the
+//!   container namespace.
+//!
+//! - [`tuning`]: a drop-in for the reference `tuning`: sysctls, MTU, MAC,
+//!   promiscuous and all-multicast modes, restored on DEL.
+//!
+//! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
+//!   veth port per container, IPAM delegated, the gateway on the bridge.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
+pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
 pub mod ipam;
+pub mod loopback;
 pub mod noop;
+pub mod tuning;
 pub mod veth;

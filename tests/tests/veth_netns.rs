@@ -257,7 +257,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethnet";
     let cid = "veth-c1";
-    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_veth_name(cid, "eth0");
     let list = json!({
         "cniVersion": "1.0.0",
         "name": net,
@@ -279,7 +279,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
         let result = &add["result"];
         assert_eq!(
             result["interfaces"][0]["name"], host_veth,
-            "{via:?}: the host end is named as plugins_sample::veth::host_name() computes"
+            "{via:?}: the host end is named as plugins_sample::veth::host_veth_name() computes"
         );
         let host = link_state(&host_link(&host_veth).expect("the host end exists"));
         let eth0 = link_state(&ns.link("eth0").expect("eth0 exists in the namespace"));
@@ -381,7 +381,8 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
 #[test]
 fn reference_bridge_with_ipam_file() {
     let start = Instant::now();
-    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
+    // The reference directory first: ours has a `bridge` of its own now.
+    let dirs = NetDirs::new("cni-veth-", vec![reference_plugin_dir(), plugin_bin_dir()]);
     let net = "brfile";
     let cid = "bridge-c1";
     let bridge = format!("cnirsv{}", std::process::id() % 10000);
@@ -455,7 +456,7 @@ fn veth_with_reference_host_local() {
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethhl";
     let cid = "veth-hl";
-    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_veth_name(cid, "eth0");
     let list = json!({
         "cniVersion": "1.0.0",
         "name": net,
@@ -515,7 +516,7 @@ fn veth_then_dns_mac_chain() {
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethdns";
     let cid = "veth-dns";
-    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_veth_name(cid, "eth0");
     let list = json!({
         "cniVersion": "1.0.0",
         "name": net,
@@ -590,7 +591,7 @@ fn veth_add_failures_leave_nothing() {
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethfail";
     let cid = "veth-fail";
-    let host_veth = plugins_sample::veth::host_name(cid, "eth0");
+    let host_veth = plugins_sample::veth::host_veth_name(cid, "eth0");
     let ns = NetNs::create("vethfail");
     ns.delete_link_on_drop(&host_veth);
 
@@ -662,7 +663,7 @@ fn eight_veth_containers_in_parallel() {
     let containers: Vec<(String, String, NetNs)> = (0..N)
         .map(|i| {
             let cid = format!("veth-par-{i}");
-            let host_veth = plugins_sample::veth::host_name(&cid, "eth0");
+            let host_veth = plugins_sample::veth::host_veth_name(&cid, "eth0");
             let ns = NetNs::create(&format!("vethpar{i}"));
             ns.delete_link_on_drop(&host_veth);
             (cid, host_veth, ns)

@@ -2,7 +2,9 @@
 //! veth pair and delegates addressing to its IPAM plugin.
 //!
 //! ADD creates the pair with the container end directly inside `CNI_NETNS`
-//! named `CNI_IFNAME` (MTU from `mtu`), runs the `ipam.type` plugin, puts the
+//! named `CNI_IFNAME` (MTU from `mtu`; the MAC address a runtime asked for,
+//! as [`requested_mac`] finds it, so Podman's `--mac-address` is honoured),
+//! runs the `ipam.type` plugin, puts the
 //! addresses and routes it returned on the container end, gives the host end
 //! each subnet's gateway address (so the container reaches the host through
 //! it) and a host route to each container address, and returns the full
@@ -13,7 +15,9 @@
 //!
 //! DEL runs the IPAM DEL and deletes the pair; a namespace or interface that
 //! is already gone is success. CHECK verifies the previous result against
-//! the namespace (interface, MAC, addresses, routes) and delegates to IPAM.
+//! the namespace (interface, MAC, MTU, addresses, routes) and delegates to
+//! IPAM. The kernel work is `cni_net`'s: `configure_iface` and
+//! `check_interface` for the container end, `Netlink` for the host end.
 //! GC and STATUS go to IPAM.
 //!
 //! ```json
@@ -22,16 +26,17 @@
 //!           "routes": [{"dst": "0.0.0.0/0"}]}}
 //! ```
 
-mod netlink;
-
-use std::fs::File;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
+use cni_net::{Dad, NetError, Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100};
+use cni_types::conventions::{requested_mac, MacPrecedence};
+use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100, Route};
 use serde::Deserialize;
 
-pub use self::netlink::{Link, Netlink};
+pub use cni_net::host_veth_name;
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI veth sample plugin v0.1.0";
@@ -55,8 +60,19 @@ pub struct Veth;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
-fn netlink_error(what: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |e| Error::new(Code::INTERNAL, format!("failed to {what}")).with_details(e.to_string())
+/// A kernel failure as this plugin reports it: what it was doing in
+/// `msg`, the library's account (naming the object) in `details`.
+fn failed(what: &str) -> impl FnOnce(NetError) -> Error + '_ {
+    move |e| {
+        let cni = Error::from(e);
+        let details = [cni.msg.as_str(), cni.details.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(": ");
+        Error::new(cni.code, format!("failed to {what}")).with_details(details)
+    }
 }
 
 /// Validates the configuration before anything changes on the host.
@@ -70,32 +86,12 @@ fn validate(req: &Req) -> Result<String, Error> {
     Ok(req.config.ipam_type()?.to_owned())
 }
 
-fn open_netns(req: &Req) -> Result<File, Error> {
+fn open_netns(req: &Req) -> Result<Netns, Error> {
     let path = req
         .netns
         .as_ref()
         .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    File::open(path).map_err(|e| {
-        Error::new(
-            Code::INVALID_NETNS,
-            format!("failed to open netns {}", path.display()),
-        )
-        .with_details(e.to_string())
-    })
-}
-
-/// The host end's name for an attachment: stable (a runtime or a test can
-/// find it again), short enough for the kernel (15 bytes).
-pub fn host_name(container_id: &str, ifname: &str) -> String {
-    // FNV-1a: a stable, dependency-free hash; collisions only mean EEXIST.
-    let hash = container_id
-        .bytes()
-        .chain([0])
-        .chain(ifname.bytes())
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    format!("veth{:08x}", hash as u32)
+    Ok(Netns::open(path)?)
 }
 
 impl Plugin for Veth {
@@ -103,44 +99,54 @@ impl Plugin for Veth {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let ipam = validate(req)?;
+        let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let netns = open_netns(req)?;
-        let mut inside =
-            Netlink::open_in(&netns).map_err(netlink_error("enter the container netns"))?;
-        if inside
-            .link_by_name(&req.ifname)
-            .map_err(netlink_error("list container interfaces"))?
-            .is_some()
-        {
+        let mut inside = netns.socket()?;
+        if inside.link_by_name(&req.ifname)?.is_some() {
             return Err(
                 Error::new(INTERFACE_EXISTS, "container interface already exists")
-                    .with_details(format!(
-                        "{:?} in {}",
-                        req.ifname,
-                        req.netns
-                            .as_ref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default()
-                    ))
+                    .with_details(format!("{:?} in {}", req.ifname, netns.path().display()))
                     .into(),
             );
         }
-        let mut host = Netlink::open().map_err(netlink_error("open netlink"))?;
-        let result = cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
-            let host_name = host_name(&req.container_id, &req.ifname);
-            host.add_veth(
-                &host_name,
-                &req.ifname,
-                netlink::fd_of(&netns),
-                req.config.plugin.mtu,
-            )
-            .map_err(netlink_error("create the veth pair"))?;
-            match configure(req, &ipam_result, &host_name, &mut host, &mut inside) {
-                Ok(result) => Ok(result),
-                Err(err) => {
-                    if let Ok(Some(link)) = host.link_by_name(&host_name) {
-                        let _ = host.delete_link(link.index);
-                    }
-                    Err(err)
+        let host = Netlink::open().map_err(|e| {
+            Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
+        })?;
+        let host_name = host_veth_name(&req.container_id, &req.ifname);
+        let pair = VethPair {
+            name: &host_name,
+            peer_name: &req.ifname,
+            peer_netns: Some(&netns),
+            mtu: req.config.plugin.mtu,
+            peer_mac: mac.map(|m| cni_net::Mac(m.mac.0)),
+        };
+        // The pair is made and brought up on a thread while the IPAM
+        // plugin, a process of its own, runs: the two overlap (about 2 ms
+        // of an ADD, BENCHMARKS.md). Done in sequence, it would be
+        // make_pair inside the closure, before configure.
+        let created = AtomicBool::new(false);
+        let outcome = std::thread::scope(|scope| {
+            let making = scope.spawn(|| make_pair(host, inside, &pair, &created));
+            cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
+                let (mut host, mut inside, host_index) = making
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                configure(
+                    req,
+                    &netns,
+                    &ipam_result,
+                    host_index,
+                    &mut host,
+                    &mut inside,
+                )
+            })
+        });
+        let result = outcome.inspect_err(|_| {
+            // Whichever step failed, remove the pair if this ADD made it
+            // (never a link of that name that was there before).
+            if created.load(Ordering::SeqCst) {
+                if let Ok(mut host) = Netlink::open() {
+                    let _ = host.delete_link_if_present(&host_name);
                 }
             }
         })?;
@@ -149,21 +155,27 @@ impl Plugin for Veth {
 
     fn del(&self, req: &Req) -> Result<Reply, BoxError> {
         let ipam = validate(req)?;
-        cni_invoke::delegate_del(&ipam, req)?;
+        let ifname = req.ifname.as_str();
         // A namespace that is gone took the pair with it.
-        let Some(Ok(netns)) = req.netns.as_ref().map(File::open) else {
-            return Ok(Reply::Empty);
-        };
-        let mut inside =
-            Netlink::open_in(&netns).map_err(netlink_error("enter the container netns"))?;
-        if let Some(link) = inside
-            .link_by_name(&req.ifname)
-            .map_err(netlink_error("list container interfaces"))?
-        {
-            inside
-                .delete_link(link.index)
-                .map_err(netlink_error("delete the veth pair"))?;
-        }
+        let netns = req.netns.as_ref().map(Netns::open);
+        // The kernel takes tens of milliseconds to delete a link; the IPAM
+        // DEL runs meanwhile instead of before it.
+        std::thread::scope(|scope| {
+            let removing = scope.spawn(move || -> Result<(), Error> {
+                if let Some(Ok(netns)) = netns {
+                    netns
+                        .socket()?
+                        .delete_link_if_present(ifname)
+                        .map_err(failed("delete the veth pair"))?;
+                }
+                Ok(())
+            });
+            let released = cni_invoke::delegate_del(&ipam, req);
+            let removed = removing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            released.and(removed)
+        })?;
         Ok(Reply::Empty)
     }
 
@@ -176,9 +188,7 @@ impl Plugin for Veth {
             .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "CHECK needs a prevResult"))?
             .to_current()?;
         let netns = open_netns(req)?;
-        let mut inside =
-            Netlink::open_in(&netns).map_err(netlink_error("enter the container netns"))?;
-        check_namespace(req, &prev, &mut inside)?;
+        check_namespace(req, &netns, &prev, &mut netns.socket()?)?;
         cni_invoke::delegate_check(&ipam, req)?;
         Ok(Reply::Empty)
     }
@@ -194,169 +204,127 @@ impl Plugin for Veth {
     }
 }
 
-/// Everything after the pair exists: addresses, routes, links up, and the
-/// result describing it.
+/// How long a veth end may take to come up once set up; bounded so a
+/// stuck kernel is an error, not a hang.
+const UP_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// Creates the pair, says so in `created`, sets both ends up and waits
+/// until the host end carries traffic; hands the sockets back with the
+/// host end's index.
+fn make_pair(
+    mut host: Netlink,
+    mut inside: Netlink,
+    pair: &VethPair,
+    created: &AtomicBool,
+) -> Result<(Netlink, Netlink, u32), Error> {
+    let host_link = host
+        .add_veth(pair)
+        .map_err(failed("create the veth pair"))?;
+    created.store(true, Ordering::SeqCst);
+    let peer = inside
+        .link(pair.peer_name)
+        .map_err(failed("find the container end"))?;
+    inside
+        .set_up(peer.index)
+        .map_err(failed("set the container interface up"))?;
+    host.set_up(host_link.index)
+        .map_err(failed("set the host interface up"))?;
+    host.wait_until_up(host_link.index, UP_TIMEOUT)
+        .map_err(failed("bring the host end up"))?;
+    Ok((host, inside, host_link.index))
+}
+
+/// Everything after the pair exists: the container end configured from
+/// the result, the host end up with each gateway address and a route to
+/// each container address, and the result describing both ends.
 fn configure(
     req: &Req,
+    netns: &Netns,
     ipam_result: &CniResult,
-    host_name: &str,
+    host_index: u32,
     host: &mut Netlink,
     inside: &mut Netlink,
 ) -> Result<Result100, BoxError> {
     let mut result = ipam_result.to_current()?;
-    let host_link = host
-        .link_by_name(host_name)?
-        .ok_or_else(|| Error::new(Code::INTERNAL, "host end of the pair vanished"))?;
-    let peer = inside
-        .link_by_name(&req.ifname)?
-        .ok_or_else(|| Error::new(Code::INTERNAL, "container end of the pair vanished"))?;
-    inside
-        .set_up(peer.index)
-        .map_err(netlink_error("set the container interface up"))?;
-    host.set_up(host_link.index)
-        .map_err(netlink_error("set the host interface up"))?;
-    wait_until_up(host, host_link.index, "host")?;
-    wait_until_up(inside, peer.index, "container")?;
-
-    for ip in &result.ips {
-        inside
-            .add_address(peer.index, ip.address)
-            .map_err(netlink_error("add an address in the container"))?;
-        let host_route = IpNetwork::new(
-            ip.address.addr(),
-            if ip.address.is_ipv4() { 32 } else { 128 },
-        )
-        .unwrap_or(ip.address);
-        host.add_route(host_route, None, host_link.index)
-            .map_err(netlink_error("add the host route to the container"))?;
-        if let Some(gw) = ip.gateway {
-            let own = IpNetwork::new(gw, if gw.is_ipv4() { 32 } else { 128 }).unwrap_or(ip.address);
-            host.add_address(host_link.index, own)
-                .map_err(netlink_error("add the gateway address on the host end"))?;
-        }
-    }
-    for route in &result.routes {
-        let gateway = route.gw.or_else(|| gateway_for(&result, route.dst.addr()));
-        inside
-            .add_route(route.dst, gateway, peer.index)
-            .map_err(netlink_error("add a route in the container"))?;
-    }
-
-    let netns = req
-        .netns
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
     result.interfaces = vec![
+        Interface::default(),
         Interface {
-            mac: host_link.mac,
-            ..Interface::named(host_link.name)
-        },
-        Interface {
-            mac: peer.mac,
-            sandbox: netns,
+            sandbox: netns.path().display().to_string(),
             mtu: req.config.plugin.mtu,
-            ..Interface::named(peer.name)
+            ..Interface::named(req.ifname.clone())
         },
     ];
     for ip in &mut result.ips {
         ip.interface = Some(1);
     }
+    // The container end is one half of a pair: no other host can hold its
+    // addresses, so duplicate address detection is skipped.
+    let peer =
+        cni_net::configure_iface(inside, &req.ifname, &result, Dad::Skip).map_err(|e| match e {
+            NetError::Kernel {
+                op: "add route", ..
+            } => failed("add a route in the container")(e),
+            e => failed("configure the container interface")(e),
+        })?;
+    let host_link = host
+        .link_by_index(host_index)?
+        .ok_or_else(|| Error::new(Code::INTERNAL, "the host end of the pair vanished"))?;
+    for ip in &result.ips {
+        host.replace_route(
+            host_index,
+            &Route::new(host_network(ip.address.addr())?, None),
+        )
+        .map_err(failed("add the host route to the container"))?;
+        if let Some(gw) = ip.gateway {
+            host.add_address(host_index, host_network(gw)?, Dad::Skip)
+                .map_err(failed("add the gateway address on the host end"))?;
+        }
+    }
+
+    result.interfaces[0] = Interface {
+        mac: mac_text(host_link.mac),
+        ..Interface::named(host_link.name)
+    };
+    result.interfaces[1].mac = mac_text(peer.mac);
     if let Some(dns) = req.config.dns.clone().filter(|d| !d.is_empty()) {
         result.dns = dns;
     }
     Ok(result)
 }
 
-/// The kernel brings a veth end's carrier up shortly after it is set up;
-/// answer ADD only once the pair can carry traffic (as the reference bridge
-/// plugin waits for its port). Bounded: about 1.3 s in all.
-fn wait_until_up(netlink: &mut Netlink, index: u32, end: &str) -> Result<(), Error> {
-    for delay_ms in [0, 5, 20, 50, 200, 1000] {
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        if netlink
-            .is_oper_up(index)
-            .map_err(netlink_error("read the link state"))?
-        {
-            return Ok(());
-        }
-    }
-    Err(Error::new(
-        Code::INTERNAL,
-        format!("the {end} end of the veth pair did not come up"),
-    ))
+fn mac_text(mac: Option<cni_net::Mac>) -> String {
+    mac.map(|m| m.to_string()).unwrap_or_default()
 }
 
-/// The gateway of the first address of the same family.
-fn gateway_for(result: &Result100, dst: IpAddr) -> Option<IpAddr> {
-    result
-        .ips
-        .iter()
-        .filter(|ip| ip.address.addr().is_ipv4() == dst.is_ipv4())
-        .find_map(|ip| ip.gateway)
+/// The single-address network of `ip` (`/32` or `/128`).
+fn host_network(ip: IpAddr) -> Result<IpNetwork, Error> {
+    IpNetwork::new(ip, if ip.is_ipv4() { 32 } else { 128 })
+        .ok_or_else(|| Error::new(Code::INTERNAL, format!("no host network for {ip}")))
 }
 
 /// CHECK: the container interface of the previous result is in the
-/// namespace with its MAC, addresses and routes.
-fn check_namespace(req: &Req, prev: &Result100, inside: &mut Netlink) -> Result<(), Error> {
-    let differs = |what: String| {
-        Error::new(
+/// namespace with its MAC, MTU, addresses and routes.
+fn check_namespace(
+    req: &Req,
+    netns: &Netns,
+    prev: &Result100,
+    inside: &mut Netlink,
+) -> Result<(), Error> {
+    let sandbox = netns.path().display().to_string();
+    match cni_net::check_interface(inside, prev, &req.ifname, &sandbox) {
+        Ok(_) => Ok(()),
+        Err(NetError::Differs(what)) => Err(Error::new(
             NOT_AS_EXPECTED,
             "container network differs from the previous result",
         )
-        .with_details(what)
-    };
-    let netns = req
-        .netns
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let (index, expected) = prev
-        .interfaces
-        .iter()
-        .enumerate()
-        .find(|(_, i)| i.name == req.ifname && i.sandbox == netns)
-        .ok_or_else(|| {
-            differs(format!(
-                "prevResult has no interface {:?} in {netns}",
-                req.ifname
-            ))
-        })?;
-    let link = inside
-        .link_by_name(&req.ifname)
-        .map_err(netlink_error("list container interfaces"))?
-        .ok_or_else(|| differs(format!("interface {:?} is missing", req.ifname)))?;
-    if !expected.mac.is_empty() && !expected.mac.eq_ignore_ascii_case(&link.mac) {
-        return Err(differs(format!(
-            "{} has MAC {}, prevResult says {}",
-            link.name, link.mac, expected.mac
-        )));
+        .with_details(what)),
+        Err(e) => Err(e.into()),
     }
-    let addresses = inside
-        .addresses(link.index)
-        .map_err(netlink_error("list container addresses"))?;
-    for ip in prev.ips.iter().filter(|ip| ip.interface == Some(index)) {
-        if !addresses.contains(&ip.address) {
-            return Err(differs(format!(
-                "address {} is missing from {}",
-                ip.address, link.name
-            )));
-        }
-    }
-    let routes = inside
-        .route_destinations(link.index)
-        .map_err(netlink_error("list container routes"))?;
-    for route in &prev.routes {
-        let dst = IpNetwork::new(route.dst.network(), route.dst.prefix()).unwrap_or(route.dst);
-        if !routes.contains(&dst) {
-            return Err(differs(format!("route to {} is missing", route.dst)));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use cni_net::testing::TempNetns;
     use cni_skel::TestRequest;
     use cni_version::PluginInfo;
 
@@ -417,12 +385,74 @@ mod tests {
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
     }
 
+    /// ADD run in-process with the test's thread inside `host` (so the
+    /// host ends land there, not in the machine's namespace) and the
+    /// container in `container`; IPAM is the reference host-local.
+    fn add_between(
+        host: &TempNetns,
+        container: &TempNetns,
+        ipam_dir: &std::path::Path,
+    ) -> cni_skel::Outcome {
+        let conf = format!(
+            r#"{{"cniVersion":"1.0.0","name":"n","ipam":{{"type":"host-local","dataDir":"{}","ranges":[[{{"subnet":"10.9.1.0/24"}}]]}}}}"#,
+            ipam_dir.display()
+        );
+        let req = container
+            .request("ADD", "eth0")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .stdin(conf);
+        host.run(|_| Ok::<_, NetError>(req.run(&Veth, &PluginInfo::all())))
+            .unwrap()
+    }
+
     #[test]
-    fn host_names_are_stable_short_and_distinct() {
-        let a = host_name("c1", "eth0");
-        assert_eq!(a, host_name("c1", "eth0"));
-        assert!(a.len() <= 15 && a.starts_with("veth"));
-        assert_ne!(a, host_name("c1", "eth1"));
-        assert_ne!(a, host_name("c2", "eth0"));
+    fn a_failed_add_leaves_a_host_link_of_the_same_name_alone() {
+        let host = TempNetns::new("veth-host").unwrap();
+        let container = TempNetns::new("veth-cont").unwrap();
+        let taken = host_veth_name(container.name(), "eth0");
+        host.add_veth(&taken, "taken-peer", None).unwrap();
+        let ipam = tempfile::tempdir().unwrap();
+
+        let err = add_between(&host, &container, ipam.path()).error().unwrap();
+        assert_eq!(err.msg, "failed to create the veth pair", "{err:?}");
+        assert!(err.details.contains(&format!("{taken:?}")), "{err:?}");
+        let mut nl = host.socket().unwrap();
+        assert!(nl.link_by_name(&taken).unwrap().is_some(), "untouched");
+        assert!(container
+            .socket()
+            .unwrap()
+            .link_by_name("eth0")
+            .unwrap()
+            .is_none());
+        let reserved: Vec<_> = std::fs::read_dir(ipam.path().join("n"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("10.9.1."))
+            .collect();
+        assert_eq!(reserved, Vec::<String>::new(), "the address was released");
+    }
+
+    #[test]
+    fn an_add_in_process_configures_both_ends() {
+        let host = TempNetns::new("veth-host").unwrap();
+        let container = TempNetns::new("veth-cont").unwrap();
+        let ipam = tempfile::tempdir().unwrap();
+        let out = add_between(&host, &container, ipam.path());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+        let json = out.json();
+        assert_eq!(json["ips"][0]["address"], "10.9.1.2/24");
+        let eth0 = container.socket().unwrap().link("eth0").unwrap();
+        assert!(eth0.up && eth0.oper_up);
+        assert_eq!(json["interfaces"][1]["mac"], eth0.mac.unwrap().to_string());
+        let mut nl = host.socket().unwrap();
+        let host_end = nl.link(&host_veth_name(container.name(), "eth0")).unwrap();
+        let routes = nl.routes().unwrap();
+        assert!(
+            routes
+                .iter()
+                .any(|r| r.oif == Some(host_end.index)
+                    && r.route.dst == "10.9.1.2/32".parse().unwrap()),
+            "host route to the container: {routes:?}"
+        );
     }
 }

@@ -1,0 +1,102 @@
+//! Bridges and their ports, like `ip link add type bridge` and `ip link set master`.
+
+use std::io;
+
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use netlink_packet_route::link::{
+    InfoBridgePort, InfoKind, InfoPortData, InfoPortKind, LinkAttribute, LinkInfo, LinkMessage,
+};
+use netlink_packet_route::RouteNetlinkMessage;
+
+use crate::link::link_message;
+use crate::{Link, NetError, Netlink};
+
+impl Netlink {
+    /// The bridge named `name`, created (with `mtu` when given) when there
+    /// is none; a link of that name that is not a bridge is an error.
+    ///
+    /// Go: `ensureBridge` of the reference bridge plugin.
+    pub fn ensure_bridge(&mut self, name: &str, mtu: Option<u32>) -> Result<Link, NetError> {
+        if let Some(link) = self.link_by_name(name)? {
+            if link.kind.as_deref() != Some("bridge") {
+                return Err(NetError::Kernel {
+                    op: "use",
+                    object: format!("{name:?} as a bridge"),
+                    source: io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!(
+                            "a link of that name exists and is a {}",
+                            link.kind.as_deref().unwrap_or("device without a kind")
+                        ),
+                    ),
+                });
+            }
+            return Ok(link);
+        }
+        let mut msg = LinkMessage::default();
+        msg.attributes.push(LinkAttribute::IfName(name.to_owned()));
+        if let Some(mtu) = mtu {
+            msg.attributes.push(LinkAttribute::Mtu(mtu));
+        }
+        msg.attributes
+            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+                InfoKind::Bridge,
+            )]));
+        match self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
+            // Another plugin run created it meanwhile: use it.
+            Err(e) if e.raw_os_error() != Some(nix::errno::Errno::EEXIST as i32) => {
+                return Err(NetError::kernel("create bridge", format!("{name:?}"))(e))
+            }
+            _ => {}
+        }
+        self.link(name)
+    }
+
+    /// Makes link `port` a port of the bridge `bridge` (`None`: of no
+    /// bridge).
+    ///
+    /// Like `ip link set PORT master BRIDGE`; Go: `netlink.LinkSetMaster`.
+    pub fn set_master(&mut self, port: u32, bridge: Option<u32>) -> Result<(), NetError> {
+        let mut msg = link_message(port);
+        msg.attributes
+            .push(LinkAttribute::Controller(bridge.unwrap_or(0)));
+        self.set_link(msg, "set the master of")
+    }
+
+    /// Sets hairpin mode of a bridge port (traffic may leave by the port
+    /// it came in).
+    ///
+    /// Like `ip link set PORT type bridge_slave hairpin on`; Go:
+    /// `netlink.LinkSetHairpin`.
+    pub fn set_hairpin(&mut self, port: u32, on: bool) -> Result<(), NetError> {
+        let mut msg = link_message(port);
+        msg.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::PortKind(InfoPortKind::Bridge),
+            LinkInfo::PortData(InfoPortData::BridgePort(vec![InfoBridgePort::HairpinMode(
+                on,
+            )])),
+        ]));
+        // Port settings go through RTM_NEWLINK on the existing link.
+        let object = self.label(port);
+        self.change(RouteNetlinkMessage::NewLink(msg), 0)
+            .map_err(NetError::kernel("set hairpin mode of", object))
+    }
+
+    /// Whether hairpin mode is on for a bridge port.
+    pub fn hairpin(&mut self, port: u32) -> Result<bool, NetError> {
+        let msg = link_message(port);
+        let replies = self
+            .get(RouteNetlinkMessage::GetLink(msg))
+            .map_err(NetError::kernel("look up link", format!("#{port}")))?;
+        Ok(replies.iter().any(|r| match r {
+            RouteNetlinkMessage::NewLink(link) => link.attributes.iter().any(|a| {
+                matches!(a, LinkAttribute::LinkInfo(infos) if infos.iter().any(|i| matches!(
+                    i,
+                    LinkInfo::PortData(InfoPortData::BridgePort(opts))
+                        if opts.contains(&InfoBridgePort::HairpinMode(true))
+                )))
+            }),
+            _ => false,
+        }))
+    }
+}

@@ -1,0 +1,177 @@
+//! The one error of this crate, and its conversion to a CNI error.
+
+use std::io;
+use std::path::PathBuf;
+
+use cni_types::{Code, Error};
+
+/// What went wrong talking to the kernel, naming the object concerned.
+///
+/// A kernel refusal keeps its `io::Error` (and so its errno, see
+/// [`NetError::errno`]) as the source. The crate does not decide the CNI
+/// code a plugin answers with: `From<NetError> for cni_types::Error` gives
+/// a sensible default, and [`NetError::with_code`] another.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetError {
+    /// The namespace path does not exist.
+    #[error("network namespace {} does not exist", path.display())]
+    NoSuchNetns {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The path exists but is not a network namespace (Go:
+    /// `ns.NSPathNotNSErr`).
+    #[error("{} is not a network namespace", path.display())]
+    NotANetns {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The namespace path could not be opened or entered.
+    #[error("failed to {op} network namespace {}", path.display())]
+    Netns {
+        /// What was attempted: "open", "enter", "create".
+        op: &'static str,
+        /// The namespace's path.
+        path: PathBuf,
+        /// The system's refusal.
+        #[source]
+        source: io::Error,
+    },
+    /// No link of that name (or index) in the namespace.
+    #[error("link {0} not found")]
+    NoSuchLink(String),
+    /// An interface name the kernel would refuse: empty, over 15 bytes,
+    /// `.`/`..`, or with `/`, `:` or whitespace (Go: `ip.ValidateIfName`
+    /// in containernetworking/cni `pkg/utils`).
+    #[error("invalid interface name {name:?}: {reason}")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A sysctl name outside `net.*` or that would escape `/proc/sys`.
+    #[error("invalid sysctl name {name:?}: {reason}")]
+    InvalidSysctl {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The kernel (or `/proc/sys`) refused an operation.
+    #[error("failed to {op} {object}")]
+    Kernel {
+        /// What was attempted, as a verb: "add address", "set MTU of".
+        op: &'static str,
+        /// The object: `10.1.0.2/24 on eth0`, `link eth0`.
+        object: String,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
+    /// A result that cannot be applied as it is: an `ips` entry pointing
+    /// at another interface, a malformed MAC.
+    #[error("invalid result: {0}")]
+    InvalidResult(String),
+    /// CHECK: the live namespace differs from the result; the first
+    /// difference found.
+    #[error("{0}")]
+    Differs(String),
+    /// A state the kernel reaches on its own did not come in time.
+    #[error("timed out waiting for {0}")]
+    Timeout(String),
+}
+
+impl NetError {
+    /// The errno the kernel answered with, when this is a kernel refusal.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            NetError::Kernel { source, .. } | NetError::Netns { source, .. } => {
+                source.raw_os_error()
+            }
+            _ => None,
+        }
+    }
+
+    /// The CNI error for this, with the plugin's own code.
+    pub fn with_code(self, code: Code) -> Error {
+        let mut err = Error::from(self);
+        err.code = code;
+        err
+    }
+
+    pub(crate) fn kernel(
+        op: &'static str,
+        object: impl std::fmt::Display,
+    ) -> impl FnOnce(io::Error) -> NetError {
+        move |source| NetError::Kernel {
+            op,
+            object: object.to_string(),
+            source,
+        }
+    }
+}
+
+impl From<NetError> for Error {
+    /// The default codes:
+    /// - 8 (invalid network namespace) for a namespace that is absent,
+    ///   not a namespace or cannot be entered. The reference plugins answer
+    ///   999 (an untyped Go error) here; 8 is the code the reference SDK
+    ///   gives a bad `CNI_NETNS`, so a runtime can tell this case apart.
+    /// - 7 (invalid network config) for an invalid interface or sysctl
+    ///   name: both come from the configuration or the runtime's input.
+    /// - 999 (internal) for the rest, as the reference does for a kernel
+    ///   refusal, a missing link or a CHECK difference; a plugin chooses
+    ///   its own with [`NetError::with_code`].
+    ///
+    /// `msg` is the error's message; `details` its cause (`File exists
+    /// (os error 17)`), when there is one.
+    fn from(err: NetError) -> Error {
+        let code = match &err {
+            NetError::NoSuchNetns { .. } | NetError::NotANetns { .. } | NetError::Netns { .. } => {
+                Code::INVALID_NETNS
+            }
+            NetError::InvalidName { .. } | NetError::InvalidSysctl { .. } => {
+                Code::INVALID_NETWORK_CONFIG
+            }
+            _ => Code::INTERNAL,
+        };
+        let details = std::error::Error::source(&err)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        Error::new(code, err.to_string()).with_details(details)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_refusals_keep_the_errno_and_name_the_object() {
+        let err = NetError::kernel("add address", "10.1.0.2/24 on eth0")(
+            io::Error::from_raw_os_error(17),
+        );
+        assert_eq!(err.errno(), Some(17));
+        let cni = Error::from(err);
+        assert_eq!(cni.code, Code::INTERNAL);
+        assert_eq!(cni.msg, "failed to add address 10.1.0.2/24 on eth0");
+        assert!(cni.details.contains("os error 17"), "{cni:?}");
+    }
+
+    #[test]
+    fn namespace_errors_are_code_8_and_names_code_7() {
+        let absent = NetError::NoSuchNetns {
+            path: "/run/netns/x".into(),
+        };
+        assert_eq!(Error::from(absent).code, Code::INVALID_NETNS);
+        let name = NetError::InvalidName {
+            name: "x".repeat(16),
+            reason: "longer than 15 bytes",
+        };
+        assert_eq!(Error::from(name).code, Code::INVALID_NETWORK_CONFIG);
+        let differs = NetError::Differs("route to 0.0.0.0/0 is missing".into());
+        assert_eq!(differs.with_code(Code(102)).code, Code(102));
+    }
+}

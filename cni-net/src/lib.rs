@@ -1,0 +1,124 @@
+//! What a CNI plugin does inside the container's network namespace:
+//! namespaces, links, addresses, routes and sysctls over rtnetlink and
+//! `/proc/sys`, synchronous, without running `ip`.
+//!
+//! - [`Netns`] (`netns.rs`): open `CNI_NETNS`, compare namespaces, run a
+//!   closure inside one with [`Netns::run`], or get a socket there with
+//!   [`Netns::socket`] (Go: plugins `pkg/ns`).
+//! - [`Netlink`] (`socket.rs`): the rtnetlink socket. Its operations are
+//!   grouped by object: links (`link.rs`, like `ip link`: MTU, MAC,
+//!   flags; `veth.rs`: pairs into another namespace; `bridge.rs`: bridges
+//!   and ports), addresses (`addr.rs`, like `ip addr`),
+//!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
+//!   (Go: vishvananda/netlink, plugins `pkg/ip`).
+//! - [`configure_iface`] (`configure.rs`): a `Result100`'s interface into
+//!   the kernel (Go: `ipam.ConfigureIface`); [`check_interface`],
+//!   [`check_addresses`], [`check_routes`] (`check.rs`): CHECK, naming the
+//!   first difference (Go: `ip.ValidateExpected*`).
+//! - [`Netns::sysctl`], [`Netns::set_sysctl`], [`Netns::enable_forwarding`]
+//!   (`sysctl.rs`): `net.*` keys of a namespace (Go: `pkg/utils/sysctl`).
+//! - [`testing::TempNetns`] (`testing.rs`): a namespace removed on drop,
+//!   and [`TestRequest`](cni_skel::TestRequest)s for it (Go: `pkg/testutils`).
+//! - [`NetError`] (`error.rs`): one error that names the object and keeps
+//!   the kernel's errno; it becomes a CNI error with a default code, and
+//!   the plugin may choose another.
+//!
+//! # Why namespaces and threads don't mix
+//! A network namespace belongs to a thread, not to a process: `setns`
+//! moves only the calling thread. A thread left inside a container's
+//! namespace (by a failure to switch back, or by a runtime that moves a
+//! task to another thread mid-way) silently does the next pod's work in
+//! the wrong place. So nothing here switches the caller's threads:
+//! [`Netns::run`] runs its closure on a new thread that joins the
+//! namespace and ends with the closure, and a netlink socket, once opened
+//! inside a namespace, talks to that namespace from any thread. (Go:
+//! plugins `pkg/ns/README.md` tells the same story for goroutines.)
+//!
+//! # Example: a chained plugin setting MTU and MAC of `CNI_IFNAME`
+//! ```no_run
+//! use cni_net::{Mac, Netns};
+//! use cni_skel::{BoxError, Plugin, Reply, Request};
+//! use cni_types::{Code, Error, NetConf};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Tuning {
+//!     mtu: u32,
+//!     mac: String,
+//! }
+//!
+//! struct Tune;
+//!
+//! impl Plugin for Tune {
+//!     type Config = NetConf<Tuning>;
+//!
+//!     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+//!         let invalid = |msg: String| Error::new(Code::INVALID_NETWORK_CONFIG, msg);
+//!         let mac: Mac = req.config.plugin.mac.parse().map_err(|e| invalid(format!("{e}")))?;
+//!         let prev = req.config.prev_result.as_ref();
+//!         let mut result = prev.ok_or_else(|| invalid("no prevResult".into()))?.to_current()?;
+//!         let netns = Netns::open(req.netns.as_ref().ok_or_else(|| invalid("no netns".into()))?)?;
+//!         // Copy what the closure needs: it runs on another thread.
+//!         let (ifname, mtu) = (req.ifname.clone(), req.config.plugin.mtu);
+//!         netns.run(|nl| -> Result<(), Error> {
+//!             let link = nl.link(&ifname)?;
+//!             nl.set_mtu(link.index, mtu)?;
+//!             Ok(nl.set_mac(link.index, mac)?)
+//!         })?;
+//!         let sandbox = netns.path().display().to_string();
+//!         for iface in &mut result.interfaces {
+//!             if iface.name == req.ifname && iface.sandbox == sandbox {
+//!                 iface.mac = mac.to_string();
+//!                 iface.mtu = Some(mtu);
+//!             }
+//!         }
+//!         Ok(result.into())
+//!     }
+//!
+//!     fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+//!         Ok(Reply::Empty)
+//!     }
+//! }
+//!
+//! fn main() {
+//!     cni_skel::run(&Tune, &cni_version::PluginInfo::all(), "CNI tune plugin v1.0.0");
+//! }
+//! ```
+//!
+//! # Where we deliberately differ from the reference
+//! - [`Netns::run`] uses a new thread per call instead of switching and
+//!   restoring the caller's thread: a thread that cannot switch back
+//!   cannot exist. It costs a thread start (tens of microseconds).
+//! - A namespace path that is absent or not a namespace is CNI code 8
+//!   (invalid network namespace), not the reference plugins' untyped 999.
+//! - [`Netlink::add_address`] and [`Netlink::add_route`] refuse what is
+//!   already there (`EEXIST`, named in the error); [`configure_iface`]
+//!   replaces routes, so a route the kernel made is not a failure.
+//! - [`host_veth_name`] is stable (a hash of container id and interface
+//!   name), where Go's `ip.RandomVethName` is random, so DEL and CHECK
+//!   find the host end again without a result.
+
+mod addr;
+mod bridge;
+mod check;
+mod configure;
+mod error;
+mod link;
+mod mac;
+mod netns;
+mod route;
+mod socket;
+mod sysctl;
+pub mod testing;
+mod veth;
+
+pub use addr::{Address, Dad};
+pub use check::{check_addresses, check_interface, check_routes};
+pub use configure::configure_iface;
+pub use error::NetError;
+pub use link::{validate_ifname, Link, MAX_IFNAME_LEN};
+pub use mac::{Mac, MacError};
+pub use netns::{Netns, NetnsId};
+pub use route::{LiveRoute, MAIN_TABLE};
+pub use socket::Netlink;
+pub use sysctl::sysctl_path;
+pub use veth::{host_veth_name, VethPair};

@@ -1,0 +1,155 @@
+//! A test kit: temporary network namespaces, removed on drop.
+
+use std::fs::File;
+use std::io;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use cni_skel::TestRequest;
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+
+use crate::{Link, NetError, Netns, VethPair};
+
+/// Where named namespaces live, as `ip netns` keeps them.
+const NETNS_DIR: &str = "/run/netns";
+
+/// A network namespace for a test, mounted at `/run/netns/NAME` (so `ip
+/// netns` and a plugin's `CNI_NETNS` see it), deleted with everything in
+/// it when dropped, also when the test panics.
+///
+/// Dereferences to its [`Netns`]: `tmp.run(..)`, `tmp.socket()`.
+///
+/// Go: `testutils.NewNS` (plugins `pkg/testutils`).
+#[derive(Debug)]
+pub struct TempNetns {
+    netns: Netns,
+    name: String,
+}
+
+impl TempNetns {
+    /// A new, empty namespace named `cni-net-TAG-PID-N` (unique within the
+    /// machine while this process lives). Needs root (`CAP_SYS_ADMIN`);
+    /// without it the error says so.
+    pub fn new(tag: &str) -> Result<TempNetns, NetError> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "cni-net-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = Path::new(NETNS_DIR).join(&name);
+        let failed = |source: io::Error| NetError::Netns {
+            op: "create",
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(NETNS_DIR).map_err(failed)?;
+        File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(failed)?;
+        if let Err(e) = mount_new_netns(&path) {
+            let _ = std::fs::remove_file(&path);
+            return Err(failed(e));
+        }
+        let netns = match Netns::open(&path) {
+            Ok(netns) => netns,
+            Err(e) => {
+                unmount(&path);
+                return Err(e);
+            }
+        };
+        Ok(TempNetns { netns, name })
+    }
+
+    /// The name under `/run/netns` (`ip -n NAME ..`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A veth pair inside this namespace (`name` and `peer_name`), or with
+    /// the peer in `peer_netns`; returns the end named `name`.
+    pub fn add_veth(
+        &self,
+        name: &str,
+        peer_name: &str,
+        peer_netns: Option<&Netns>,
+    ) -> Result<Link, NetError> {
+        self.socket()?.add_veth(&VethPair {
+            name,
+            peer_name,
+            peer_netns,
+            mtu: None,
+            peer_mac: None,
+        })
+    }
+
+    /// A dummy link inside this namespace (kernels without `CONFIG_DUMMY`
+    /// refuse: use [`TempNetns::add_veth`] there).
+    pub fn add_dummy(&self, name: &str) -> Result<Link, NetError> {
+        self.socket()?.add_dummy(name)
+    }
+
+    /// An in-process request for this namespace: `CNI_COMMAND` set to
+    /// `command`, `CNI_NETNS` to this namespace, `CNI_CONTAINERID` to its
+    /// name and `CNI_IFNAME` to `ifname`; add stdin and anything else,
+    /// then `.run(&plugin, &versions)`.
+    pub fn request(&self, command: &str, ifname: &str) -> TestRequest {
+        TestRequest::new(command)
+            .env("CNI_CONTAINERID", self.name.as_str())
+            .env("CNI_NETNS", self.path())
+            .env("CNI_IFNAME", ifname)
+    }
+}
+
+impl Deref for TempNetns {
+    type Target = Netns;
+
+    fn deref(&self) -> &Netns {
+        &self.netns
+    }
+}
+
+impl Drop for TempNetns {
+    fn drop(&mut self) {
+        unmount(self.netns.path());
+    }
+}
+
+/// Creates a namespace on a thread of its own and bind-mounts it at
+/// `path`, as `ip netns add` does.
+fn mount_new_netns(path: &Path) -> io::Result<()> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                unshare(CloneFlags::CLONE_NEWNET).map_err(|e| {
+                    if e == nix::errno::Errno::EPERM {
+                        io::Error::new(
+                            io::ErrorKind::PermissionDenied,
+                            "creating a network namespace needs root (CAP_SYS_ADMIN)",
+                        )
+                    } else {
+                        e.into()
+                    }
+                })?;
+                mount(
+                    Some("/proc/thread-self/ns/net"),
+                    path,
+                    None::<&str>,
+                    MsFlags::MS_BIND,
+                    None::<&str>,
+                )
+                .map_err(io::Error::from)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("namespace thread panicked")))
+    })
+}
+
+fn unmount(path: &Path) {
+    let _ = umount2(path, MntFlags::MNT_DETACH);
+    let _ = std::fs::remove_file(path);
+}

@@ -1,0 +1,164 @@
+//! Addresses and routes, both families: add, list, delete, the 1.1.0
+//! route fields, and the failures naming the object. As root, in
+//! namespaces the tests create and remove.
+
+use std::time::Duration;
+
+use cni_net::testing::TempNetns;
+use cni_net::{Dad, Link, Netlink, MAIN_TABLE};
+use cni_types::{IpNetwork, Route};
+
+fn net(s: &str) -> IpNetwork {
+    s.parse().unwrap()
+}
+
+/// A namespace with a veth pair `eth0`/`peer0`, both up.
+fn with_link(tag: &str) -> (TempNetns, Netlink, Link) {
+    let tmp = TempNetns::new(tag).unwrap_or_else(|e| panic!("these tests need root: {e}"));
+    let mut nl = tmp.socket().unwrap();
+    let link = tmp.add_veth("eth0", "peer0", None).unwrap();
+    let peer = nl.link("peer0").unwrap();
+    nl.set_up(link.index).unwrap();
+    nl.set_up(peer.index).unwrap();
+    (tmp, nl, link)
+}
+
+#[test]
+fn addresses_of_both_families_are_added_listed_and_deleted() {
+    let (_tmp, mut nl, link) = with_link("addr");
+    let (v4, v6) = (net("10.77.0.2/24"), net("fd00:77::2/64"));
+    nl.add_address(link.index, v4, Dad::Skip).unwrap();
+    nl.add_address(link.index, v6, Dad::Skip).unwrap();
+    let listed: Vec<IpNetwork> = nl
+        .addresses(Some(link.index))
+        .unwrap()
+        .iter()
+        .map(|a| a.network)
+        .collect();
+    assert!(listed.contains(&v4) && listed.contains(&v6), "{listed:?}");
+    nl.delete_address(link.index, v4).unwrap();
+    nl.delete_address(link.index, v6).unwrap();
+    let left = nl.addresses(Some(link.index)).unwrap();
+    assert!(
+        left.iter().all(|a| a.network != v4 && a.network != v6),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn an_address_already_present_is_an_error_naming_it_and_the_link() {
+    let (_tmp, mut nl, link) = with_link("addrdup");
+    nl.add_address(link.index, net("10.77.1.2/24"), Dad::Skip)
+        .unwrap();
+    let err = nl
+        .add_address(link.index, net("10.77.1.2/24"), Dad::Skip)
+        .unwrap_err();
+    assert_eq!(err.errno(), Some(17), "EEXIST: {err}");
+    assert_eq!(
+        err.to_string(),
+        "failed to add address 10.77.1.2/24 to link \"eth0\""
+    );
+    let err = nl
+        .delete_address(link.index, net("10.77.9.9/24"))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("10.77.9.9/24 from link \"eth0\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn ipv6_addresses_settle_once_duplicate_detection_is_done() {
+    let (_tmp, mut nl, link) = with_link("settle");
+    nl.wait_until_up(link.index, Duration::from_secs(2))
+        .unwrap();
+    nl.add_address(link.index, net("fd00:78::2/64"), Dad::Run)
+        .unwrap();
+    let fresh = nl.addresses(Some(link.index)).unwrap();
+    assert!(
+        fresh
+            .iter()
+            .any(|a| a.network == net("fd00:78::2/64") && a.tentative),
+        "tentative right after adding: {fresh:?}"
+    );
+    nl.settle_addresses(link.index, Duration::from_secs(10))
+        .unwrap();
+    let settled = nl.addresses(Some(link.index)).unwrap();
+    assert!(settled.iter().all(|a| !a.tentative), "{settled:?}");
+}
+
+#[test]
+fn routes_carry_gateway_table_scope_mtu_advmss_and_priority() {
+    let (_tmp, mut nl, link) = with_link("route");
+    nl.add_address(link.index, net("10.77.2.2/24"), Dad::Skip)
+        .unwrap();
+    nl.add_address(link.index, net("fd00:79::2/64"), Dad::Skip)
+        .unwrap();
+    let v4 = Route {
+        mtu: Some(1300),
+        advmss: Some(1260),
+        priority: Some(50),
+        table: Some(100),
+        ..Route::new(net("192.0.2.0/24"), Some("10.77.2.1".parse().unwrap()))
+    };
+    let v6 = Route {
+        priority: Some(60),
+        ..Route::new(net("2001:db8::/32"), Some("fd00:79::1".parse().unwrap()))
+    };
+    let on_link = Route {
+        scope: Some(253),
+        ..Route::new(net("198.51.100.0/24"), None)
+    };
+    for route in [&v4, &v6, &on_link] {
+        nl.add_route(link.index, route).unwrap();
+    }
+    let live = nl.routes().unwrap();
+    let find = |dst: &str| {
+        live.iter()
+            .find(|r| r.route.dst == net(dst))
+            .unwrap_or_else(|| panic!("{dst} in {live:?}"))
+    };
+    let got = find("192.0.2.0/24");
+    assert_eq!(got.oif, Some(link.index));
+    assert_eq!(
+        (
+            got.route.gw,
+            got.route.mtu,
+            got.route.advmss,
+            got.route.priority,
+            got.route.table
+        ),
+        (v4.gw, Some(1300), Some(1260), Some(50), Some(100))
+    );
+    let got = find("2001:db8::/32");
+    assert_eq!((got.route.gw, got.route.priority), (v6.gw, Some(60)));
+    assert_eq!(got.route.table, Some(MAIN_TABLE));
+    assert_eq!(find("198.51.100.0/24").route.scope, Some(253));
+
+    let err = nl.add_route(link.index, &v4).unwrap_err();
+    assert_eq!(err.errno(), Some(17), "EEXIST: {err}");
+    assert_eq!(
+        err.to_string(),
+        "failed to add route 192.0.2.0/24 via 10.77.2.1 dev \"eth0\""
+    );
+    for route in [&v4, &v6, &on_link] {
+        nl.delete_route(link.index, route).unwrap();
+    }
+    let live = nl.routes().unwrap();
+    assert!(
+        live.iter()
+            .all(|r| r.route.dst != v4.dst && r.route.dst != v6.dst && r.route.dst != on_link.dst),
+        "{live:?}"
+    );
+    let err = nl.delete_route(link.index, &v4).unwrap_err();
+    assert!(err.to_string().contains("192.0.2.0/24"), "{err}");
+}
+
+#[test]
+fn a_gateway_the_link_cannot_reach_is_refused_naming_the_route() {
+    let (_tmp, mut nl, link) = with_link("unreach");
+    let route = Route::new(net("192.0.2.0/24"), Some("10.99.99.1".parse().unwrap()));
+    let err = nl.add_route(link.index, &route).unwrap_err();
+    assert_eq!(err.errno(), Some(101), "ENETUNREACH: {err}");
+    assert!(err.to_string().contains("via 10.99.99.1"), "{err}");
+}

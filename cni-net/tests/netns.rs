@@ -1,0 +1,127 @@
+//! Namespaces: opening by path, identity, and running inside one without
+//! moving the caller. As root, in namespaces the tests create
+//! (`cni_net::testing::TempNetns`, removed on drop).
+
+use std::path::Path;
+
+use cni_net::testing::TempNetns;
+use cni_net::{NetError, Netns};
+use cni_types::Code;
+
+fn temp(tag: &str) -> TempNetns {
+    TempNetns::new(tag).unwrap_or_else(|e| panic!("these tests need root: {e}"))
+}
+
+#[test]
+fn an_absent_path_is_named_and_is_code_8() {
+    let err = Netns::open("/run/netns/cni-net-no-such-namespace").unwrap_err();
+    assert!(matches!(err, NetError::NoSuchNetns { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "network namespace /run/netns/cni-net-no-such-namespace does not exist"
+    );
+    assert_eq!(cni_types::Error::from(err).code, Code::INVALID_NETNS);
+}
+
+#[test]
+fn a_file_that_is_not_a_namespace_is_named() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let err = Netns::open(file.path()).unwrap_err();
+    assert!(matches!(err, NetError::NotANetns { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("{} is not a network namespace", file.path().display())
+    );
+}
+
+#[test]
+fn another_kind_of_namespace_is_refused_when_entered() {
+    let mnt = Netns::open("/proc/self/ns/mnt").unwrap();
+    let err = mnt.run(|_| Ok::<_, NetError>(())).unwrap_err();
+    assert!(matches!(err, NetError::NotANetns { .. }), "{err:?}");
+    assert!(err.to_string().contains("/proc/self/ns/mnt"), "{err}");
+}
+
+#[test]
+fn the_same_namespace_by_two_paths_is_the_same() {
+    let tmp = temp("ident");
+    let again = Netns::open(tmp.path()).unwrap();
+    assert!(tmp.is_same(&again).unwrap());
+    let host = Netns::current().unwrap();
+    assert!(!tmp.is_same(&host).unwrap());
+    let inside = tmp.run(|_| Netns::current()?.id()).unwrap();
+    assert_eq!(
+        inside,
+        tmp.id().unwrap(),
+        "run executes inside the namespace"
+    );
+}
+
+#[test]
+fn running_in_a_namespace_never_moves_the_calling_threads() {
+    let tmp = temp("threads");
+    let target = tmp.id().unwrap();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                scope.spawn(|| {
+                    let before = Netns::current().unwrap().id().unwrap();
+                    for _ in 0..4 {
+                        let inside = tmp.run(|_| Netns::current()?.id()).unwrap();
+                        assert_eq!(inside, target);
+                        let _socket = tmp.socket().unwrap();
+                    }
+                    let after = Netns::current().unwrap().id().unwrap();
+                    assert_eq!(before, after, "the caller's thread stayed where it was");
+                    assert_ne!(after, target);
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_socket_opened_in_a_namespace_works_there_from_the_calling_thread() {
+    let tmp = temp("socket");
+    let mut netlink = tmp.socket().unwrap();
+    let names: Vec<String> = netlink
+        .links()
+        .unwrap()
+        .into_iter()
+        .map(|l| l.name)
+        .collect();
+    assert_eq!(names, ["lo"], "a new namespace holds only lo");
+}
+
+#[test]
+fn errors_returned_inside_come_back_and_panics_continue_in_the_caller() {
+    let tmp = temp("errors");
+    let err = tmp.run(|nl| nl.link("nosuchlink0").map(drop)).unwrap_err();
+    assert_eq!(err.to_string(), "link \"nosuchlink0\" not found");
+    let panicked = std::panic::catch_unwind(|| {
+        let _ = tmp.run(|_| -> Result<(), NetError> { panic!("inside") });
+    });
+    assert!(panicked.is_err());
+}
+
+#[test]
+fn a_temporary_namespace_is_removed_on_drop_even_on_panic() {
+    let tmp = temp("drop");
+    let path = tmp.path().to_path_buf();
+    assert!(path.starts_with("/run/netns"));
+    drop(tmp);
+    assert!(!path.exists(), "{} removed", path.display());
+
+    let seen = std::sync::Mutex::new(None);
+    let result = std::panic::catch_unwind(|| {
+        let tmp = temp("panic");
+        *seen.lock().unwrap() = Some(tmp.path().to_path_buf());
+        panic!("test body fails");
+    });
+    assert!(result.is_err());
+    let path = seen.into_inner().unwrap().unwrap();
+    assert!(!Path::new(&path).exists(), "{} removed", path.display());
+}

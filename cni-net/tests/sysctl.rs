@@ -1,0 +1,62 @@
+//! `net.*` sysctls per namespace. As root, in namespaces the tests create
+//! and remove.
+
+use cni_net::testing::TempNetns;
+use cni_net::Netns;
+use cni_types::{Code, IpConfig};
+
+fn temp(tag: &str) -> TempNetns {
+    TempNetns::new(tag).unwrap_or_else(|e| panic!("these tests need root: {e}"))
+}
+
+#[test]
+fn a_sysctl_written_in_one_namespace_is_not_seen_in_another() {
+    let (a, b) = (temp("sysa"), temp("sysb"));
+    let name = "net.ipv4.conf.all.arp_ignore";
+    let before = b.sysctl(name).unwrap();
+    let other = if before == "2" { "1" } else { "2" };
+    a.set_sysctl(name, other).unwrap();
+    assert_eq!(a.sysctl(name).unwrap(), other);
+    assert_eq!(b.sysctl(name).unwrap(), before, "b is untouched");
+    let lo = "net.ipv4.conf.lo.arp_ignore";
+    a.set_sysctl(lo, "1").unwrap();
+    assert_eq!(a.sysctl(lo).unwrap(), "1");
+}
+
+#[test]
+fn forwarding_is_enabled_for_the_families_of_the_addresses() {
+    let tmp = temp("fwd");
+    // A new namespace may inherit IPv4 forwarding from the host's
+    // (net.core.devconf_inherit_init_net): start from off.
+    tmp.set_sysctl("net.ipv4.ip_forward", "0").unwrap();
+    tmp.set_sysctl("net.ipv6.conf.all.forwarding", "0").unwrap();
+    let v4 = IpConfig::new("10.79.0.2/24".parse().unwrap(), None);
+    tmp.enable_forwarding(&[v4]).unwrap();
+    assert_eq!(tmp.sysctl("net.ipv4.ip_forward").unwrap(), "1");
+    assert_eq!(tmp.sysctl("net.ipv6.conf.all.forwarding").unwrap(), "0");
+    let v6 = IpConfig::new("fd00:7b::2/64".parse().unwrap(), None);
+    tmp.enable_forwarding(&[v6]).unwrap();
+    assert_eq!(tmp.sysctl("net.ipv6.conf.all.forwarding").unwrap(), "1");
+}
+
+#[test]
+fn invalid_or_unknown_names_are_errors_naming_them() {
+    let host = Netns::current().unwrap();
+    let err = host
+        .set_sysctl("net.ipv4.conf.../../../kernel.hostname", "x")
+        .unwrap_err();
+    assert_eq!(
+        cni_types::Error::from(err).code,
+        Code::INVALID_NETWORK_CONFIG
+    );
+    let err = host.sysctl("kernel.hostname").unwrap_err();
+    assert!(err.to_string().contains("\"kernel.hostname\""), "{err}");
+    let err = temp("sysmiss")
+        .sysctl("net.ipv4.conf.eth9.forwarding")
+        .unwrap_err();
+    assert_eq!(err.errno(), Some(2), "ENOENT: {err}");
+    assert_eq!(
+        err.to_string(),
+        "failed to read sysctl net.ipv4.conf.eth9.forwarding"
+    );
+}

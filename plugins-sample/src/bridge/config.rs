@@ -1,0 +1,99 @@
+//! The bridge's configuration, validated before anything changes.
+
+use cni_types::{Code, Error, Extra};
+use serde::Deserialize;
+
+use super::{Req, DEFAULT_BRIDGE};
+
+/// The plugin's own configuration keys, as the reference names them.
+#[derive(Debug, Default, Deserialize)]
+pub struct Fields {
+    /// The bridge's name.
+    #[serde(default)]
+    pub bridge: Option<String>,
+    /// Put the gateway address on the bridge.
+    #[serde(rename = "isGateway", default)]
+    pub is_gateway: bool,
+    /// Route the container's default traffic through the bridge (implies
+    /// `isGateway`).
+    #[serde(rename = "isDefaultGateway", default)]
+    pub is_default_gateway: bool,
+    /// Replace another IPv4 address on the bridge instead of failing.
+    #[serde(rename = "forceAddress", default)]
+    pub force_address: bool,
+    /// MTU of the bridge and both ends of the pair.
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// Let traffic leave a port and come back on it.
+    #[serde(rename = "hairpinMode", default)]
+    pub hairpin_mode: bool,
+    /// Promiscuous mode on the bridge.
+    #[serde(rename = "promiscMode", default)]
+    pub promisc_mode: bool,
+    /// IPv6 duplicate address detection in the container (off otherwise).
+    #[serde(rename = "enabledad", default)]
+    pub enable_dad: bool,
+    /// Everything else, checked against what this plugin implements.
+    #[serde(flatten)]
+    pub other: Extra,
+}
+
+/// Reference fields this plugin does not implement: code 2 naming the
+/// field when one asks for something (`ipMasq: false` asks for nothing).
+fn unimplemented(fields: &Extra) -> Result<(), Error> {
+    use serde_json::Value;
+    for key in ["ipMasq", "vlan", "vlanTrunk", "macspoofchk"] {
+        let asks = match fields.get(key) {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+            Some(Value::Number(n)) => n.as_u64() != Some(0),
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+        };
+        if asks {
+            return Err(Error::new(
+                Code::UNSUPPORTED_FIELD,
+                format!("bridge: {key} is not implemented"),
+            )
+            .with_details(format!("{key}: {}", fields[key])));
+        }
+    }
+    Ok(())
+}
+
+/// The validated configuration.
+pub(super) struct Plan {
+    pub bridge: String,
+    pub ipam: Option<String>,
+    pub gateway: bool,
+}
+
+pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
+    let f = &req.config.plugin;
+    unimplemented(&f.other)?;
+    let bridge = f.bridge.clone().filter(|b| !b.is_empty());
+    let bridge = bridge.unwrap_or_else(|| DEFAULT_BRIDGE.to_owned());
+    cni_net::validate_ifname(&bridge).map_err(|e| {
+        Error::new(Code::INVALID_NETWORK_CONFIG, "invalid bridge").with_details(e.to_string())
+    })?;
+    if let Some(mtu) = f.mtu.filter(|m| !(68..=65535).contains(m)) {
+        return Err(Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu")
+            .with_details(format!("{mtu}: must be between 68 and 65535")));
+    }
+    if f.hairpin_mode && f.promisc_mode {
+        return Err(Error::new(
+            Code::INVALID_NETWORK_CONFIG,
+            "cannot set hairpin mode and promiscuous mode at the same time",
+        ));
+    }
+    Ok(Plan {
+        bridge,
+        ipam: ipam_type(req),
+        gateway: f.is_gateway || f.is_default_gateway,
+    })
+}
+
+/// `ipam.type`, when the bridge delegates addresses at all.
+pub(super) fn ipam_type(req: &Req) -> Option<String> {
+    let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone());
+    ipam.filter(|t| !t.is_empty())
+}

@@ -1,0 +1,286 @@
+//! `bridge`: connects a container to a host bridge with a veth pair, a
+//! drop-in replacement for the reference `bridge` plugin.
+//!
+//! ADD creates the bridge when it is missing (`bridge`, default `cni0`,
+//! with `mtu` and `promiscMode`), a veth pair whose container end is
+//! `CNI_IFNAME` in `CNI_NETNS` (MTU `mtu`, the MAC [`requested_mac`] finds)
+//! and whose host end is a port of the bridge (`hairpinMode`), runs the
+//! `ipam.type` plugin, configures the container end with its addresses and
+//! routes, and with `isGateway` puts each subnet's gateway on the bridge
+//! (`forceAddress` replaces another IPv4 address there) and enables
+//! forwarding; `isDefaultGateway` adds a default route through it. The
+//! result is the reference's: bridge, host end, container end, `ips` on
+//! interface 2 with their gateway. Without `ipam` the port is plain layer 2.
+//!
+//! DEL deletes the container end and releases the IPAM reservation; a
+//! namespace or link already gone is success. CHECK compares the bridge,
+//! the port and the container end with `prevResult`. GC and STATUS go to
+//! IPAM. A reference field this plugin does not implement (`ipMasq`,
+//! `vlan`, `macspoofchk`, ...) is code 2 naming it, never ignored.
+//!
+//! ```json
+//! {"cniVersion": "1.0.0", "name": "pods", "type": "bridge", "bridge": "cni0",
+//!  "isGateway": true, "ipam": {"type": "ipam-file",
+//!  "ranges": [[{"subnet": "10.22.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}
+//! ```
+//!
+//! Where we deliberately differ: the host end's name is stable
+//! ([`cni_net::host_veth_name`]) rather than random, so DEL and CHECK find
+//! it without a result; configuration errors are code 7 before anything
+//! changes on the host; a failed ADD removes the pair at once (the
+//! reference leaves it on the bridge until DEL).
+
+use cni_net::{Netlink, Netns, VethPair};
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::conventions::{requested_mac, MacPrecedence};
+use cni_types::{Code, Error, NetConf};
+
+mod check;
+mod config;
+mod setup;
+
+pub use self::config::Fields;
+use self::config::{ipam_type, plan, Plan};
+use self::setup::{ensure_bridge, Attachment};
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI bridge sample plugin v0.1.0";
+
+/// The reference's default bridge name.
+pub const DEFAULT_BRIDGE: &str = "cni0";
+
+/// The plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Bridge;
+
+type Req<'a> = Request<'a, NetConf<Fields>>;
+
+fn open_netns(req: &Req) -> Result<Netns, Error> {
+    let path = req
+        .netns
+        .as_ref()
+        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
+    Ok(Netns::open(path)?)
+}
+
+fn host_netlink() -> Result<Netlink, Error> {
+    Netlink::open().map_err(|e| {
+        Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
+    })
+}
+
+impl Plugin for Bridge {
+    type Config = NetConf<Fields>;
+
+    fn add(&self, req: &Req) -> Result<Reply, BoxError> {
+        let plan = plan(req)?;
+        let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
+        let netns = open_netns(req)?;
+        let f = &req.config.plugin;
+        let mut host = host_netlink()?;
+        let bridge = ensure_bridge(&mut host, &plan.bridge, f.mtu, f.promisc_mode)?;
+        let mut inside = netns.socket()?;
+        if inside.link_by_name(&req.ifname)?.is_some() {
+            let what = format!(
+                "container veth name provided ({}) already exists",
+                req.ifname
+            );
+            return Err(Error::new(Code::INTERNAL, what).into());
+        }
+        let host_name = cni_net::host_veth_name(&req.container_id, &req.ifname);
+        let port = host.add_veth(&VethPair {
+            name: &host_name,
+            peer_name: &req.ifname,
+            peer_netns: Some(&netns),
+            mtu: f.mtu,
+            peer_mac: mac.map(|m| cni_net::Mac(m.mac.0)),
+        })?;
+        let mut at = Attachment {
+            req,
+            plan: &plan,
+            netns: &netns,
+            host,
+            inside,
+            bridge,
+            port,
+        };
+        // Anything failing from here removes the pair; after the IPAM ADD,
+        // add_with_cleanup also runs the IPAM DEL.
+        let done = at.attach().and_then(|()| match &plan.ipam {
+            Some(ipam) => cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
+                let result = at.layer3(ipam_result.to_current()?)?;
+                at.describe(result)
+            }),
+            None => {
+                let result = at.layer2()?;
+                at.describe(result)
+            }
+        });
+        match done {
+            Ok(result) => Ok(result.into()),
+            Err(err) => {
+                let _ = at.host.delete_link_if_present(&host_name);
+                Err(err)
+            }
+        }
+    }
+
+    /// DEL needs only the namespace and `ipam.type`: a configuration that
+    /// ADD would refuse (a field not implemented, hairpin with promisc)
+    /// still lets the runtime clean up.
+    fn del(&self, req: &Req) -> Result<Reply, BoxError> {
+        if let Some(Ok(netns)) = req.netns.as_ref().map(Netns::open) {
+            netns.socket()?.delete_link_if_present(&req.ifname)?;
+        }
+        // A namespace that is gone took the pair with it.
+        if let Some(ipam) = &ipam_type(req) {
+            cni_invoke::delegate_del(ipam, req)?;
+        }
+        Ok(Reply::Empty)
+    }
+
+    fn check(&self, req: &Req) -> Result<Reply, BoxError> {
+        let plan = plan(req)?;
+        let netns = open_netns(req)?;
+        if let Some(ipam) = &plan.ipam {
+            cni_invoke::delegate_check(ipam, req)?;
+        }
+        let prev = req
+            .config
+            .prev_result
+            .as_ref()
+            .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "Required prevResult missing"))?
+            .to_current()?;
+        check::check(req, &plan, &netns, &prev)?;
+        Ok(Reply::Empty)
+    }
+
+    fn gc(&self, req: &Req) -> Result<Reply, BoxError> {
+        if let Some(ipam) = plan(req)?.ipam {
+            cni_invoke::delegate_gc(&ipam, req)?;
+        }
+        Ok(Reply::Empty)
+    }
+
+    fn status(&self, req: &Req) -> Result<Reply, BoxError> {
+        if let Some(ipam) = plan(req)?.ipam {
+            cni_invoke::delegate_status(&ipam, req)?;
+        }
+        Ok(Reply::Empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_skel::TestRequest;
+    use cni_version::PluginInfo;
+
+    use super::*;
+
+    fn add(conf: serde_json::Value) -> Error {
+        TestRequest::new("ADD")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/cni-rs-bridge-does-not-exist")
+            .env("CNI_IFNAME", "eth0")
+            .stdin(conf.to_string())
+            .run(&Bridge, &PluginInfo::all())
+            .error()
+            .expect("an error")
+    }
+
+    #[test]
+    fn a_field_it_does_not_implement_is_code_2_naming_it() {
+        for (key, value) in [
+            ("ipMasq", serde_json::json!(true)),
+            ("vlan", serde_json::json!(100)),
+            ("macspoofchk", serde_json::json!(true)),
+        ] {
+            let mut conf =
+                serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge"});
+            conf[key] = value;
+            let err = add(conf);
+            assert_eq!(err.code, Code::UNSUPPORTED_FIELD, "{err:?}");
+            assert!(err.msg.contains(key), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn bad_configurations_are_code_7_before_anything_changes() {
+        for (conf, msg) in [
+            (
+                serde_json::json!({"hairpinMode": true, "promiscMode": true}),
+                "hairpin",
+            ),
+            (
+                serde_json::json!({"bridge": "a-bridge-name-too-long"}),
+                "invalid bridge",
+            ),
+            (serde_json::json!({"mtu": 20}), "invalid mtu"),
+        ] {
+            let mut full =
+                serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge"});
+            full.as_object_mut()
+                .unwrap()
+                .extend(conf.as_object().unwrap().clone());
+            let err = add(full);
+            assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+            assert!(err.msg.contains(msg), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn del_of_a_configuration_add_refuses_still_succeeds() {
+        let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
+                                      "ipMasq": true, "hairpinMode": true, "promiscMode": true});
+        let out = TestRequest::new("DEL")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/cni-rs-bridge-does-not-exist")
+            .env("CNI_IFNAME", "eth0")
+            .stdin(conf.to_string())
+            .run(&Bridge, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    #[test]
+    fn check_passes_after_add_and_names_the_drift() {
+        let ns = cni_net::testing::TempNetns::new("bridge-check").unwrap();
+        let br = format!("bc{}", std::process::id() % 1_000_000);
+        let conf =
+            serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge", "bridge": br});
+        let add = ns
+            .request("ADD", "eth0")
+            .stdin(conf.to_string())
+            .run(&Bridge, &PluginInfo::all());
+        let bridge_guard = delete_on_drop(&br);
+        assert_eq!(add.exit_code, 0, "{}", String::from_utf8_lossy(&add.stdout));
+        let mut with_prev = conf.clone();
+        with_prev["prevResult"] = serde_json::from_slice(&add.stdout).unwrap();
+        let check = || {
+            ns.request("CHECK", "eth0")
+                .stdin(with_prev.to_string())
+                .run(&Bridge, &PluginInfo::all())
+        };
+        assert_eq!(check().exit_code, 0, "{:?}", check().error());
+        let mut inside = ns.socket().unwrap();
+        let eth0 = inside.link("eth0").unwrap();
+        inside
+            .set_mac(eth0.index, cni_net::Mac([2, 0x16, 0, 0, 0, 0x99]))
+            .unwrap();
+        let err = check().error().unwrap();
+        assert!(err.msg.contains("02:16:00:00:00:99"), "{err:?}");
+        drop(bridge_guard);
+    }
+
+    /// Deletes the host bridge `name` when dropped.
+    fn delete_on_drop(name: &str) -> impl Drop + '_ {
+        struct Guard<'a>(&'a str);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut nl) = Netlink::open() {
+                    let _ = nl.delete_link_if_present(self.0);
+                }
+            }
+        }
+        Guard(name)
+    }
+}

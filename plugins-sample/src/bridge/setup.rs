@@ -1,0 +1,226 @@
+//! ADD's kernel work: the bridge, its port, the container's addresses and
+//! routes, the gateways on the bridge.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use cni_net::{Dad, Link, Netlink, Netns};
+use cni_skel::BoxError;
+use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
+
+use super::{Plan, Req};
+
+/// The bridge, created when missing, promiscuous when asked, up.
+///
+/// Go: `ensureBridge`.
+pub(super) fn ensure_bridge(
+    host: &mut Netlink,
+    name: &str,
+    mtu: Option<u32>,
+    promisc: bool,
+) -> Result<Link, Error> {
+    let bridge = host.ensure_bridge(name, mtu)?;
+    if promisc {
+        host.set_promisc(bridge.index, true)?;
+    }
+    // The reference owns the bridge's routes: no router advertisements.
+    if let Ok(here) = Netns::current() {
+        let _ = here.set_sysctl(
+            &format!("net.ipv6.conf.{}.accept_ra", name.replace('.', "/")),
+            "0",
+        );
+    }
+    host.set_up(bridge.index)?;
+    Ok(host.link(name)?)
+}
+
+/// How long the host end may take to carry traffic once up (the
+/// reference retries for 2.55 s).
+const PORT_UP_TIMEOUT: Duration = Duration::from_millis(2550);
+
+/// One container's attachment while ADD builds it: the pair exists, the
+/// rest is done step by step.
+pub(super) struct Attachment<'a, 'r> {
+    pub req: &'a Req<'r>,
+    pub plan: &'a Plan,
+    pub netns: &'a Netns,
+    pub host: Netlink,
+    pub inside: Netlink,
+    pub bridge: Link,
+    pub port: Link,
+}
+
+impl Attachment<'_, '_> {
+    /// Makes the host end a port of the bridge, with hairpin mode, and up.
+    pub fn attach(&mut self) -> Result<(), BoxError> {
+        let (port, hairpin) = (self.port.index, self.req.config.plugin.hairpin_mode);
+        self.host.set_master(port, Some(self.bridge.index))?;
+        self.host.set_hairpin(port, hairpin)?;
+        self.host.set_up(port)?;
+        Ok(())
+    }
+
+    /// Without IPAM: the container end up, nothing more.
+    pub fn layer2(&mut self) -> Result<Result100, BoxError> {
+        let eth = self.inside.link(&self.req.ifname)?;
+        self.inside.set_up(eth.index)?;
+        Ok(Result100::new(SpecVersion::V1_0_0))
+    }
+
+    /// Addresses and routes in the container; the gateways on the bridge.
+    pub fn layer3(&mut self, mut result: Result100) -> Result<Result100, BoxError> {
+        let (req, plan) = (self.req, self.plan);
+        if result.ips.is_empty() {
+            return Err(
+                Error::new(Code::INTERNAL, "IPAM plugin returned missing IP config").into(),
+            );
+        }
+        let f = &req.config.plugin;
+        let mut gateways: Vec<IpNetwork> = Vec::new();
+        for family_v4 in [true, false] {
+            let mut default_found = false;
+            for ip in result
+                .ips
+                .iter_mut()
+                .filter(|ip| ip.address.is_ipv4() == family_v4)
+            {
+                ip.interface = Some(2);
+                if ip.gateway.is_none() && plan.gateway {
+                    ip.gateway = Some(first_host(ip.address));
+                }
+                if f.is_default_gateway && !default_found {
+                    let any = IpNetwork::new(unspecified(family_v4), 0).expect("prefix 0 fits");
+                    default_found = result_has_default(&result.routes, any);
+                    if !default_found {
+                        result.routes.push(Route::new(any, ip.gateway));
+                        default_found = true;
+                    }
+                }
+                if let Some(gw) = ip.gateway.filter(|_| plan.gateway) {
+                    gateways.extend(IpNetwork::new(gw, ip.address.prefix()));
+                }
+            }
+        }
+        // The interface list configure_iface reads: the container end at 2.
+        let mut view = result.clone();
+        view.interfaces = vec![
+            Interface::named(""),
+            Interface::named(""),
+            Interface::named(req.ifname.clone()),
+        ];
+        let ifname = req.ifname.replace('.', "/");
+        // Best effort, as the reference: IPv6 may be off in the namespace.
+        let netns = self.netns;
+        if f.enable_dad {
+            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.enhanced_dad"), "1");
+            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.accept_dad"), "1");
+        } else {
+            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.accept_dad"), "0");
+        }
+        let _ = netns.set_sysctl(&format!("net.ipv4.conf.{ifname}.arp_notify"), "1");
+        let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
+        cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
+        if plan.gateway {
+            for gw in &gateways {
+                ensure_address(&mut self.host, &self.bridge, *gw, f.force_address)?;
+            }
+            // Pin the bridge's MAC, or it follows the lowest port's.
+            let current = self.host.link(&self.bridge.name)?;
+            if let Some(mac) = current.mac {
+                self.host.set_mac(current.index, mac)?;
+            }
+            Netns::current()?.enable_forwarding(&result.ips)?;
+        }
+        Ok(result)
+    }
+
+    /// Waits for the port to carry traffic, then fills in the reference's
+    /// interfaces (bridge, host end, container end) and DNS.
+    pub fn describe(&mut self, mut result: Result100) -> Result<Result100, BoxError> {
+        let port = self.host.wait_until_up(self.port.index, PORT_UP_TIMEOUT)?;
+        // The bridge's MAC may have changed as the first port joined.
+        let bridge = self.host.link(&self.plan.bridge)?;
+        let container = self.inside.link(&self.req.ifname)?;
+        let mac_of = |l: &Link| l.mac.map(|m| m.to_string()).unwrap_or_default();
+        result.cni_version = SpecVersion::V1_0_0;
+        result.interfaces = vec![
+            Interface {
+                mac: mac_of(&bridge),
+                ..Interface::named(bridge.name.clone())
+            },
+            Interface {
+                mac: mac_of(&port),
+                ..Interface::named(port.name.clone())
+            },
+            Interface {
+                mac: mac_of(&container),
+                sandbox: self.netns.path().display().to_string(),
+                ..Interface::named(container.name.clone())
+            },
+        ];
+        let dns = self.req.config.dns.clone();
+        if let Some(dns) = dns.filter(|d| !d.is_empty()) {
+            result.dns = dns;
+        }
+        Ok(result)
+    }
+}
+
+fn unspecified(v4: bool) -> IpAddr {
+    if v4 {
+        IpAddr::from([0u8; 4])
+    } else {
+        IpAddr::from([0u16; 8])
+    }
+}
+
+fn result_has_default(routes: &[Route], any: IpNetwork) -> bool {
+    routes.iter().any(|r| r.gw.is_some() && r.dst == any)
+}
+
+/// The first address after the network's own: the reference's default
+/// gateway (`calcGatewayIP`).
+fn first_host(net: IpNetwork) -> IpAddr {
+    match net.network() {
+        IpAddr::V4(a) => std::net::Ipv4Addr::from(u32::from(a).wrapping_add(1)).into(),
+        IpAddr::V6(a) => std::net::Ipv6Addr::from(u128::from(a).wrapping_add(1)).into(),
+    }
+}
+
+/// Puts `gw` on the bridge: present is fine; another IPv4 address, or an
+/// overlapping IPv6 one, is replaced with `force`, else an error.
+///
+/// Go: `ensureAddr`.
+fn ensure_address(
+    host: &mut Netlink,
+    bridge: &Link,
+    gw: IpNetwork,
+    force: bool,
+) -> Result<(), BoxError> {
+    for live in host.addresses(Some(bridge.index))? {
+        let a = live.network;
+        if a.is_ipv4() != gw.is_ipv4() {
+            continue;
+        }
+        if a == gw {
+            return Ok(());
+        }
+        if gw.is_ipv4() || a.contains(gw.addr()) || gw.contains(a.addr()) {
+            if !force {
+                return Err(Error::new(
+                    Code::INTERNAL,
+                    format!(
+                        "failed to set bridge addr: {:?} already has an IP address different from {gw}",
+                        bridge.name
+                    ),
+                )
+                .into());
+            }
+            host.delete_address(bridge.index, a)?;
+        }
+    }
+    match host.add_address(bridge.index, gw, Dad::Skip) {
+        Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST as i32) => Ok(()),
+        other => Ok(other?),
+    }
+}

@@ -1,0 +1,172 @@
+//! `loopback`: brings `lo` up in the container namespace, a drop-in
+//! replacement for the reference `loopback` plugin.
+//!
+//! ADD sets `lo` up (whatever `CNI_IFNAME` says) and answers as the
+//! reference does: the previous result untouched when there is one, else
+//! `lo` (MAC `00:00:00:00:00:00`, sandbox `CNI_NETNS`) with its first IPv4
+//! and first IPv6 address, in the reference's shape for every version (the
+//! 1.0.0 fields under the configuration's `cniVersion`: see
+//! `reference_shape`). DEL sets it down, and succeeds when the
+//! namespace is gone. CHECK verifies that `lo` is up.
+//!
+//! ```json
+//! {"cniVersion": "1.0.0", "name": "lo", "type": "loopback"}
+//! ```
+
+use cni_net::{Address, NetError, Netns};
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::{Code, Error, Interface, IpConfig, NetConf, Result100, SpecVersion};
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI loopback sample plugin v0.1.0";
+
+/// The plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Loopback;
+
+type Req<'a> = Request<'a, NetConf>;
+
+fn netns(req: &Req) -> Result<Netns, Error> {
+    let path = req
+        .netns
+        .as_ref()
+        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
+    Ok(Netns::open(path)?)
+}
+
+impl Plugin for Loopback {
+    type Config = NetConf;
+
+    fn add(&self, req: &Req) -> Result<Reply, BoxError> {
+        let netns = netns(req)?;
+        let addresses = netns.run(|nl| -> Result<Vec<Address>, NetError> {
+            let lo = nl.link("lo")?;
+            nl.set_up(lo.index)?;
+            nl.addresses(Some(lo.index))
+        })?;
+        if let Some(odd) = addresses.iter().find(|a| !a.network.addr().is_loopback()) {
+            return Err(Error::new(
+                Code::INTERNAL,
+                format!(
+                    "loopback interface found with non-loopback address {}",
+                    odd.network
+                ),
+            )
+            .into());
+        }
+        if let Some(prev) = &req.config.prev_result {
+            return Ok(prev.clone().into());
+        }
+        let mut result = Result100::new(SpecVersion::V1_0_0);
+        result.interfaces.push(Interface {
+            mac: "00:00:00:00:00:00".to_owned(),
+            sandbox: netns.path().display().to_string(),
+            ..Interface::named("lo")
+        });
+        // The first address of each family, IPv4 first, as the reference.
+        for v4 in [true, false] {
+            if let Some(a) = addresses.iter().find(|a| a.network.is_ipv4() == v4) {
+                let mut ip = IpConfig::new(a.network, None);
+                ip.interface = Some(0);
+                result.ips.push(ip);
+            }
+        }
+        Ok(reference_shape(result, &req.config_version))
+    }
+
+    fn del(&self, req: &Req) -> Result<Reply, BoxError> {
+        let Some(path) = &req.netns else {
+            return Ok(Reply::Empty);
+        };
+        let netns = match Netns::open(path) {
+            Ok(netns) => netns,
+            // Gone already, as when a runtime retries: nothing to undo.
+            Err(NetError::NoSuchNetns { .. }) => return Ok(Reply::Empty),
+            Err(e) => return Err(Error::from(e).into()),
+        };
+        netns.run(|nl| -> Result<(), NetError> {
+            let lo = nl.link("lo")?;
+            nl.set_down(lo.index)
+        })?;
+        Ok(Reply::Empty)
+    }
+
+    fn check(&self, req: &Req) -> Result<Reply, BoxError> {
+        let lo = netns(req)?.run(|nl| nl.link("lo"))?;
+        if !lo.up {
+            return Err(Error::new(Code::INTERNAL, "loopback interface is down").into());
+        }
+        Ok(Reply::Empty)
+    }
+}
+
+/// The result as the reference prints it: the 1.0.0 shape (no `version`
+/// in `ips`, `interfaces` even at 0.2.0) labelled with the configuration's
+/// version, and an empty `dns`. A runtime reads it through its own
+/// version's fields, exactly as it reads the reference's; converting it
+/// properly would make a drop-in replacement answer differently.
+fn reference_shape(result: Result100, config_version: &str) -> Reply {
+    let mut json = serde_json::to_value(&result).unwrap_or_default();
+    json["cniVersion"] = config_version.into();
+    json["dns"] = serde_json::json!({});
+    Reply::Raw {
+        stdout: json.to_string().into_bytes(),
+        exit_code: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_net::testing::TempNetns;
+    use cni_version::PluginInfo;
+
+    use super::*;
+
+    const CONF: &str = r#"{"cniVersion":"1.0.0","name":"lo","type":"loopback"}"#;
+
+    #[test]
+    fn add_brings_lo_up_and_reports_its_addresses_and_del_brings_it_down() {
+        let ns = TempNetns::new("loopback").unwrap();
+        let out = ns
+            .request("ADD", "eth0")
+            .stdin(CONF)
+            .run(&Loopback, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(result["interfaces"][0]["name"], "lo");
+        assert_eq!(
+            result["interfaces"][0]["sandbox"],
+            ns.path().display().to_string()
+        );
+        assert_eq!(result["ips"][0]["address"], "127.0.0.1/8");
+        assert!(ns.run(|nl| nl.link("lo")).unwrap().up);
+
+        let check = ns
+            .request("CHECK", "eth0")
+            .stdin(CONF)
+            .run(&Loopback, &PluginInfo::all());
+        assert_eq!(check.exit_code, 0);
+        let del = ns
+            .request("DEL", "eth0")
+            .stdin(CONF)
+            .run(&Loopback, &PluginInfo::all());
+        assert_eq!(del.exit_code, 0);
+        assert!(!ns.run(|nl| nl.link("lo")).unwrap().up);
+        let check = ns
+            .request("CHECK", "eth0")
+            .stdin(CONF)
+            .run(&Loopback, &PluginInfo::all());
+        assert_eq!(check.error().unwrap().msg, "loopback interface is down");
+    }
+
+    #[test]
+    fn del_succeeds_when_the_namespace_is_gone() {
+        let out = cni_skel::TestRequest::new("DEL")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/cni-rs-loopback-does-not-exist")
+            .env("CNI_IFNAME", "eth0")
+            .stdin(CONF)
+            .run(&Loopback, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    }
+}
