@@ -124,6 +124,14 @@ impl Netns {
     /// path under `/proc/sys/net` or `/proc/net` belongs to this namespace.
     /// A panic in `f` continues in the caller.
     ///
+    /// ```no_run
+    /// use cni_net::{NetError, Netns};
+    ///
+    /// let netns = Netns::open("/run/netns/blue")?;
+    /// let mtu = netns.run(|nl| Ok::<_, NetError>(nl.link("eth0")?.mtu))?;
+    /// # Ok::<(), NetError>(())
+    /// ```
+    ///
     /// Go: `ns.WithNetNSPath` / `NetNS.Do`. Go's version locks the calling
     /// goroutine's OS thread, switches it, and switches back, so a failure
     /// to switch back leaves a thread in the container's namespace; a
