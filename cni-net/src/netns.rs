@@ -120,8 +120,10 @@ impl Netns {
     ///
     /// `f` runs on a new thread that joins the namespace and ends with
     /// `f`: no thread of the caller ever changes namespace, so this is
-    /// safe from thread pools and async runtimes. Anything `f` opens by
-    /// path under `/proc/sys/net` or `/proc/net` belongs to this namespace.
+    /// safe from thread pools and async runtimes. What `f` opens under
+    /// `/proc/sys/net` or `/proc/thread-self/net` belongs to this
+    /// namespace (not `/proc/net`: that is `/proc/self/net`, the main
+    /// thread's).
     /// A panic in `f` continues in the caller.
     ///
     /// ```no_run
