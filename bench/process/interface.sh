@@ -29,7 +29,8 @@ for bin in ptp host-local; do
 done
 
 netns="cni-rs-bench-$$"
-trap 'umount -l "/run/netns/$netns" 2>/dev/null; rm -f "/run/netns/$netns"' EXIT
+# A namespace left by a failed run is removed; after a normal one there is none.
+trap 'umount -l "/run/netns/$netns" 2>/dev/null || true; rm -f "/run/netns/$netns"' EXIT
 for side in ours reference; do
     if [ "$side" = ours ]; then type=veth ipam=ipam-file dir="$(pwd)/$out/ours"; else type=ptp ipam=host-local dir=$reference; fi
     cat > "$out/$side.json" <<JSON

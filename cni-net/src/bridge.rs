@@ -1,4 +1,6 @@
-//! Bridges and their ports, like `ip link add type bridge` and `ip link set master`.
+//! Bridges and their ports, like `ip link add type bridge` and `ip link
+//! set master`. A bridge's own address (the gateway of its containers)
+//! is added as any link's, with [`Netlink::add_address`].
 
 use std::io;
 

@@ -15,6 +15,20 @@ use crate::{Link, Mac, NetError, Netlink, MAIN_TABLE};
 /// 10.1.0.2/24 is missing from "eth0"`, `"eth0" has MTU 1400, the result
 /// says 1450`.
 ///
+/// ```no_run
+/// use cni_net::{check_interface, NetError, Netns};
+/// # fn prev_result() -> cni_types::Result100 { unimplemented!() }
+///
+/// let prev = prev_result(); // the prevResult CHECK received
+/// let netns = Netns::open("/run/netns/blue")?;
+/// let sandbox = netns.path().display().to_string();
+/// let mut nl = netns.socket()?;
+/// if let Err(difference) = check_interface(&mut nl, &prev, "eth0", &sandbox) {
+///     eprintln!("{difference}"); // address 10.1.0.2/24 is missing from "eth0"
+/// }
+/// # Ok::<(), NetError>(())
+/// ```
+///
 /// Go: `ip.ValidateExpectedInterfaceIPs` and `ip.ValidateExpectedRoute`
 /// (plugins `pkg/ip`), plus the MAC comparison the reference plugins each
 /// write for themselves.

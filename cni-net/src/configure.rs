@@ -17,6 +17,20 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`Dad::Run`], waits for IPv6 addresses to leave tentative state.
 /// Returns the link as configured.
 ///
+/// The index is the spec's: "`interface` (uint): the index into the
+/// `interfaces` list for a CNI Plugin Result indicating which interface
+/// this IP configuration should be applied to" (section 5).
+///
+/// ```no_run
+/// use cni_net::{configure_iface, Dad, NetError, Netns};
+/// # fn result() -> cni_types::Result100 { unimplemented!() }
+///
+/// let result = result(); // from the IPAM plugin, interfaces filled in
+/// let netns = Netns::open("/run/netns/blue")?;
+/// netns.run(|nl| configure_iface(nl, "eth0", &result, Dad::Run))?;
+/// # Ok::<(), NetError>(())
+/// ```
+///
 /// An `ips` entry whose index points outside `interfaces`, or to an
 /// interface of another name, is an error naming it; entries without an
 /// index are left alone. Routes are added with replace semantics, so a

@@ -93,6 +93,9 @@
 //! - [`Netlink::add_address`] and [`Netlink::add_route`] refuse what is
 //!   already there (`EEXIST`, named in the error); [`configure_iface`]
 //!   replaces routes, so a route the kernel made is not a failure.
+//! - [`configure_iface`] leaves `disable_ipv6` alone (Go sets it to 0):
+//!   a socket may be used outside its namespace's thread, where
+//!   `/proc/sys` is another namespace's; use [`Netns::set_sysctl`].
 //! - [`host_veth_name`] is stable (a hash of container id and interface
 //!   name), where Go's `ip.RandomVethName` is random, so DEL and CHECK
 //!   find the host end again without a result.

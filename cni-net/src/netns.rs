@@ -120,9 +120,19 @@ impl Netns {
     ///
     /// `f` runs on a new thread that joins the namespace and ends with
     /// `f`: no thread of the caller ever changes namespace, so this is
-    /// safe from thread pools and async runtimes. Anything `f` opens by
-    /// path under `/proc/sys/net` or `/proc/net` belongs to this namespace.
+    /// safe from thread pools and async runtimes. What `f` opens under
+    /// `/proc/sys/net` or `/proc/thread-self/net` belongs to this
+    /// namespace (not `/proc/net`: that is `/proc/self/net`, the main
+    /// thread's).
     /// A panic in `f` continues in the caller.
+    ///
+    /// ```no_run
+    /// use cni_net::{NetError, Netns};
+    ///
+    /// let netns = Netns::open("/run/netns/blue")?;
+    /// let mtu = netns.run(|nl| Ok::<_, NetError>(nl.link("eth0")?.mtu))?;
+    /// # Ok::<(), NetError>(())
+    /// ```
     ///
     /// Go: `ns.WithNetNSPath` / `NetNS.Do`. Go's version locks the calling
     /// goroutine's OS thread, switches it, and switches back, so a failure

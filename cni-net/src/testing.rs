@@ -32,6 +32,16 @@ impl TempNetns {
     /// A new, empty namespace named `cni-net-TAG-PID-N` (unique within the
     /// machine while this process lives). Needs root (`CAP_SYS_ADMIN`);
     /// without it the error says so.
+    ///
+    /// ```
+    /// use cni_net::testing::TempNetns;
+    ///
+    /// let tmp = TempNetns::new("doc")?;
+    /// let eth0 = tmp.add_veth("eth0", "peer0", None)?;
+    /// assert_eq!(tmp.socket()?.link("eth0")?.index, eth0.index);
+    /// // Removed here, with its links.
+    /// # Ok::<(), cni_net::NetError>(())
+    /// ```
     pub fn new(tag: &str) -> Result<TempNetns, NetError> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(

@@ -3,20 +3,20 @@
 //!
 //! ADD creates the pair with the container end directly inside `CNI_NETNS`
 //! named `CNI_IFNAME` (MTU from `mtu`; the MAC address a runtime asked for,
-//! as [`requested_mac`] finds it, so Podman's `--mac-address` is honoured),
-//! runs the `ipam.type` plugin, puts the
-//! addresses and routes it returned on the container end, gives the host end
-//! each subnet's gateway address (so the container reaches the host through
-//! it) and a host route to each container address, and returns the full
-//! result: host and container interfaces with MAC addresses, `ips` on the
-//! container interface, routes, and DNS (the config's `dns`, else IPAM's).
-//! When anything after the IPAM ADD fails, the pair is deleted and the IPAM
-//! DEL runs before the error is returned.
+//! as [`requested_mac`] finds it, so Podman's `--mac-address` is honoured)
+//! while the `ipam.type` plugin runs,
+//! puts the addresses and routes it returned on the container end, gives
+//! the host end each subnet's gateway address (so the container reaches the
+//! host through it) and a host route to each container address, and returns
+//! the full result: host and container interfaces with MAC addresses, `ips`
+//! on the container interface, routes, and DNS (the config's `dns`, else
+//! IPAM's). When any step fails, the pair this ADD made is deleted and, if
+//! IPAM had answered, the IPAM DEL runs before the error is returned.
 //!
-//! DEL runs the IPAM DEL and deletes the pair; a namespace or interface that
-//! is already gone is success. CHECK verifies the previous result against
-//! the namespace (interface, MAC, MTU, addresses, routes) and delegates to
-//! IPAM. The kernel work is `cni_net`'s: `configure_iface` and
+//! DEL deletes the pair while the IPAM DEL runs; a namespace or interface
+//! that is already gone is success. CHECK verifies the previous result
+//! against the namespace (interface, MAC, MTU, addresses, routes) and
+//! delegates to IPAM. The kernel work is `cni_net`'s: `configure_iface` and
 //! `check_interface` for the container end, `Netlink` for the host end.
 //! GC and STATUS go to IPAM.
 //!
