@@ -7,6 +7,8 @@
 //! - [`Error`] is the CNI error result, with the well-known [`Code`]s.
 //! - [`NetConf`] is a plugin configuration, generic over the plugin's own
 //!   fields; [`NetConfList`] a configuration list.
+//! - [`ValidAttachments`] is a GC request's list of attachments in use,
+//!   with "no list" kept apart from "an empty list".
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
 //! - Addresses are typed: [`IpNetwork`] keeps the host part
 //!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
@@ -21,6 +23,7 @@ mod conflist;
 pub mod conventions;
 mod dns;
 mod error;
+mod gc;
 mod ip;
 mod print;
 mod result;
@@ -34,6 +37,7 @@ pub use config::{ConfigError, Extra, GcAttachment, Ipam, NetConf};
 pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};
+pub use gc::ValidAttachments;
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
 pub use result::{
     CniResult, ConvertError, Interface, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020,
