@@ -16,6 +16,8 @@ use std::net::IpAddr;
 use cni_types::Error;
 
 use super::config::{bits, from_bits, IpamConfig, Range, RangeSet, Requested};
+#[cfg(test)]
+use super::store::Owner;
 use super::store::Reservation;
 use super::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
 
@@ -291,7 +293,7 @@ mod tests {
 
     fn held(ips: &[&str]) -> Vec<Reservation> {
         ips.iter()
-            .map(|s| Reservation::new(ip(s), "other\r\neth0".into()))
+            .map(|s| Reservation::new(ip(s), Owner::parse(b"other\r\neth0")))
             .collect()
     }
 

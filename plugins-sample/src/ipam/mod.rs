@@ -21,7 +21,15 @@
 //! - **CHECK** fails with [`NOT_RESERVED`] unless the attachment holds an
 //!   address in every range set.
 //! - **GC** releases every reservation whose attachment is not in
-//!   `cni.dev/valid-attachments`.
+//!   `cni.dev/valid-attachments`; an older reservation naming only a
+//!   container is kept while any attachment of that container is valid.
+//!   Without the key (absent or `null`) the runtime has not said what is in
+//!   use, so GC releases nothing and says so on stderr; `[]` releases all.
+//!   The lock and `last_reserved_ip` files are never removed.
+//!
+//! An entry of the data directory named like an address that ipam-file did
+//! not write (a directory, a symbolic link, binary content) is taken as
+//! held, never followed, never removed, and named on stderr.
 //! - **STATUS** answers code 50 while a range set has no free address (ADD
 //!   would fail).
 //!
@@ -54,7 +62,7 @@ use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Code, Dns, Error, IpConfig, IpNetwork, NetConf, Result100, SpecVersion};
 
 use config::IpamConfig;
-use store::{LockMode, Store};
+use store::{LockMode, Owner, Reservation, Store};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI ipam-file plugin v0.1.0 (host-local compatible)";
@@ -86,41 +94,47 @@ impl Plugin for IpamFile {
         };
 
         let store = Store::create(&cfg.network_dir())?;
-        let held = store.reservations()?;
+        let mut held = store.reservations()?;
+        log_unknown(req, &store, &held);
         let last: Vec<Option<IpAddr>> = (0..cfg.range_sets.len())
-            .map(|i| store.last_reserved(i))
+            .map(|i| {
+                store.last_reserved(i).unwrap_or_else(|skipped| {
+                    req.log(format!("ipam-file: {skipped}"));
+                    None
+                })
+            })
             .collect();
-        let plan = allocator::plan(
-            &cfg,
-            &held,
-            &last,
-            &req.container_id,
-            &req.ifname,
-            &requested,
-        )?;
-
-        let mut written: Vec<IpAddr> = Vec::new();
-        let outcome = (|| {
-            for a in plan.iter().filter(|a| a.new) {
-                if !store.reserve(a.ip, &req.container_id, &req.ifname)? {
-                    // Impossible under the lock unless something ignores it.
-                    return Err(Error::new(
-                        ADDRESS_UNAVAILABLE,
-                        format!("address {} was reserved concurrently", a.ip),
-                    )
-                    .with_details(format!("in {}", store.dir().display())));
+        // Under the lock a planned address is free unless something ignores
+        // the lock; such an address is taken as held and the plan redone.
+        let plan = loop {
+            let plan = allocator::plan(
+                &cfg,
+                &held,
+                &last,
+                &req.container_id,
+                &req.ifname,
+                &requested,
+            )?;
+            match write_plan(&store, &plan, &req.container_id, &req.ifname)? {
+                None => break plan,
+                Some(taken) => {
+                    req.log(format!(
+                        "ipam-file: skipping {}: appeared during the ADD; taken as held",
+                        store.dir().join(taken.to_string()).display()
+                    ));
+                    held.push(Reservation::new(
+                        taken,
+                        Owner::Unknown("appeared during the ADD".to_owned()),
+                    ));
                 }
-                written.push(a.ip);
-                store.set_last_reserved(a.set, a.ip)?;
             }
-            store.sync()
-        })();
-        if let Err(e) = outcome {
-            for ip in &written {
-                let _ = store.release(*ip);
+        };
+        for a in plan.iter().filter(|a| a.new) {
+            if let Err(e) = store.set_last_reserved(a.set, a.ip) {
+                req.log(format!(
+                    "ipam-file: last reserved address not recorded: {e}"
+                ));
             }
-            let _ = store.sync();
-            return Err(e.into());
         }
         drop(store);
 
@@ -210,16 +224,27 @@ impl Plugin for IpamFile {
     fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let valid = req.valid_attachments()?;
+        if valid.is_unspecified() {
+            req.log(
+                "ipam-file: GC without cni.dev/valid-attachments: the runtime did not say \
+                 which attachments are in use, so nothing is released",
+            );
+            return Ok(Reply::Empty);
+        }
         let Some(store) = Store::open_existing(&cfg.network_dir(), LockMode::Exclusive)? else {
             return Ok(Reply::Empty);
         };
-        let stale: Vec<IpAddr> = store
-            .reservations()?
-            .into_iter()
-            .filter(|r| {
-                !valid.iter().any(|a| {
-                    r.held_by(&a.container_id, &a.ifname) || r.held_by_legacy(&a.container_id)
-                })
+        let held = store.reservations()?;
+        log_unknown(req, &store, &held);
+        let stale: Vec<IpAddr> = held
+            .iter()
+            .filter(|r| match &r.owner {
+                Owner::Attachment {
+                    container_id,
+                    ifname,
+                } => !valid.keeps(container_id, ifname),
+                Owner::Container(id) => !valid.keeps_container(id),
+                Owner::Unknown(_) => false,
             })
             .map(|r| r.ip)
             .collect();
@@ -257,6 +282,54 @@ impl Plugin for IpamFile {
             cfg.network_dir().display()
         ))
         .into())
+    }
+}
+
+/// Writes the new addresses of `plan`, flushed. `Some(ip)` when `ip` turned
+/// out to be taken: then nothing of the plan remains written.
+fn write_plan(
+    store: &Store,
+    plan: &[allocator::Assigned],
+    id: &str,
+    ifname: &str,
+) -> Result<Option<IpAddr>, Error> {
+    let mut written: Vec<IpAddr> = Vec::new();
+    let mut outcome = Ok(None);
+    for a in plan.iter().filter(|a| a.new) {
+        match store.reserve(a.ip, id, ifname) {
+            Ok(true) => written.push(a.ip),
+            Ok(false) => {
+                outcome = Ok(Some(a.ip));
+                break;
+            }
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    if matches!(outcome, Ok(None)) {
+        outcome = store.sync().map(|()| None);
+    }
+    if !matches!(outcome, Ok(None)) {
+        for ip in &written {
+            let _ = store.release(*ip);
+        }
+        let _ = store.sync();
+    }
+    outcome
+}
+
+/// Names on stderr each entry of the store that is taken but not a
+/// reservation ipam-file can read.
+fn log_unknown(req: &Request<NetConf>, store: &Store, held: &[Reservation]) {
+    for r in held {
+        if let Owner::Unknown(why) = &r.owner {
+            req.log(format!(
+                "ipam-file: skipping {}: {why}; its address is taken as held",
+                store.dir().join(r.ip.to_string()).display()
+            ));
+        }
     }
 }
 
@@ -826,5 +899,140 @@ mod tests {
         assert_eq!(address(&run("ADD", "new", &stdin), 0), "10.1.2.3/24");
         ok(&run("DEL", "old", &stdin));
         assert!(!Path::new(&dir.net().join("10.1.2.2")).exists());
+    }
+
+    /// The names in the network directory.
+    fn names(dir: &TempDir) -> Vec<String> {
+        dir.files().into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// `v4(dir)` for GC, with `cni.dev/valid-attachments` set to `valid`
+    /// (left out when `None`).
+    fn gc_conf(dir: &TempDir, valid: Option<Value>) -> String {
+        let mut gc: Value = serde_json::from_str(&v4(dir)).unwrap();
+        if let Some(valid) = valid {
+            gc["cni.dev/valid-attachments"] = valid;
+        }
+        gc.to_string()
+    }
+
+    /// c1 and c2 on eth0 (.2, .3), c1 on eth1 (.4), and an older host-local
+    /// reservation of container `old` (.9).
+    fn several_containers(dir: &TempDir) {
+        let stdin = v4(dir);
+        address(&run("ADD", "c1", &stdin), 0);
+        address(&run("ADD", "c2", &stdin), 0);
+        let eth1 = TestRequest::new("ADD")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/var/run/netns/x")
+            .env("CNI_IFNAME", "eth1")
+            .stdin(stdin.as_str())
+            .run(&IpamFile, &PluginInfo::all());
+        assert_eq!(address(&eth1, 0), "10.1.2.4/24");
+        std::fs::write(dir.net().join("10.1.2.9"), "old").unwrap();
+    }
+
+    #[test]
+    fn gc_without_valid_attachments_absent_or_null_releases_nothing_and_says_so() {
+        let dir = TempDir::new();
+        several_containers(&dir);
+        let before = dir.files();
+        for valid in [None, Some(Value::Null)] {
+            let out = run("GC", "", &gc_conf(&dir, valid.clone()));
+            ok(&out);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("nothing is released"),
+                "{valid:?}: {stderr}"
+            );
+            assert_eq!(dir.files(), before, "{valid:?}");
+        }
+    }
+
+    #[test]
+    fn gc_with_an_empty_list_releases_every_reservation_and_keeps_bookkeeping() {
+        let dir = TempDir::new();
+        several_containers(&dir);
+        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
+        assert_eq!(names(&dir), ["last_reserved_ip.0", "lock"]);
+    }
+
+    #[test]
+    fn gc_with_a_list_releases_the_others_and_older_reservations_by_container() {
+        let dir = TempDir::new();
+        several_containers(&dir);
+        // c1/eth1 and c2 go; the older reservation of `old` stays because
+        // an attachment of container `old` (any interface) is valid.
+        let valid = json!([{"containerID": "c1", "ifname": "eth0"},
+                           {"containerID": "old", "ifname": "net5"}]);
+        ok(&run("GC", "", &gc_conf(&dir, Some(valid))));
+        assert_eq!(
+            names(&dir),
+            ["10.1.2.2", "10.1.2.9", "last_reserved_ip.0", "lock"]
+        );
+        // Once `old` is no longer listed, its older reservation goes too.
+        let valid = json!([{"containerID": "c1", "ifname": "eth0"}]);
+        ok(&run("GC", "", &gc_conf(&dir, Some(valid))));
+        assert_eq!(names(&dir), ["10.1.2.2", "last_reserved_ip.0", "lock"]);
+    }
+
+    #[test]
+    fn a_directory_named_like_an_address_is_taken_skipped_and_named_on_stderr() {
+        let dir = TempDir::new();
+        std::fs::create_dir_all(dir.net().join("10.1.2.2")).unwrap();
+        let out = run("ADD", "c1", &v4(&dir));
+        assert_eq!(address(&out, 0), "10.1.2.3/24");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("10.1.2.2: a directory"), "{stderr}");
+        ok(&run("DEL", "c1", &v4(&dir)));
+        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
+        assert!(dir.net().join("10.1.2.2").is_dir());
+    }
+
+    #[test]
+    fn a_hostile_store_is_never_followed_and_add_del_gc_keep_working() {
+        let dir = TempDir::new();
+        let outside = dir.0.join("outside");
+        std::fs::write(&outside, "c1\r\neth0").unwrap();
+        std::fs::create_dir_all(dir.net()).unwrap();
+        let net = dir.net();
+        std::os::unix::fs::symlink(&outside, net.join("10.1.2.2")).unwrap();
+        std::fs::write(net.join("10.1.2.3"), [0u8, 159, 146, 150, 255, 10]).unwrap();
+        std::fs::write(net.join("10.1.2.4"), "stray file\nwith lines\n").unwrap();
+        std::fs::write(net.join("last_reserved_ip.0"), "not an address").unwrap();
+        std::fs::create_dir_all(net.join("10.1.2.5")).unwrap();
+
+        // c1 is not the symlink's target's owner: the link is never read.
+        let out = run("ADD", "c1", &v4(&dir));
+        assert_eq!(address(&out, 0), "10.1.2.6/24");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for named in [
+            "10.1.2.2: a symbolic link",
+            "10.1.2.3: content is not text",
+            "10.1.2.4: content is not a container id",
+            "10.1.2.5: a directory",
+            "last_reserved_ip.0: not an IP address",
+        ] {
+            assert!(stderr.contains(named), "{named} in {stderr}");
+        }
+        ok(&run("DEL", "c1", &v4(&dir)));
+        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
+        assert_eq!(
+            names(&dir),
+            [
+                "10.1.2.2",
+                "10.1.2.3",
+                "10.1.2.4",
+                "10.1.2.5",
+                "last_reserved_ip.0",
+                "lock"
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "c1\r\neth0");
+        assert!(std::fs::symlink_metadata(net.join("10.1.2.2"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 }

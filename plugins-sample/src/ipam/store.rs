@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use cni_types::{Code, Error};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
+use nix::libc;
 
 /// Prefix of the per-range-set round-robin files.
 pub const LAST_RESERVED_PREFIX: &str = "last_reserved_ip.";
@@ -40,33 +41,83 @@ const TMP_PREFIX: &str = ".ipam-file-tmp.";
 pub struct Reservation {
     /// The address, from the file name.
     pub ip: IpAddr,
-    /// The file's content, surrounding white space removed (host-local
-    /// compares it so); empty when unreadable.
-    owner: String,
+    /// Who holds it, from the file's content.
+    pub owner: Owner,
+}
+
+/// Who holds a reservation, read from its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// `<containerID>\r\n<ifname>`, as ipam-file and host-local write it.
+    Attachment {
+        /// The container id.
+        container_id: String,
+        /// The interface name.
+        ifname: String,
+    },
+    /// A container id alone: an older host-local's reservation, which
+    /// belongs to the container whatever its interface.
+    Container(String),
+    /// Something this plugin did not write (a directory, a symlink, binary
+    /// content, an unreadable file): its address is taken, and no DEL or GC
+    /// ever removes it. Holds why, for the message naming it.
+    Unknown(String),
 }
 
 impl Reservation {
-    /// A reservation held by `owner_key(id, ifname)`.
-    pub fn new(ip: IpAddr, owner: String) -> Reservation {
+    /// A reservation held by `owner`.
+    pub fn new(ip: IpAddr, owner: Owner) -> Reservation {
         Reservation { ip, owner }
     }
 
     /// Held by this attachment, as written by ipam-file or host-local.
     pub fn held_by(&self, id: &str, ifname: &str) -> bool {
-        self.owner == owner_key(id, ifname)
+        matches!(&self.owner, Owner::Attachment { container_id, ifname: i }
+            if container_id == id.trim() && i == ifname)
     }
 
     /// Held by this container in the older format, without an interface.
     pub fn held_by_legacy(&self, id: &str) -> bool {
-        self.owner == id.trim()
+        matches!(&self.owner, Owner::Container(c) if c == id.trim())
     }
 
     /// `container c1, interface eth0`, for messages.
     pub fn describe_owner(&self) -> String {
-        match self.owner.split_once(LINE_BREAK) {
-            Some((id, ifname)) => format!("container {id:?}, interface {ifname:?}"),
-            None if self.owner.is_empty() => "an unreadable reservation".to_owned(),
-            None => format!("container {:?}", self.owner),
+        match &self.owner {
+            Owner::Attachment {
+                container_id,
+                ifname,
+            } => format!("container {container_id:?}, interface {ifname:?}"),
+            Owner::Container(id) => format!("container {id:?}"),
+            Owner::Unknown(why) => format!("an entry ipam-file did not write ({why})"),
+        }
+    }
+}
+
+impl Owner {
+    /// Reads a reservation file's content as host-local does: surrounding
+    /// white space removed, then `<id>\r\n<ifname>` or `<id>`. Anything
+    /// else (not UTF-8, control characters, empty) is [`Owner::Unknown`].
+    pub fn parse(bytes: &[u8]) -> Owner {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Owner::Unknown("content is not text".to_owned());
+        };
+        let text = text.trim();
+        let (id, ifname) = match text.split_once(LINE_BREAK) {
+            Some((id, ifname)) => (id, Some(ifname)),
+            None => (text, None),
+        };
+        let clean = |s: &str| !s.is_empty() && !s.chars().any(char::is_control);
+        match ifname {
+            _ if !clean(id) => Owner::Unknown("content is not a container id".to_owned()),
+            Some(i) if !clean(i) => {
+                Owner::Unknown("content is not a container id and interface".to_owned())
+            }
+            Some(i) => Owner::Attachment {
+                container_id: id.to_owned(),
+                ifname: i.to_owned(),
+            },
+            None => Owner::Container(id.to_owned()),
         }
     }
 }
@@ -75,6 +126,9 @@ impl Reservation {
 pub fn owner_key(id: &str, ifname: &str) -> String {
     format!("{}{LINE_BREAK}{ifname}", id.trim())
 }
+
+/// Longest reservation file read; longer content is not one of ours.
+const MAX_RESERVATION: u64 = 4096;
 
 /// How the lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +181,7 @@ impl Store {
                 .write(write)
                 .create(write)
                 .mode(0o750)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
         };
         // Read-only is enough to flock; write is only needed to create it.
@@ -169,7 +224,9 @@ impl Store {
         &self.dir
     }
 
-    /// Every reservation: each file whose name is an address.
+    /// Every reservation: each entry whose name is an address. An entry
+    /// that is not a regular file, or whose content is not an owner, is
+    /// [`Owner::Unknown`]: its address is taken. Links are never followed.
     pub fn reservations(&self) -> Result<Vec<Reservation>, Error> {
         let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
         let mut out = Vec::new();
@@ -182,25 +239,37 @@ impl Store {
             else {
                 continue;
             };
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            // An unreadable file still takes its address, held by nobody.
-            let owner = match fs::read(entry.path()) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(_) => String::new(),
+            let owner = match entry.file_type() {
+                Ok(t) if t.is_file() => match read_no_follow(&entry.path(), MAX_RESERVATION) {
+                    Ok(bytes) => Owner::parse(&bytes),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+                },
+                Ok(t) if t.is_dir() => Owner::Unknown("a directory".to_owned()),
+                Ok(t) if t.is_symlink() => Owner::Unknown("a symbolic link".to_owned()),
+                Ok(_) => Owner::Unknown("not a regular file".to_owned()),
+                Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
             };
             out.push(Reservation::new(ip, owner));
         }
         Ok(out)
     }
 
-    /// The address last handed out from range set `set`, if recorded.
-    pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
-        let text =
-            fs::read_to_string(self.dir.join(format!("{LAST_RESERVED_PREFIX}{set}"))).ok()?;
-        Some(text.trim().parse::<IpAddr>().ok()?.to_canonical())
+    /// The address last handed out from range set `set`, if recorded; an
+    /// entry that is not one is [`Skipped`] (the search then starts at the
+    /// first address, as with none).
+    pub fn last_reserved(&self, set: usize) -> Result<Option<IpAddr>, Skipped> {
+        let path = self.dir.join(format!("{LAST_RESERVED_PREFIX}{set}"));
+        let bytes = match read_no_follow(&path, 64) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Skipped::new(path, format!("cannot read it: {e}"))),
+        };
+        std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim().parse::<IpAddr>().ok())
+            .map(|ip| Some(ip.to_canonical()))
+            .ok_or_else(|| Skipped::new(path, "not an IP address".to_owned()))
     }
 
     /// Reserves `ip` for the attachment; `false` when the address is
@@ -219,6 +288,7 @@ impl Store {
     }
 
     /// Records `ip` as the last address handed out from range set `set`.
+    /// Only a hint: a caller may carry on when it fails.
     pub fn set_last_reserved(&self, set: usize, ip: IpAddr) -> Result<(), Error> {
         self.require_exclusive()?;
         let name = format!("{LAST_RESERVED_PREFIX}{set}");
@@ -313,6 +383,47 @@ impl Drop for Store {
             }
         }
     }
+}
+
+/// An entry of the store that is not what its name says, skipped; named
+/// on stderr by the plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The entry.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl Skipped {
+    fn new(path: PathBuf, why: String) -> Skipped {
+        Skipped { path, why }
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipping {}: {}", self.path.display(), self.why)
+    }
+}
+
+/// At most `limit` bytes of the regular file at `path`; a symbolic link is
+/// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
+fn read_no_follow(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::other(format!("longer than {limit} bytes")));
+    }
+    Ok(bytes)
 }
 
 /// Code 5 naming the path.
