@@ -14,14 +14,10 @@
 //!   the container namespace over rtnetlink, addresses from its IPAM
 //!   plugin, routes both ways.
 //!
-//! - [`ipam`]: `ipam-file`, an IPAM plugin compatible with the reference
-//!   `host-local` (configuration and on-disk reservations), with GC and
-//!   STATUS.
-//!
-//! The binaries in `src/bin` are thin `main`s over these modules.
+//! The binaries in `src/bin` are thin `main`s over these modules;
+//! `ipam-file` is one over the `cni-ipam` crate.
 
 pub mod delegator;
 pub mod dns_mac;
-pub mod ipam;
 pub mod noop;
 pub mod veth;

@@ -1,14 +1,4 @@
-//! `ipam-file`: an IPAM plugin compatible with the reference `host-local`,
-//! configuration and data directory alike, so an operator can swap one for
-//! the other on a live node.
-//!
-//! ```json
-//! {"cniVersion": "1.1.0", "name": "net1", "type": "bridge",
-//!  "ipam": {"type": "ipam-file", "dataDir": "/var/lib/cni/networks",
-//!           "ranges": [[{"subnet": "10.1.2.0/24", "gateway": "10.1.2.1"}],
-//!                      [{"subnet": "2001:db8:1::/64"}]],
-//!           "routes": [{"dst": "0.0.0.0/0"}]}}
-//! ```
+//! The IPAM plugin: ADD, DEL, CHECK, GC and STATUS over any [`Store`].
 //!
 //! - **ADD** reserves one address per range set and returns them with their
 //!   gateways, the configured `routes`, and the DNS of `resolvConf` when
@@ -16,126 +6,118 @@
 //!   An attachment `(CNI_CONTAINERID, CNI_IFNAME)` that already holds an
 //!   address gets it again. Addresses can be requested through `args.cni.ips`
 //!   or `runtimeConfig.ips`, else `CNI_ARGS` `IP=`; see
-//!   [`config::requested_ips`].
+//!   [`crate::config::requested_ips`].
 //! - **DEL** releases the attachment's reservations; nothing held is fine.
 //! - **CHECK** fails with [`NOT_RESERVED`] unless the attachment holds an
 //!   address in every range set.
-//! - **GC** releases every reservation whose attachment is not in
-//!   `cni.dev/valid-attachments`; an older reservation naming only a
-//!   container is kept while any attachment of that container is valid.
-//!   Without the key (absent or `null`) the runtime has not said what is in
-//!   use, so GC releases nothing and says so on stderr; `[]` releases all.
-//!   The lock and `last_reserved_ip` files are never removed.
-//!
-//! An entry of the data directory named like an address that ipam-file did
-//! not write (a directory, a symbolic link, binary content) is taken as
-//! held, never followed, never removed, and named on stderr.
+//! - **GC** releases the reservations of attachments that are not valid
+//!   ([`crate::gc`]); without `cni.dev/valid-attachments` it releases
+//!   nothing and says so on stderr.
 //! - **STATUS** answers code 50 while a range set has no free address (ADD
-//!   would fail).
+//!   would fail) or the store cannot be read, naming it.
 //!
-//! The configuration is validated in full before the data directory is
-//! touched ([`config`]); addresses are chosen in memory under the lock
-//! ([`allocator`]) and only then written ([`store`]).
-//!
-//! # Where ipam-file departs from host-local
-//! - A repeated ADD returns the address held; host-local fails it
-//!   ("duplicate allocation is not allowed").
-//! - `runtimeConfig.ipRanges` replaces the configured ranges; host-local
-//!   allocates from both.
-//! - `args.cni.ips` and `runtimeConfig.ips` override `CNI_ARGS` `IP`
-//!   (CONVENTIONS.md); host-local uses all three. Unknown `CNI_ARGS` keys
-//!   are ignored; host-local rejects them without `IgnoreUnknown=1`.
-//! - A gateway outside its subnet and `rangeStart` after `rangeEnd` are
-//!   configuration errors; host-local accepts them.
-//! - A failed ADD leaves `last_reserved_ip` untouched; host-local may have
-//!   advanced it for addresses it then released.
-//! - Errors carry CNI codes (7 for configuration, 5 for I/O, 100.. below)
-//!   where host-local answers 999 for all.
+//! Entries of the store that are not what their names say are named on
+//! stderr and skipped.
 
-pub mod allocator;
-pub mod config;
-pub mod store;
-
-use std::net::IpAddr;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
 
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Code, Dns, Error, IpConfig, IpNetwork, NetConf, Result100, SpecVersion};
 
-use config::IpamConfig;
-use store::{LockMode, Owner, Reservation, Store};
+use crate::config::{self, IpamConfig};
+use crate::plan::{self, Assigned, Attachment};
+use crate::store::{Access, Reservation, Reserved, State, Store};
+use crate::{dns, gc, NOT_RESERVED};
 
-/// Printed to stderr when run by hand.
-pub const ABOUT: &str = "CNI ipam-file plugin v0.1.0 (host-local compatible)";
+/// How long an ADD keeps re-planning when addresses it chose are taken by
+/// other nodes meanwhile; then code 11.
+const CONTENTION_LIMIT: Duration = Duration::from_secs(10);
 
-/// A requested address is reserved by another attachment, or the
-/// attachment already holds a different one in that range set.
-pub const ADDRESS_UNAVAILABLE: Code = Code(100);
-/// A requested address is in no range, is a gateway, or shares a range set
-/// with another requested address.
-pub const ADDRESS_NOT_ALLOCATABLE: Code = Code(101);
-/// ADD found no free address in a range set.
-pub const RANGE_EXHAUSTED: Code = Code(102);
-/// CHECK found no reservation for the attachment.
-pub const NOT_RESERVED: Code = Code(103);
+/// An IPAM plugin keeping its reservations in a store of type `S`.
+///
+/// ```no_run
+/// #![no_main]
+/// use cni_ipam::{store::file::FileStore, Ipam};
+///
+/// cni_skel::plugin_main!(
+///     Ipam::<FileStore>::new("ipam-file"),
+///     cni_version::PluginInfo::all(),
+///     "CNI ipam-file plugin v0.1.0"
+/// );
+/// ```
+pub struct Ipam<S> {
+    name: &'static str,
+    store: PhantomData<fn() -> S>,
+}
 
-/// The plugin.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct IpamFile;
+impl<S> Ipam<S> {
+    /// The plugin; `name` prefixes what it writes on stderr.
+    pub const fn new(name: &'static str) -> Ipam<S> {
+        Ipam {
+            name,
+            store: PhantomData,
+        }
+    }
+}
 
-impl Plugin for IpamFile {
+impl<S> std::fmt::Debug for Ipam<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ipam").field("name", &self.name).finish()
+    }
+}
+
+impl<S: Store> Ipam<S> {
+    /// Reads the store, naming what it skipped on stderr.
+    fn read(&self, req: &Request<NetConf>, store: &mut S, sets: usize) -> Result<State, Error> {
+        let state = store.read(sets)?;
+        for skipped in &state.skipped {
+            req.log(format!("{}: {skipped}", self.name));
+        }
+        Ok(state)
+    }
+}
+
+impl<S: Store> Plugin for Ipam<S> {
     type Config = NetConf;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let requested = config::requested_ips(&req.config, &req.args)?;
         let dns = match &cfg.resolv_conf {
-            Some(path) => read_resolv_conf(path)?,
+            Some(path) => dns::read_resolv_conf(path)?,
             None => Dns::default(),
         };
-
-        let store = Store::create(&cfg.network_dir())?;
-        let mut held = store.reservations()?;
-        log_unknown(req, &store, &held);
-        let last: Vec<Option<IpAddr>> = (0..cfg.range_sets.len())
-            .map(|i| {
-                store.last_reserved(i).unwrap_or_else(|skipped| {
-                    req.log(format!("ipam-file: {skipped}"));
-                    None
-                })
-            })
-            .collect();
-        // Under the lock a planned address is free unless something ignores
-        // the lock; such an address is taken as held and the plan redone.
+        let attachment = Attachment::new(&req.container_id, &req.ifname);
+        let mut store = S::open(&cfg, Access::Create)?
+            .ok_or_else(|| Error::new(Code::INTERNAL, "store not created"))?;
+        let sets = cfg.range_sets.len();
+        let started = Instant::now();
+        let mut state = self.read(req, &mut store, sets)?;
+        // Under a lock, a planned address is free unless something ignores
+        // the lock; without one (etcd), another node may have won it. Either
+        // way it now shows as held: read again and re-plan.
         let plan = loop {
-            let plan = allocator::plan(
-                &cfg,
-                &held,
-                &last,
-                &req.container_id,
-                &req.ifname,
-                &requested,
-            )?;
-            match write_plan(&store, &plan, &req.container_id, &req.ifname)? {
-                None => break plan,
-                Some(taken) => {
-                    req.log(format!(
-                        "ipam-file: skipping {}: appeared during the ADD; taken as held",
-                        store.dir().join(taken.to_string()).display()
-                    ));
-                    held.push(Reservation::new(
-                        taken,
-                        Owner::Unknown("appeared during the ADD".to_owned()),
-                    ));
+            let plan = plan::plan(&cfg, &state, &attachment, &requested)?;
+            let new: Vec<Assigned> = plan.iter().filter(|a| a.new).cloned().collect();
+            if new.is_empty() {
+                break plan;
+            }
+            match store.reserve(&new, &attachment)? {
+                Reserved::Done => break plan,
+                Reserved::Taken(_) if started.elapsed() < CONTENTION_LIMIT => {
+                    state = store.read(sets)?;
+                }
+                Reserved::Taken(ip) => {
+                    return Err(Error::new(
+                        Code::TRY_AGAIN_LATER,
+                        format!("addresses kept being taken while reserving (last {ip})"),
+                    )
+                    .with_details(format!("in {} for {CONTENTION_LIMIT:?}", store.describe()))
+                    .into())
                 }
             }
         };
-        for a in plan.iter().filter(|a| a.new) {
-            if let Err(e) = store.set_last_reserved(a.set, a.ip) {
-                req.log(format!(
-                    "ipam-file: last reserved address not recorded: {e}"
-                ));
-            }
-        }
         drop(store);
 
         let mut result = Result100::new(SpecVersion::V1_1_0);
@@ -155,50 +137,43 @@ impl Plugin for IpamFile {
 
     fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let Some(store) = Store::open_existing(&cfg.network_dir(), LockMode::Exclusive)? else {
+        let Some(mut store) = S::open(&cfg, Access::Change)? else {
             return Ok(Reply::Empty);
         };
-        let held = store.reservations()?;
-        let mut mine: Vec<IpAddr> = held
+        let state = self.read(req, &mut store, cfg.range_sets.len())?;
+        let mut mine: Vec<&Reservation> = state
+            .held
             .iter()
             .filter(|r| r.held_by(&req.container_id, &req.ifname))
-            .map(|r| r.ip)
             .collect();
         if mine.is_empty() {
             // As host-local: reservations from before the interface name
             // was recorded belong to the container.
-            mine = held
+            mine = state
+                .held
                 .iter()
                 .filter(|r| r.held_by_legacy(&req.container_id))
-                .map(|r| r.ip)
                 .collect();
         }
-        if mine.is_empty() {
-            return Ok(Reply::Empty);
+        if !mine.is_empty() {
+            store.release(&mine)?;
         }
-        for ip in mine {
-            store.release(ip)?;
-        }
-        store.sync()?;
         Ok(Reply::Empty)
     }
 
     fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let dir = cfg.network_dir();
-        let held = match Store::open_existing(&dir, LockMode::Shared)? {
-            Some(store) => store.reservations()?,
-            None => Vec::new(),
+        let attachment = Attachment::new(&req.container_id, &req.ifname);
+        let (held, place) = match S::open(&cfg, Access::Read)? {
+            Some(mut store) => (
+                self.read(req, &mut store, cfg.range_sets.len())?.held,
+                store.describe(),
+            ),
+            None => (Vec::new(), "the store".to_owned()),
         };
-        let mine: Vec<IpAddr> = held
-            .iter()
-            .filter(|r| {
-                r.held_by(&req.container_id, &req.ifname) || r.held_by_legacy(&req.container_id)
-            })
-            .map(|r| r.ip)
-            .collect();
+        let mine: Vec<&Reservation> = held.iter().filter(|r| attachment.holds(r)).collect();
         for set in &cfg.range_sets {
-            if !mine.iter().any(|ip| set.contains(*ip)) {
+            if !mine.iter().any(|r| set.contains(r.ip)) {
                 return Err(Error::new(
                     NOT_RESERVED,
                     format!(
@@ -207,12 +182,11 @@ impl Plugin for IpamFile {
                     ),
                 )
                 .with_details(format!(
-                    "{} holds {}",
-                    dir.display(),
+                    "{place} holds {}",
                     if mine.is_empty() {
                         "nothing for it".to_owned()
                     } else {
-                        mine.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        mine.iter().map(|r| r.ip.to_string()).collect::<Vec<_>>().join(", ")
                     }
                 ))
                 .into());
@@ -225,46 +199,41 @@ impl Plugin for IpamFile {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let valid = req.valid_attachments()?;
         if valid.is_unspecified() {
-            req.log(
-                "ipam-file: GC without cni.dev/valid-attachments: the runtime did not say \
-                 which attachments are in use, so nothing is released",
-            );
+            req.log(format!(
+                "{}: GC without cni.dev/valid-attachments: the runtime did not say which \
+                 attachments are in use, so nothing is released",
+                self.name
+            ));
             return Ok(Reply::Empty);
         }
-        let Some(store) = Store::open_existing(&cfg.network_dir(), LockMode::Exclusive)? else {
+        let Some(mut store) = S::open(&cfg, Access::Change)? else {
             return Ok(Reply::Empty);
         };
-        let held = store.reservations()?;
-        log_unknown(req, &store, &held);
-        let stale: Vec<IpAddr> = held
-            .iter()
-            .filter(|r| match &r.owner {
-                Owner::Attachment {
-                    container_id,
-                    ifname,
-                } => !valid.keeps(container_id, ifname),
-                Owner::Container(id) => !valid.keeps_container(id),
-                Owner::Unknown(_) => false,
-            })
-            .map(|r| r.ip)
-            .collect();
-        if stale.is_empty() {
-            return Ok(Reply::Empty);
+        let state = self.read(req, &mut store, cfg.range_sets.len())?;
+        let stale = gc::stale(&state.held, &valid);
+        if !stale.is_empty() {
+            store.release(&stale)?;
         }
-        for ip in &stale {
-            store.release(*ip)?;
-        }
-        store.sync()?;
         Ok(Reply::Empty)
     }
 
     fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let held = match Store::open_existing(&cfg.network_dir(), LockMode::Shared)? {
-            Some(store) => store.reservations()?,
-            None => Vec::new(),
+        let (held, place) = match S::open(&cfg, Access::Read).and_then(|store| match store {
+            Some(mut store) => Ok((store.held_addresses()?, store.describe())),
+            None => Ok((Vec::new(), String::new())),
+        }) {
+            Ok(found) => found,
+            Err(e) => {
+                return Err(Error::new(
+                    Code::PLUGIN_NOT_AVAILABLE,
+                    format!("cannot read the reservations: {}", e.msg),
+                )
+                .with_details(e.details)
+                .into())
+            }
         };
-        let full = allocator::exhausted_sets(&cfg, &held);
+        let full = plan::exhausted_sets(&cfg, &held);
         if full.is_empty() {
             return Ok(Reply::Empty);
         }
@@ -276,96 +245,9 @@ impl Plugin for IpamFile {
             Code::PLUGIN_NOT_AVAILABLE,
             format!("no free address in range set {}", names.join(", ")),
         )
-        .with_details(format!(
-            "{} reservations in {}",
-            held.len(),
-            cfg.network_dir().display()
-        ))
+        .with_details(format!("{} addresses held in {place}", held.len()))
         .into())
     }
-}
-
-/// Writes the new addresses of `plan`, flushed. `Some(ip)` when `ip` turned
-/// out to be taken: then nothing of the plan remains written.
-fn write_plan(
-    store: &Store,
-    plan: &[allocator::Assigned],
-    id: &str,
-    ifname: &str,
-) -> Result<Option<IpAddr>, Error> {
-    let mut written: Vec<IpAddr> = Vec::new();
-    let mut outcome = Ok(None);
-    for a in plan.iter().filter(|a| a.new) {
-        match store.reserve(a.ip, id, ifname) {
-            Ok(true) => written.push(a.ip),
-            Ok(false) => {
-                outcome = Ok(Some(a.ip));
-                break;
-            }
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
-        }
-    }
-    if matches!(outcome, Ok(None)) {
-        outcome = store.sync().map(|()| None);
-    }
-    if !matches!(outcome, Ok(None)) {
-        for ip in &written {
-            let _ = store.release(*ip);
-        }
-        let _ = store.sync();
-    }
-    outcome
-}
-
-/// Names on stderr each entry of the store that is taken but not a
-/// reservation ipam-file can read.
-fn log_unknown(req: &Request<NetConf>, store: &Store, held: &[Reservation]) {
-    for r in held {
-        if let Owner::Unknown(why) = &r.owner {
-            req.log(format!(
-                "ipam-file: skipping {}: {why}; its address is taken as held",
-                store.dir().join(r.ip.to_string()).display()
-            ));
-        }
-    }
-}
-
-/// The DNS settings of a resolv.conf, read as host-local reads them:
-/// `nameserver`, `domain`, `search` and `options` lines; comments (`#`,
-/// `;`) and other lines skipped.
-fn read_resolv_conf(path: &std::path::Path) -> Result<Dns, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::new(Code::IO_FAILURE, "cannot read ipam.resolvConf")
-            .with_details(format!("{}: {e}", path.display()))
-    })?;
-    Ok(parse_resolv_conf(&text))
-}
-
-fn parse_resolv_conf(text: &str) -> Dns {
-    let mut dns = Dns::default();
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        let mut fields = line.split_whitespace();
-        let (Some(key), rest) = (fields.next(), fields.collect::<Vec<_>>()) else {
-            continue;
-        };
-        let Some(first) = rest.first() else {
-            continue;
-        };
-        match key {
-            "nameserver" => dns.nameservers.push((*first).to_owned()),
-            "domain" => dns.domain = (*first).to_owned(),
-            "search" => dns.search.extend(rest.iter().map(|s| (*s).to_owned())),
-            "options" => dns.options.extend(rest.iter().map(|s| (*s).to_owned())),
-            _ => {}
-        }
-    }
-    dns
 }
 
 #[cfg(test)]
@@ -378,6 +260,11 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::store::file::FileStore;
+    use crate::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
+
+    #[allow(non_upper_case_globals)]
+    const IpamFile: Ipam<FileStore> = Ipam::new("ipam-file");
 
     /// A fresh directory, removed when dropped.
     struct TempDir(PathBuf);
