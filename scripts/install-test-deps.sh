@@ -12,6 +12,8 @@
 #                                and floor (gcc -static needs libc.a)
 #   musl-tools                   `musl-gcc`, for the benchmark's floor on
 #                                musl (the C library of our static build)
+#   etcd-server, etcd-client     `etcd` and `etcdctl` for the etcd store's
+#                                tests (tests/src/etcd.rs starts its own)
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -31,6 +33,8 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 # The benchmark floor and harness are linked with gcc -static: libc.a.
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(libc6-dev)
 command -v musl-gcc >/dev/null 2>&1 || missing+=(musl-tools)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

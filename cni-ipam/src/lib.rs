@@ -11,7 +11,8 @@
 //! - [`plan`]: pure: configuration + what is held + the attachment + what
 //!   was requested -> one address per range set. No I/O.
 //! - [`store`]: the [`Store`](store::Store) trait; [`store::file`] keeps
-//!   host-local's on-disk format and lock.
+//!   host-local's on-disk format and lock; `store::etcd` (feature `etcd`)
+//!   shares one range among every node of a cluster.
 //! - [`gc`]: which reservations a GC releases: none without a list.
 //! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store.
 //!
@@ -43,6 +44,9 @@
 //! - An entry of the store named like an address that no plugin wrote
 //!   (a directory, a symlink, binary content) is taken and named on stderr,
 //!   never followed or removed.
+//! - An ADD that loses a race for an address to another node (etcd store)
+//!   retries with the free address a random short distance further, not
+//!   the next one, so that the losers do not race again for one address.
 //! - `runtimeConfig.ipRanges` replaces the configured ranges; host-local
 //!   allocates from both.
 //! - `args.cni.ips` and `runtimeConfig.ips` override `CNI_ARGS` `IP`

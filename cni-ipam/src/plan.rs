@@ -76,6 +76,21 @@ pub fn plan(
     attachment: &Attachment,
     requested: &[Requested],
 ) -> Result<Vec<Assigned>, Error> {
+    plan_skipping(cfg, state, attachment, requested, 0)
+}
+
+/// [`plan`], but a new address is the free one `skip` places further in
+/// host-local's order (the first free one when fewer are free). A store
+/// without a lock retries with a few random skips after losing a race, so
+/// that the nodes which lost do not all race again for the same next
+/// address.
+pub fn plan_skipping(
+    cfg: &IpamConfig,
+    state: &State,
+    attachment: &Attachment,
+    requested: &[Requested],
+    skip: usize,
+) -> Result<Vec<Assigned>, Error> {
     let (held, last_reserved) = (&state.held, &state.last_reserved);
     let (id, ifname) = (attachment.container_id.as_str(), attachment.ifname.as_str());
     let wanted = requested_per_set(&cfg.range_sets, requested)?;
@@ -118,8 +133,13 @@ pub fn plan(
             },
             (None, Some(holding)) => (*holding, false),
             (None, None) => {
-                let free = RangeIter::new(set, last_reserved.get(i).copied().flatten())
-                    .find(|ip| !taken.contains_key(ip));
+                let last = last_reserved.get(i).copied().flatten();
+                let mut free = RangeIter::new(set, last).filter(|ip| !taken.contains_key(ip));
+                let first = free.next();
+                let free = match skip {
+                    0 => first,
+                    n => free.nth(n - 1).or(first),
+                };
                 match free {
                     Some(ip) => (ip, true),
                     None => {
@@ -295,6 +315,17 @@ mod tests {
         );
         assert_eq!(exhausted_sets(&cfg, &ips(&all)), [0]);
         assert!(exhausted_sets(&cfg, &ips(&taken)).is_empty());
+    }
+
+    #[test]
+    fn a_skip_takes_a_later_free_address_or_the_first_when_too_few() {
+        let cfg = config(json!([[{"subnet": "10.0.0.0/29"}]]));
+        let st = state(&["10.0.0.3"], &[None]);
+        let at = |skip| plan_skipping(&cfg, &st, &c(), &[], skip).unwrap()[0].ip;
+        assert_eq!(at(0), ip("10.0.0.2"));
+        assert_eq!(at(1), ip("10.0.0.4"));
+        assert_eq!(at(3), ip("10.0.0.6"));
+        assert_eq!(at(4), ip("10.0.0.2"));
     }
 
     #[test]

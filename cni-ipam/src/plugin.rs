@@ -78,6 +78,21 @@ impl<S: Store> Ipam<S> {
     }
 }
 
+/// How far past the next free address to look after losing `lost` races:
+/// 0 at first (host-local's order), then a random distance in a window
+/// that doubles, up to 64, so that contenders spread out.
+fn spread(lost: u32) -> usize {
+    use std::hash::{BuildHasher, Hasher};
+    if lost == 0 {
+        return 0;
+    }
+    // RandomState is seeded per process: a different draw in every plugin.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(lost);
+    let window = 4usize << lost.min(4);
+    (h.finish() % window as u64) as usize
+}
+
 impl<S: Store> Plugin for Ipam<S> {
     type Config = NetConf;
 
@@ -97,8 +112,9 @@ impl<S: Store> Plugin for Ipam<S> {
         // Under a lock, a planned address is free unless something ignores
         // the lock; without one (etcd), another node may have won it. Either
         // way it now shows as held: read again and re-plan.
+        let mut lost = 0u32;
         let plan = loop {
-            let plan = plan::plan(&cfg, &state, &attachment, &requested)?;
+            let plan = plan::plan_skipping(&cfg, &state, &attachment, &requested, spread(lost))?;
             let new: Vec<Assigned> = plan.iter().filter(|a| a.new).cloned().collect();
             if new.is_empty() {
                 break plan;
@@ -106,6 +122,7 @@ impl<S: Store> Plugin for Ipam<S> {
             match store.reserve(&new, &attachment)? {
                 Reserved::Done => break plan,
                 Reserved::Taken(_) if started.elapsed() < CONTENTION_LIMIT => {
+                    lost += 1;
                     state = store.read(sets)?;
                 }
                 Reserved::Taken(ip) => {

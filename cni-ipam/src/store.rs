@@ -9,6 +9,8 @@
 //! Go: `backend.Store` in host-local (`Lock`, `Reserve`, `LastReservedIP`,
 //! `ReleaseByID`, `GetByID`).
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod file;
 
 use std::fmt;
