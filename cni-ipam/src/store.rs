@@ -121,7 +121,7 @@ impl fmt::Display for Skipped {
 /// What [`Store::reserve`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reserved {
-    /// Every address is reserved, and durable.
+    /// Every address is reserved, visible to every later read.
     Done,
     /// This address was taken meanwhile (another node, or something that
     /// ignores the lock): nothing was written. Read again and re-plan.
@@ -162,7 +162,8 @@ pub trait Store: Sized {
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error>;
 
     /// Reserves every address of `new` for `attachment`, and records each as
-    /// its set's last reserved address: all or nothing, durable on `Done`.
+    /// its set's last reserved address: all or nothing, visible to every
+    /// later read on `Done`.
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error>;
 
     /// Removes these reservations, each only if it still holds what was

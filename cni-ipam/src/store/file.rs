@@ -11,10 +11,20 @@
 //! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
 //!   host-local's go-filemutex does, so both plugins exclude each other.
 //!
-//! A reservation is written to a hidden temporary file, flushed to disk, and
-//! hard-linked to its final name, which fails if the name exists: a file of
-//! that name is never seen half-written and never replaced. The directory is
-//! flushed after the names change.
+//! A reservation is written to a hidden temporary file and hard-linked to
+//! its final name, which fails if the name exists: a file of that name is
+//! never seen half-written and never replaced, and a plugin killed at any
+//! point leaves a whole reservation or none.
+//!
+//! Nothing is flushed to disk (`fsync`), as host-local flushes nothing: a
+//! reservation is in the page cache, visible to every later run, the moment
+//! its name exists, and survives the plugin's crash. Only a power loss or a
+//! kernel crash can lose it, and that ends every container of the node
+//! with it, so no address is ever handed out twice because of it (the
+//! worst a power loss can leave is an empty file, which is taken and named
+//! on stderr). The flushes cost two disk writes per ADD and one per DEL,
+//! which made an ADD+DEL 1.13x host-local's on this machine's disk
+//! (BENCHMARKS.md).
 //!
 //! An entry named like an address that is not such a file (a directory, a
 //! symbolic link, binary content) is [`Owner::Unknown`]: taken, never
@@ -165,14 +175,10 @@ impl Store for FileStore {
                 }
             }
         }
-        if matches!(outcome, Ok(Reserved::Done)) {
-            outcome = self.sync().map(|()| Reserved::Done);
-        }
         if !matches!(outcome, Ok(Reserved::Done)) {
             for ip in &written {
                 let _ = self.remove(*ip);
             }
-            let _ = self.sync();
             return outcome;
         }
         for a in new {
@@ -185,16 +191,11 @@ impl Store for FileStore {
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
-        let mut removed = false;
         for r in gone {
             // Under the exclusive lock what was read is still there.
             if r.local && !matches!(r.owner, Owner::Unknown(_)) {
                 self.remove(r.ip)?;
-                removed = true;
             }
-        }
-        if removed {
-            self.sync()?;
         }
         Ok(())
     }
@@ -299,10 +300,10 @@ impl FileStore {
     }
 
     /// Creates the reservation file of `ip`; `false` when the name exists.
-    /// The content is on disk before the name.
+    /// The content is written before the name exists.
     fn create_reservation(&self, ip: IpAddr, content: &[u8]) -> Result<bool, Error> {
         let target = self.dir.join(ip.to_string());
-        let tmp = self.write_temporary(&ip.to_string(), content, true)?;
+        let tmp = self.write_temporary(&ip.to_string(), content)?;
         let linked = fs::hard_link(&tmp, &target);
         let _ = fs::remove_file(&tmp);
         match linked {
@@ -315,8 +316,8 @@ impl FileStore {
     /// Records `ip` as the last address handed out from range set `set`.
     fn set_last_reserved(&self, set: usize, ip: IpAddr) -> Result<(), Error> {
         let name = format!("{LAST_RESERVED_PREFIX}{set}");
-        // Replaced atomically, not worth a flush of its own.
-        let tmp = self.write_temporary(&name, ip.to_string().as_bytes(), false)?;
+        // Replaced atomically.
+        let tmp = self.write_temporary(&name, ip.to_string().as_bytes())?;
         let target = self.dir.join(&name);
         fs::rename(&tmp, &target).map_err(|e| {
             let _ = fs::remove_file(&tmp);
@@ -335,14 +336,7 @@ impl FileStore {
         }
     }
 
-    /// Flushes the directory, making created and removed names durable.
-    fn sync(&self) -> Result<(), Error> {
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io_error("cannot flush", &self.dir, e))
-    }
-
-    fn write_temporary(&self, name: &str, content: &[u8], flush: bool) -> Result<PathBuf, Error> {
+    fn write_temporary(&self, name: &str, content: &[u8]) -> Result<PathBuf, Error> {
         let tmp = self
             .dir
             .join(format!("{TMP_PREFIX}{}.{name}", std::process::id()));
@@ -352,13 +346,7 @@ impl FileStore {
             .create_new(true)
             .mode(0o644)
             .open(&tmp)
-            .and_then(|mut f| {
-                f.write_all(content)?;
-                if flush {
-                    f.sync_all()?;
-                }
-                Ok(())
-            });
+            .and_then(|mut f| f.write_all(content));
         match written {
             Ok(()) => Ok(tmp),
             Err(e) => {
