@@ -62,6 +62,12 @@ pub struct EtcdStore {
     /// `<prefix>/<network>/`.
     root: String,
     node: String,
+    /// Whether reads must reflect every write committed before them. An
+    /// ADD's first read need not: a stale read can only make its
+    /// transaction fail (the address has a key now), never succeed twice.
+    /// After a lost race, and for DEL, GC and STATUS, reads are
+    /// linearizable.
+    linearizable: bool,
 }
 
 /// A reservation's value.
@@ -74,7 +80,7 @@ struct Record {
 }
 
 impl Store for EtcdStore {
-    fn open(cfg: &IpamConfig, _access: Access) -> Result<Option<EtcdStore>, Error> {
+    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<EtcdStore>, Error> {
         let StoreConfig::Etcd(etcd) = &cfg.store else {
             return Err(invalid(
                 "ipam.store.type",
@@ -86,6 +92,7 @@ impl Store for EtcdStore {
             client: Client::new(etcd),
             root: format!("{}/{}/", etcd.prefix, cfg.name),
             node: node_name(etcd)?,
+            linearizable: access != Access::Create,
         }))
     }
 
@@ -102,7 +109,10 @@ impl Store for EtcdStore {
             last_reserved: vec![None; sets],
             ..State::default()
         };
-        for (key, value) in self.client.range_prefix(&self.root, false)? {
+        for (key, value) in self
+            .client
+            .range_prefix(&self.root, false, self.linearizable)?
+        {
             let Some(name) = key.strip_prefix(&self.root) else {
                 continue;
             };
@@ -142,7 +152,7 @@ impl Store for EtcdStore {
         let ips = format!("{}ips/", self.root);
         Ok(self
             .client
-            .range_prefix(&ips, true)?
+            .range_prefix(&ips, true, true)?
             .into_iter()
             .filter_map(|(key, _)| key.strip_prefix(&ips)?.parse().ok())
             .collect())
@@ -171,6 +181,7 @@ impl Store for EtcdStore {
         if self.client.txn(compare, success)? {
             Ok(Reserved::Done)
         } else {
+            self.linearizable = true;
             Ok(Reserved::Taken(first.ip))
         }
     }
@@ -293,15 +304,22 @@ impl Client {
         }
     }
 
-    /// Every key under `prefix`, with its value unless `keys_only`.
-    fn range_prefix(&self, prefix: &str, keys_only: bool) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    /// Every key under `prefix`, with its value unless `keys_only`; from the
+    /// member's own state (serializable) unless `linearizable`.
+    fn range_prefix(
+        &self,
+        prefix: &str,
+        keys_only: bool,
+        linearizable: bool,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
         let mut end = prefix.as_bytes().to_vec();
         if let Some(last) = end.last_mut() {
             *last += 1;
         }
         let answer = self.call(
             "/v3/kv/range",
-            &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only}),
+            &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
+                    "serializable": !linearizable}),
         )?;
         let kvs = answer.get("kvs").and_then(Value::as_array);
         let decode = |v: Option<&Value>| -> Vec<u8> {
