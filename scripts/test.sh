@@ -17,6 +17,7 @@ cargo test --workspace
 # neither printed nor checked.
 bench/process/run.sh 3 >/dev/null
 bench/inprocess.sh --smoke >/dev/null
+bench/ipam/run.sh 3 >/dev/null
 # The main job (README's first command), with the plugins built as they are
 # deployed (static, musl) and driven through cnitool beside host-local.
 scripts/demo.sh >/dev/null
