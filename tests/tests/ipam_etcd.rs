@@ -359,3 +359,81 @@ fn status_is_code_50_when_the_range_is_exhausted_and_a_foreign_value_is_skipped(
     assert_eq!(left, [(format!("{IPS}10.83.0.2"), "not json".to_owned())]);
     assert!(run_plugin(&bin, &env("STATUS", ""), &stdin).success());
 }
+
+#[test]
+fn gc_releases_exactly_this_nodes_invalid_reservations_in_each_of_its_three_states() {
+    let etcd = Etcd::start();
+    let bin = ipam_etcd();
+    let c = |id: &str, ifname: &str| json!({"containerID": id, "ifname": ifname});
+    for (n, (valid, remain)) in [
+        (None, vec!["a1/eth0", "a2/eth0", "a1/net1", "b1/eth0"]),
+        (
+            Some(Value::Null),
+            vec!["a1/eth0", "a2/eth0", "a1/net1", "b1/eth0"],
+        ),
+        (Some(json!([])), vec!["b1/eth0"]),
+        (
+            Some(json!([c("a1", "eth0"), c("a2", "net1"), c("zz", "eth0")])),
+            vec!["a1/eth0", "b1/eth0"],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // A network of its own per state: keys under /cni-ipam/gc<n>/.
+        let network = format!("gc{n}");
+        let conf = |node: &str, valid: Option<Value>| {
+            let mut c = json!({"cniVersion": "1.1.0", "name": network, "type": "bridge",
+                "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": "10.84.0.0/24"}]],
+                         "store": {"type": "etcd", "endpoints": [etcd.endpoint()], "node": node}}});
+            if let Some(valid) = valid {
+                c["cni.dev/valid-attachments"] = valid;
+            }
+            serde_json::to_vec(&c).expect("serialisable")
+        };
+        for (node, id, ifname) in [
+            ("node-a", "a1", "eth0"),
+            ("node-a", "a2", "eth0"),
+            ("node-a", "a1", "net1"),
+            ("node-b", "b1", "eth0"),
+        ] {
+            let env = [
+                ("CNI_COMMAND", "ADD"),
+                ("CNI_PATH", "/usr/lib/cni"),
+                ("CNI_CONTAINERID", id),
+                ("CNI_IFNAME", ifname),
+                ("CNI_NETNS", FAKE_NETNS),
+            ];
+            let out = run_plugin(&bin, &env, &conf(node, None));
+            assert!(out.success(), "{out:?}");
+        }
+        let gc = run_plugin(&bin, &env("GC", ""), &conf("node-a", valid.clone()));
+        assert!(gc.success(), "{gc:?}");
+        if valid.as_ref().is_none_or(Value::is_null) {
+            assert!(gc.stderr_str().contains("nothing is released"), "{gc:?}");
+        }
+        let prefix = format!("/cni-ipam/{network}/ips/");
+        let mut left: Vec<String> = etcd
+            .get_prefix(&prefix)
+            .into_iter()
+            .map(|(_, value)| {
+                let v: Value = serde_json::from_str(&value).expect("JSON");
+                format!(
+                    "{}/{}",
+                    v["containerID"].as_str().unwrap_or_default(),
+                    v["ifname"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        left.sort();
+        let mut want: Vec<String> = remain.iter().map(|s| (*s).to_owned()).collect();
+        want.sort();
+        assert_eq!(left, want, "GC with {valid:?}");
+        // The shared last reserved address is never removed.
+        assert_eq!(
+            etcd.get_prefix(&format!("/cni-ipam/{network}/last_reserved/"))
+                .len(),
+            1
+        );
+    }
+}
