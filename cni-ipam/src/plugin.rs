@@ -719,6 +719,26 @@ mod tests {
                 "invalid ipam.dataDir",
                 "5",
             ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["http://127.0.0.1:2379"]}}),
+                "invalid ipam.store.type",
+                "ipam-etcd",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "consul"}}),
+                "invalid ipam.store.type",
+                "consul",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["https://e:2379"]}}),
+                "invalid ipam.store.endpoints[0]",
+                "TLS",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": []}}),
+                "invalid ipam.store.endpoints",
+                "non-empty",
+            ),
         ] {
             let e = err(&run(
                 "ADD",
