@@ -437,3 +437,29 @@ fn gc_releases_exactly_this_nodes_invalid_reservations_in_each_of_its_three_stat
         );
     }
 }
+
+#[test]
+fn a_hung_etcd_is_code_11_within_the_documented_two_seconds_and_nothing_is_written() {
+    let etcd = Etcd::start();
+    let bin = ipam_etcd();
+    let stdin = conf(&etcd, "node-h", "10.85.0.0/24", None);
+    let pid = etcd.pid().expect("etcd is running");
+    // SAFETY: plain kill(2)s of the etcd this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let started = Instant::now();
+    let out = run_plugin(&bin, &env("ADD", "hung"), &stdin);
+    let took = started.elapsed();
+    let status = run_plugin(&bin, &env("STATUS", ""), &stdin);
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(out.stdout_json()["code"], 11, "{out:?}");
+    assert!(
+        took < Duration::from_millis(3500),
+        "REQUEST_TIMEOUT is 2 s for the one endpoint, took {took:?}"
+    );
+    assert_eq!(status.stdout_json()["code"], 50, "{status:?}");
+    assert!(status.stdout_str().contains(&etcd.endpoint()), "{status:?}");
+    // The hung request reached etcd, but only the read: nothing written.
+    assert!(reservations(&etcd).is_empty());
+    let again = run_plugin(&bin, &env("ADD", "hung"), &stdin);
+    assert!(again.success(), "{again:?}");
+}
