@@ -24,6 +24,8 @@
 #                                (crun refuses hybrid cgroups); never
 #                                netavark (--no-install-recommends keeps it
 #                                out; the tests select the CNI backend).
+#   etcd-server, etcd-client     `etcd` and `etcdctl` for the etcd store's
+#                                tests (tests/src/etcd.rs starts its own)
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -52,6 +54,8 @@ command -v runc >/dev/null 2>&1 || missing+=(runc)
 command -v conmon >/dev/null 2>&1 || missing+=(conmon)
 # The container root needs the static build (the busybox package is not).
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

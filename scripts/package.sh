@@ -18,6 +18,7 @@ crates=(
     cni-types
     cni-skel
     cni-net
+    cni-ipam
     cni-invoke
     cnitool
     cni-conformance

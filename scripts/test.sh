@@ -21,6 +21,7 @@ cargo test --workspace
 bench/process/run.sh 3 >/dev/null
 bench/process/interface.sh 3 >/dev/null
 bench/inprocess.sh --smoke >/dev/null
+bench/ipam/run.sh 3 >/dev/null
 # The main job (README's first command), with the plugins built as they are
 # deployed (static, musl) and driven through cnitool beside host-local.
 scripts/demo.sh >/dev/null

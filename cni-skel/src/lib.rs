@@ -83,7 +83,7 @@
 //! cause chain. A panic is caught and reported as code 999.
 //!
 //! # Where we deliberately differ from the reference skel
-//! Everywhere else a runtime or test can observe, we match it. These five
+//! Everywhere else a runtime or test can observe, we match it. These six
 //! points contradict the spec or the reference's own users' bug reports:
 //! 1. **The netns check runs before your method**, so a rejected call prints
 //!    one error and nothing else; the reference runs it after ADD/DEL and
@@ -99,6 +99,10 @@
 //!    naming `CNI_PATH`.
 //! 5. **A `prevResult` of another version family is accepted and
 //!    converted** to the configuration's version; the reference rejects it.
+//! 6. **GC without `cni.dev/valid-attachments` is not GC of everything**:
+//!    [`Request::valid_attachments`] tells an absent or `null` list
+//!    ([`cni_types::ValidAttachments::Unspecified`], keep everything) from
+//!    `[]`; the reference reads all three as an empty list.
 //!
 //! Point 3, like the empty `dns` that results omit (`cni-types`), is only a
 //! matter of bytes: a plugin that must print exactly what the reference

@@ -64,8 +64,9 @@ pub trait Plugin {
     }
 
     /// GC: remove resources of attachments not in
-    /// [`Request::valid_attachments`]. Only called for configurations of
-    /// version 1.1.0 and later.
+    /// [`Request::valid_attachments`]; when the runtime sent no list
+    /// ([`cni_types::ValidAttachments::Unspecified`]), remove nothing. Only
+    /// called for configurations of version 1.1.0 and later.
     fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let _ = req;
         Ok(Reply::Empty)

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use cni_types::{CniArgs, Code, Error, GcAttachment, NetConf, Result100};
+use cni_types::{CniArgs, Code, Error, NetConf, Result100, ValidAttachments};
 use cni_version::peek_fields;
 use serde::de::DeserializeOwned;
 
@@ -138,15 +138,47 @@ impl<C> Request<'_, C> {
     }
 
     /// GC: the attachments still in use, from `cni.dev/valid-attachments`
-    /// (or the older `cni.dev/attachments`); empty when absent.
-    pub fn valid_attachments(&self) -> Result<Vec<GcAttachment>, Error> {
+    /// (or the older `cni.dev/attachments`), read from stdin whatever the
+    /// plugin's configuration type, as [`cni_types::NetConf`] reads them.
+    ///
+    /// Absent or `null` is [`ValidAttachments::Unspecified`], which a GC
+    /// must read as "keep everything"; `[]` is an empty list, "nothing is
+    /// valid". A malformed list is code 6.
+    ///
+    /// ```
+    /// use cni_skel::{Outcome, Plugin, Reply, Request, BoxError};
+    /// use cni_types::NetConf;
+    ///
+    /// struct Gc;
+    /// impl Plugin for Gc {
+    ///     type Config = NetConf;
+    ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    ///     fn gc(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+    ///         let valid = req.valid_attachments()?;
+    ///         if valid.is_unspecified() {
+    ///             req.log("GC: no cni.dev/valid-attachments, releasing nothing");
+    ///         }
+    ///         assert!(valid.keeps("c1", "eth0"));
+    ///         Ok(Reply::Empty)
+    ///     }
+    /// }
+    /// let out: Outcome = cni_skel::TestRequest::new("GC")
+    ///     .env("CNI_PATH", "/opt/cni/bin")
+    ///     .stdin(r#"{"cniVersion": "1.1.0", "name": "n", "type": "t"}"#)
+    ///     .run(&Gc, &cni_version::PluginInfo::all());
+    /// assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    /// assert!(String::from_utf8_lossy(&out.stderr).contains("releasing nothing"));
+    /// ```
+    pub fn valid_attachments(&self) -> Result<ValidAttachments, Error> {
         let [valid, legacy] = peek_fields(
             &self.stdin,
             ["cni.dev/valid-attachments", "cni.dev/attachments"],
         )
         .map_err(|e| Error::new(Code::DECODING_FAILURE, e.to_string()))?;
-        match valid.or(legacy) {
-            None => Ok(Vec::new()),
+        let given = |v: Option<serde_json::Value>| v.filter(|v| !v.is_null());
+        match given(valid).or(given(legacy)) {
+            None => Ok(ValidAttachments::Unspecified),
             Some(v) => serde_json::from_value(v).map_err(|e| {
                 Error::new(Code::DECODING_FAILURE, "invalid cni.dev/valid-attachments")
                     .with_details(e.to_string())

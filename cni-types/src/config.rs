@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::conventions::{Args, RuntimeConfig};
 use crate::raw_de::RawObject;
 use crate::result::{ResultError, Wire};
-use crate::{CniResult, Code, Dns, Error};
+use crate::{CniResult, Code, Dns, Error, ValidAttachments};
 
 /// Fields a plugin does not declare, as serde_json values: kept, so a
 /// configuration round-trips with the same values. Numbers print as
@@ -104,12 +104,14 @@ pub struct NetConf<T = Extra> {
     /// GC: "`cni.dev/valid-attachments` (array of objects): List of
     /// attachments that are still valid" (1.1.0). Also read from the older
     /// name `cni.dev/attachments`, which the reference runtime sends too.
+    /// Absent or `null` is [`ValidAttachments::Unspecified`]: release
+    /// nothing (see [`ValidAttachments`] for the safe reading).
     #[serde(
         rename = "cni.dev/valid-attachments",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "ValidAttachments::is_unspecified"
     )]
-    pub valid_attachments: Option<Vec<GcAttachment>>,
+    pub valid_attachments: ValidAttachments,
     #[serde(rename = "cni.dev/attachments", default, skip_serializing)]
     legacy_attachments: Option<Vec<GcAttachment>>,
     /// The plugin's own fields.
@@ -300,8 +302,8 @@ impl<T> NetConf<T> {
         if let Some(wire) = self.prev_wire.take() {
             self.prev_result = Some(CniResult::from_wire_in(self.version(), wire)?);
         }
-        if self.valid_attachments.is_none() {
-            self.valid_attachments = self.legacy_attachments.take();
+        if self.valid_attachments.is_unspecified() {
+            self.valid_attachments = self.legacy_attachments.take().into();
         }
         Ok(())
     }
@@ -517,11 +519,8 @@ mod tests {
                 "cniVersion": "1.1.0", "name": "n", key: [{"containerID": "c1", "ifname": "eth0"}]
             }))
             .unwrap();
-            assert_eq!(
-                conf.valid_attachments.unwrap()[0].container_id,
-                "c1",
-                "{key}"
-            );
+            assert!(conf.valid_attachments.keeps("c1", "eth0"), "{key}");
+            assert!(!conf.valid_attachments.keeps("c2", "eth0"), "{key}");
         }
         let both: NetConf = NetConf::from_value(json!({
             "cniVersion": "1.1.0", "name": "n",
@@ -529,7 +528,37 @@ mod tests {
             "cni.dev/attachments": [{"containerID": "old", "ifname": "eth0"}]
         }))
         .unwrap();
-        assert_eq!(both.valid_attachments.unwrap()[0].container_id, "new");
+        assert!(both.valid_attachments.keeps("new", "eth0"));
+        assert!(!both.valid_attachments.keeps("old", "eth0"));
+    }
+
+    #[test]
+    fn gc_attachments_absent_or_null_are_unspecified_and_empty_is_a_list() {
+        for (extra, want) in [
+            (json!({}), ValidAttachments::Unspecified),
+            (
+                json!({"cni.dev/valid-attachments": null}),
+                ValidAttachments::Unspecified,
+            ),
+            (
+                json!({"cni.dev/valid-attachments": []}),
+                ValidAttachments::List(vec![]),
+            ),
+            (
+                json!({"cni.dev/attachments": []}),
+                ValidAttachments::List(vec![]),
+            ),
+        ] {
+            let mut conf = json!({"cniVersion": "1.1.0", "name": "n"});
+            conf.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let bytes = serde_json::to_vec(&conf).unwrap();
+            let from_bytes: NetConf = NetConf::from_json(&bytes).unwrap();
+            let from_value: NetConf = NetConf::from_value(conf.clone()).unwrap();
+            assert_eq!(from_bytes.valid_attachments, want, "{conf}");
+            assert_eq!(from_value.valid_attachments, want, "{conf}");
+        }
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! - [`NetConf`] is a plugin configuration, generic over the plugin's own
 //!   fields; [`NetConfList`] a configuration list; [`UnknownFields`] keeps
 //!   the keys your struct does not name, every number exactly as written.
+//! - [`ValidAttachments`] is a GC request's list of attachments in use,
+//!   with "no list" kept apart from "an empty list".
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
 //! - [`Mac`] is a hardware address; [`conventions::requested_mac`] finds
 //!   the one a runtime asked for.
@@ -24,6 +26,7 @@ mod conflist;
 pub mod conventions;
 mod dns;
 mod error;
+mod gc;
 mod ip;
 mod mac;
 mod prev_result;
@@ -42,6 +45,7 @@ pub use config::{ConfigError, Extra, GcAttachment, Ipam, NetConf};
 pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};
+pub use gc::ValidAttachments;
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
 pub use mac::{Mac, MacError};
 pub use result::{

@@ -14,9 +14,9 @@
 //!   the container namespace, addresses from its IPAM plugin, routes both
 //!   ways, all through the `cni_net` library.
 //!
-//! - [`ipam`]: `ipam-file`, an IPAM plugin compatible with the reference
-//!   `host-local` (configuration and on-disk reservations), with GC and
-//!   STATUS.
+//! - `ipam-file` and `ipam-etcd`: thin binaries over the `cni-ipam`
+//!   crate: the reference `host-local`'s configuration and on-disk store,
+//!   with GC and STATUS, and the same engine on a cluster-wide etcd store.
 //!
 //! - [`agent`]: `agent-forward`, an async plugin forwarding each command
 //!   to a local agent over a Unix socket (a daemon shim), and the agent.
@@ -36,7 +36,6 @@ pub mod agent;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
-pub mod ipam;
 pub mod loopback;
 pub mod noop;
 pub mod tuning;

@@ -22,6 +22,7 @@
 //! plugins) make the tests **fail** with a message pointing at
 //! `scripts/install-test-deps.sh`; interop tests never skip silently.
 
+pub mod etcd;
 pub mod invariants;
 pub mod podman;
 pub mod sandbox;

@@ -1,9 +1,10 @@
-//! `ipam-file`: the host-local-compatible IPAM plugin; see
-//! `plugins_sample::ipam`.
+//! `ipam-file`: the host-local-compatible IPAM plugin, [`cni_ipam::Ipam`]
+//! over the file store (configuration and data directory alike, so an
+//! operator can swap one for the other on a live node).
 #![no_main]
 
 cni_skel::plugin_main!(
-    plugins_sample::ipam::IpamFile,
+    cni_ipam::Ipam::<cni_ipam::store::file::FileStore>::new("ipam-file"),
     cni_version::PluginInfo::all(),
-    plugins_sample::ipam::ABOUT
+    "CNI ipam-file plugin v0.1.0 (host-local compatible)"
 );

@@ -6,7 +6,9 @@
 //! `subnet`/`rangeStart`/`rangeEnd`/`gateway` at the top of the section
 //! (prepended as range set 0 when given with `ranges`), `routes`, `dataDir`
 //! and `resolvConf`. `runtimeConfig.ipRanges` (the `ipRanges` capability)
-//! replaces them all when the runtime passes a non-empty list.
+//! replaces them all when the runtime passes a non-empty list. `store`
+//! chooses where reservations live ([`StoreConfig`]); without it they are
+//! files under `dataDir`, as host-local keeps them.
 //!
 //! Defaults are host-local's: the gateway is the network address + 1,
 //! `rangeStart` the network address + 1 (the gateway is skipped when
@@ -16,95 +18,24 @@
 //! Every error is code 7 naming the field's path (`ipam.ranges[0][1].rangeStart`)
 //! with the offending value in the details.
 
-use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
 use cni_types::{Code, Error, Extra, IpNetwork, NetConf, Route};
 use serde_json::Value;
 
+use crate::range::{bits, from_bits, same_family, Range, RangeSet};
+
 /// Where reservations live when `dataDir` is not given, as in host-local.
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
-
-/// One range: a subnet and the addresses of it that may be handed out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Range {
-    /// The subnet, network address and prefix (no host bits).
-    pub subnet: IpNetwork,
-    /// First allocatable address, inclusive.
-    pub start: IpAddr,
-    /// Last allocatable address, inclusive.
-    pub end: IpAddr,
-    /// The gateway reported with addresses of this range; never allocated.
-    pub gateway: IpAddr,
-}
-
-impl Range {
-    /// Whether `ip` is between `start` and `end` (same family).
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        same_family(ip, self.start) && bits(self.start) <= bits(ip) && bits(ip) <= bits(self.end)
-    }
-
-    fn overlaps(&self, other: &Range) -> bool {
-        same_family(self.start, other.start)
-            && bits(self.start) <= bits(other.end)
-            && bits(other.start) <= bits(self.end)
-    }
-}
-
-impl fmt::Display for Range {
-    /// `start-end`, as host-local names a range in its messages.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.start, self.end)
-    }
-}
-
-/// A pool of ranges of one family: one address is allocated from each set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeSet {
-    /// The ranges, tried in order.
-    pub ranges: Vec<Range>,
-    /// Where the set came from (`ipam.ranges[1]`, `ipam`,
-    /// `runtimeConfig.ipRanges[0]`), for messages.
-    pub field: String,
-}
-
-impl RangeSet {
-    /// The range holding `ip`, if any.
-    pub fn range_for(&self, ip: IpAddr) -> Option<&Range> {
-        self.ranges.iter().find(|r| r.contains(ip))
-    }
-
-    /// Whether any range holds `ip`.
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        self.range_for(ip).is_some()
-    }
-
-    fn is_ipv4(&self) -> bool {
-        self.ranges.first().is_some_and(|r| r.start.is_ipv4())
-    }
-}
-
-impl fmt::Display for RangeSet {
-    /// `a-b,c-d`, as host-local names a range set.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.ranges.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{r}")?;
-        }
-        Ok(())
-    }
-}
 
 /// The validated `ipam` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IpamConfig {
-    /// The network name: reservations live in `data_dir/<name>/`.
+    /// The network name: reservations are kept per network.
     pub name: String,
-    /// `dataDir`.
-    pub data_dir: PathBuf,
+    /// Where reservations live: `store`, else `dataDir`.
+    pub store: StoreConfig,
     /// The range sets, in allocation order; the index names the
     /// `last_reserved_ip.<index>` file.
     pub range_sets: Vec<RangeSet>,
@@ -115,12 +46,115 @@ pub struct IpamConfig {
     pub resolv_conf: Option<PathBuf>,
 }
 
-impl IpamConfig {
-    /// The directory holding this network's reservations.
-    pub fn network_dir(&self) -> PathBuf {
-        self.data_dir.join(&self.name)
-    }
+/// Where reservations live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreConfig {
+    /// No `store`, or `{"type": "file"}`: files under `dataDir` (default
+    /// [`DEFAULT_DATA_DIR`]), host-local's format.
+    File {
+        /// `dataDir`; the network's files are in `dataDir/<name>/`.
+        data_dir: PathBuf,
+    },
+    /// `{"type": "etcd", "endpoints": [..], "prefix": "/cni-ipam", "node": ..}`.
+    Etcd(EtcdConfig),
+}
 
+/// `"store": {"type": "etcd", ...}`: reservations shared by every node of a
+/// cluster, in etcd (v3 API).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdConfig {
+    /// `endpoints`: `http://host:port` URLs of etcd members, tried in order.
+    pub endpoints: Vec<String>,
+    /// `prefix` (default `/cni-ipam`): keys are `<prefix>/<network>/...`.
+    pub prefix: String,
+    /// `node`: the name recorded with each reservation, and the scope of
+    /// GC; the host name when absent.
+    pub node: Option<String>,
+}
+
+/// The default etcd key prefix.
+pub const DEFAULT_ETCD_PREFIX: &str = "/cni-ipam";
+
+impl StoreConfig {
+    fn read(section: &Extra) -> Result<StoreConfig, Error> {
+        let data_dir = opt_str(section, "dataDir", "ipam")?
+            .filter(|d| !d.is_empty())
+            .unwrap_or(DEFAULT_DATA_DIR);
+        let file = StoreConfig::File {
+            data_dir: PathBuf::from(data_dir),
+        };
+        let Some(store) = section.get("store").filter(|v| !v.is_null()) else {
+            return Ok(file);
+        };
+        let obj = store
+            .as_object()
+            .ok_or_else(|| invalid("ipam.store", store, "expected an object with a type"))?;
+        match opt_str(obj, "type", "ipam.store")? {
+            None | Some("file") => Ok(file),
+            Some("etcd") => Ok(StoreConfig::Etcd(EtcdConfig::read(obj)?)),
+            Some(other) => Err(invalid(
+                "ipam.store.type",
+                other,
+                "unknown store type; expected \"file\" or \"etcd\"",
+            )),
+        }
+    }
+}
+
+impl EtcdConfig {
+    fn read(obj: &Extra) -> Result<EtcdConfig, Error> {
+        let field = "ipam.store.endpoints";
+        let list = obj
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| {
+                invalid(
+                    field,
+                    obj.get("endpoints").unwrap_or(&Value::Null),
+                    "expected a non-empty list of \"http://host:port\"",
+                )
+            })?;
+        let mut endpoints = Vec::with_capacity(list.len());
+        for (i, item) in list.iter().enumerate() {
+            let here = format!("{field}[{i}]");
+            let url = item
+                .as_str()
+                .ok_or_else(|| invalid(&here, item, "expected a string"))?;
+            let rest = url.strip_prefix("http://").ok_or_else(|| {
+                invalid(
+                    &here,
+                    url,
+                    "expected http://host:port (TLS is not supported)",
+                )
+            })?;
+            let host = rest.trim_end_matches('/');
+            if host.is_empty() || host.contains('/') {
+                return Err(invalid(&here, url, "expected http://host:port"));
+            }
+            endpoints.push(format!("http://{host}"));
+        }
+        let prefix = opt_str(obj, "prefix", "ipam.store")?
+            .unwrap_or(DEFAULT_ETCD_PREFIX)
+            .trim_end_matches('/')
+            .to_owned();
+        let node = opt_str(obj, "node", "ipam.store")?
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+        if let Some(n) = &node {
+            if n.chars().any(|c| c.is_control()) {
+                return Err(invalid("ipam.store.node", n, "control characters"));
+            }
+        }
+        Ok(EtcdConfig {
+            endpoints,
+            prefix,
+            node,
+        })
+    }
+}
+
+impl IpamConfig {
     /// Reads and validates everything but the requested addresses.
     pub fn from_conf(conf: &NetConf) -> Result<IpamConfig, Error> {
         let ipam = conf.ipam.as_ref().ok_or_else(|| {
@@ -128,9 +162,7 @@ impl IpamConfig {
                 .with_details("the configuration has no ipam section")
         })?;
         let section = &ipam.extra;
-        let data_dir = opt_str(section, "dataDir", "ipam")?
-            .filter(|d| !d.is_empty())
-            .unwrap_or(DEFAULT_DATA_DIR);
+        let store = StoreConfig::read(section)?;
         let resolv_conf = opt_str(section, "resolvConf", "ipam")?
             .filter(|p| !p.is_empty())
             .map(PathBuf::from);
@@ -158,7 +190,7 @@ impl IpamConfig {
         check_families_for_version(&range_sets, conf.version())?;
         Ok(IpamConfig {
             name: conf.name.clone(),
-            data_dir: PathBuf::from(data_dir),
+            store,
             range_sets,
             routes,
             resolv_conf,
@@ -482,26 +514,4 @@ impl ShowValue for &Value {
     fn show(&self) -> String {
         self.to_string()
     }
-}
-
-/// An address as a number (IPv4 in the low 32 bits).
-pub(crate) fn bits(ip: IpAddr) -> u128 {
-    match ip {
-        IpAddr::V4(a) => u128::from(u32::from(a)),
-        IpAddr::V6(a) => u128::from(a),
-    }
-}
-
-/// The address of a number, in the given family. IPv4 keeps the low 32
-/// bits; callers only pass numbers inside a subnet of that family.
-pub(crate) fn from_bits(n: u128, v4: bool) -> IpAddr {
-    if v4 {
-        IpAddr::V4(std::net::Ipv4Addr::from(n as u32))
-    } else {
-        IpAddr::V6(std::net::Ipv6Addr::from(n))
-    }
-}
-
-pub(crate) fn same_family(a: IpAddr, b: IpAddr) -> bool {
-    a.is_ipv4() == b.is_ipv4()
 }

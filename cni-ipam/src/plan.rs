@@ -1,6 +1,7 @@
 //! Choosing addresses: pure functions over the configuration and what is
-//! reserved, so every decision is made (and every error found) before a
-//! file is written.
+//! reserved, so every decision is made (and every error found) before the
+//! store is changed. No I/O here: the planner never touches a store, and a
+//! store never decides.
 //!
 //! The search is host-local's round robin: in each range set, start after
 //! the address recorded in `last_reserved_ip.<index>` (at `rangeStart` of
@@ -9,15 +10,44 @@
 //! of the first, skip each range's gateway, and take the first address with
 //! no reservation file. A fresh directory therefore hands out the network
 //! address + 2 first when the gateway defaults to + 1.
+//!
+//! Go: `(*IPAllocator).Get` in host-local's `backend/allocator`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 
 use cni_types::Error;
 
-use super::config::{bits, from_bits, IpamConfig, Range, RangeSet, Requested};
-use super::store::Reservation;
-use super::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
+use crate::config::{IpamConfig, Requested};
+use crate::range::{bits, Range, RangeIter, RangeSet};
+use crate::store::{Reservation, State};
+use crate::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
+
+/// The attachment an ADD, CHECK or DEL is for: "a container id and an
+/// interface name" (SPEC-1.0.0 section 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    /// `CNI_CONTAINERID`.
+    pub container_id: String,
+    /// `CNI_IFNAME`.
+    pub ifname: String,
+}
+
+impl Attachment {
+    /// The attachment `(container_id, ifname)`.
+    pub fn new(container_id: &str, ifname: &str) -> Attachment {
+        Attachment {
+            container_id: container_id.to_owned(),
+            ifname: ifname.to_owned(),
+        }
+    }
+
+    /// Whether `r` belongs to this attachment: written for it, or an older
+    /// reservation of its container (no interface recorded), on this node.
+    pub fn holds(&self, r: &Reservation) -> bool {
+        r.held_by(&self.container_id, &self.ifname) || r.held_by_legacy(&self.container_id)
+    }
+}
 
 /// An address for one range set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +72,27 @@ pub struct Assigned {
 /// gateway, and be free or already this attachment's.
 pub fn plan(
     cfg: &IpamConfig,
-    held: &[Reservation],
-    last_reserved: &[Option<IpAddr>],
-    id: &str,
-    ifname: &str,
+    state: &State,
+    attachment: &Attachment,
     requested: &[Requested],
 ) -> Result<Vec<Assigned>, Error> {
+    plan_skipping(cfg, state, attachment, requested, 0)
+}
+
+/// [`plan`], but a new address is the free one `skip` places further in
+/// host-local's order (the first free one when fewer are free). A store
+/// without a lock retries with a few random skips after losing a race, so
+/// that the nodes which lost do not all race again for the same next
+/// address.
+pub fn plan_skipping(
+    cfg: &IpamConfig,
+    state: &State,
+    attachment: &Attachment,
+    requested: &[Requested],
+    skip: usize,
+) -> Result<Vec<Assigned>, Error> {
+    let (held, last_reserved) = (&state.held, &state.last_reserved);
+    let (id, ifname) = (attachment.container_id.as_str(), attachment.ifname.as_str());
     let wanted = requested_per_set(&cfg.range_sets, requested)?;
     let taken: HashMap<IpAddr, &Reservation> = held.iter().map(|r| (r.ip, r)).collect();
     let mut out = Vec::with_capacity(cfg.range_sets.len());
@@ -88,8 +133,13 @@ pub fn plan(
             },
             (None, Some(holding)) => (*holding, false),
             (None, None) => {
-                let free = RangeIter::new(set, last_reserved.get(i).copied().flatten())
-                    .find(|ip| !taken.contains_key(ip));
+                let last = last_reserved.get(i).copied().flatten();
+                let mut free = RangeIter::new(set, last).filter(|ip| !taken.contains_key(ip));
+                let first = free.next();
+                let free = match skip {
+                    0 => first,
+                    n => free.nth(n - 1).or(first),
+                };
                 match free {
                     Some(ip) => (ip, true),
                     None => {
@@ -100,11 +150,7 @@ pub fn plan(
                                 set.field
                             ),
                         )
-                        .with_details(format!(
-                            "{} reservations in {}",
-                            held.len(),
-                            cfg.network_dir().display()
-                        )))
+                        .with_details(format!("{} addresses held", held.len())))
                     }
                 }
             }
@@ -173,7 +219,7 @@ fn requested_per_set<'r>(
 
 /// The range sets in which every address is reserved (or is a gateway), by
 /// index: ADD cannot succeed while there is one.
-pub fn exhausted_sets(cfg: &IpamConfig, held: &[Reservation]) -> Vec<usize> {
+pub fn exhausted_sets(cfg: &IpamConfig, held: &[IpAddr]) -> Vec<usize> {
     cfg.range_sets
         .iter()
         .enumerate()
@@ -183,7 +229,7 @@ pub fn exhausted_sets(cfg: &IpamConfig, held: &[Reservation]) -> Vec<usize> {
 }
 
 /// How many addresses of `range` could still be handed out.
-fn free_in_range(range: &Range, held: &[Reservation]) -> u128 {
+fn free_in_range(range: &Range, held: &[IpAddr]) -> u128 {
     let (start, end) = (bits(range.start), bits(range.end));
     let gateway_inside = range.contains(range.gateway);
     // Saturates for the one range too big to count, `::` to the last IPv6
@@ -191,82 +237,9 @@ fn free_in_range(range: &Range, held: &[Reservation]) -> u128 {
     let size = (end - start).saturating_add(1);
     let used = held
         .iter()
-        .filter(|r| range.contains(r.ip) && r.ip != range.gateway)
+        .filter(|ip| range.contains(**ip) && **ip != range.gateway)
         .count() as u128;
     size.saturating_sub(used + u128::from(gateway_inside))
-}
-
-/// host-local's `RangeIter`: every address of the set once, starting after
-/// `last` (or at the first `rangeStart`), skipping gateways.
-struct RangeIter<'s> {
-    set: &'s RangeSet,
-    range: usize,
-    cur: Option<u128>,
-    start: Option<u128>,
-    done: bool,
-}
-
-impl<'s> RangeIter<'s> {
-    fn new(set: &'s RangeSet, last: Option<IpAddr>) -> RangeIter<'s> {
-        let from_last = last.and_then(|ip| {
-            set.ranges
-                .iter()
-                .position(|r| r.contains(ip))
-                .map(|i| (i, bits(ip)))
-        });
-        let (range, cur) = match from_last {
-            Some((i, ip)) => (i, Some(ip)),
-            None => (0, None),
-        };
-        RangeIter {
-            set,
-            range,
-            cur,
-            start: None,
-            done: set.ranges.is_empty(),
-        }
-    }
-}
-
-impl Iterator for RangeIter<'_> {
-    type Item = IpAddr;
-
-    fn next(&mut self) -> Option<IpAddr> {
-        while !self.done {
-            let r = &self.set.ranges[self.range];
-            let cur = match self.cur {
-                None => {
-                    let first = bits(r.start);
-                    self.start = Some(first);
-                    first
-                }
-                Some(c) => {
-                    let next = if c == bits(r.end) {
-                        self.range = (self.range + 1) % self.set.ranges.len();
-                        bits(self.set.ranges[self.range].start)
-                    } else {
-                        c + 1
-                    };
-                    match self.start {
-                        None => self.start = Some(next),
-                        Some(s) if s == next => {
-                            self.done = true;
-                            return None;
-                        }
-                        Some(_) => {}
-                    }
-                    next
-                }
-            };
-            self.cur = Some(cur);
-            let r = &self.set.ranges[self.range];
-            let ip = from_bits(cur, r.start.is_ipv4());
-            if ip != r.gateway {
-                return Some(ip);
-            }
-        }
-        None
-    }
 }
 
 #[cfg(test)]
@@ -275,11 +248,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::store::Owner;
 
     fn config(ranges: serde_json::Value) -> IpamConfig {
         let conf: NetConf = NetConf::from_value(json!({
             "cniVersion": "1.1.0", "name": "n",
-            "ipam": {"type": "ipam-file", "ranges": ranges}
+            "ipam": {"type": "host-local", "ranges": ranges}
         }))
         .unwrap();
         IpamConfig::from_conf(&conf).unwrap()
@@ -289,10 +263,24 @@ mod tests {
         s.parse().unwrap()
     }
 
-    fn held(ips: &[&str]) -> Vec<Reservation> {
-        ips.iter()
-            .map(|s| Reservation::new(ip(s), "other\r\neth0".into()))
-            .collect()
+    fn ips(ips: &[&str]) -> Vec<IpAddr> {
+        ips.iter().map(|s| ip(s)).collect()
+    }
+
+    /// `ips` held by another attachment, and the last reserved addresses.
+    fn state(held: &[&str], last: &[Option<&str>]) -> State {
+        State {
+            held: ips(held)
+                .into_iter()
+                .map(|ip| Reservation::new(ip, Owner::Container("other".into())))
+                .collect(),
+            last_reserved: last.iter().map(|l| l.map(ip)).collect(),
+            skipped: Vec::new(),
+        }
+    }
+
+    fn c() -> Attachment {
+        Attachment::new("c", "eth0")
     }
 
     #[test]
@@ -310,49 +298,41 @@ mod tests {
     }
 
     #[test]
-    fn the_search_wraps_from_the_last_range_to_the_first_skipping_gateways() {
-        let cfg = config(json!([[
-            {"subnet": "10.0.0.0/29", "rangeStart": "10.0.0.4"},
-            {"subnet": "10.0.1.0/29", "rangeEnd": "10.0.1.3"}
-        ]]));
-        let set = &cfg.range_sets[0];
-        let all: Vec<IpAddr> = RangeIter::new(set, Some(ip("10.0.0.5"))).collect();
-        let want: Vec<IpAddr> = ["10.0.0.6", "10.0.1.2", "10.0.1.3", "10.0.0.4", "10.0.0.5"]
-            .map(ip)
-            .to_vec();
-        assert_eq!(all, want);
-        // A last address outside the set starts at the first rangeStart.
-        assert_eq!(
-            RangeIter::new(set, Some(ip("10.9.9.9"))).next(),
-            Some(ip("10.0.0.4"))
-        );
-    }
-
-    #[test]
     fn plan_takes_the_first_free_address_after_the_last_one() {
         let cfg = config(json!([[{"subnet": "10.0.0.0/29"}]]));
-        let taken = held(&["10.0.0.2", "10.0.0.6", "10.0.0.3"]);
-        let got = plan(&cfg, &taken, &[Some(ip("10.0.0.5"))], "c", "eth0", &[]).unwrap();
+        let taken = ["10.0.0.2", "10.0.0.6", "10.0.0.3"];
+        let got = plan(&cfg, &state(&taken, &[Some("10.0.0.5")]), &c(), &[]).unwrap();
         assert_eq!(
             (got[0].ip, got[0].prefix, got[0].new),
             (ip("10.0.0.4"), 29, true)
         );
-        let all = held(&["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]);
+        let all = ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"];
         assert_eq!(
-            plan(&cfg, &all, &[None], "c", "eth0", &[])
+            plan(&cfg, &state(&all, &[None]), &c(), &[])
                 .unwrap_err()
                 .code,
             RANGE_EXHAUSTED
         );
-        assert_eq!(exhausted_sets(&cfg, &all), [0]);
-        assert!(exhausted_sets(&cfg, &taken).is_empty());
+        assert_eq!(exhausted_sets(&cfg, &ips(&all)), [0]);
+        assert!(exhausted_sets(&cfg, &ips(&taken)).is_empty());
+    }
+
+    #[test]
+    fn a_skip_takes_a_later_free_address_or_the_first_when_too_few() {
+        let cfg = config(json!([[{"subnet": "10.0.0.0/29"}]]));
+        let st = state(&["10.0.0.3"], &[None]);
+        let at = |skip| plan_skipping(&cfg, &st, &c(), &[], skip).unwrap()[0].ip;
+        assert_eq!(at(0), ip("10.0.0.2"));
+        assert_eq!(at(1), ip("10.0.0.4"));
+        assert_eq!(at(3), ip("10.0.0.6"));
+        assert_eq!(at(4), ip("10.0.0.2"));
     }
 
     #[test]
     fn the_whole_ipv6_space_is_counted_without_overflow() {
         let cfg = config(json!([[{"subnet": "::/0", "rangeStart": "::"}]]));
-        assert!(exhausted_sets(&cfg, &held(&["::", "::2"])).is_empty());
-        let got = plan(&cfg, &held(&["::"]), &[None], "c", "eth0", &[]).unwrap();
+        assert!(exhausted_sets(&cfg, &ips(&["::", "::2"])).is_empty());
+        let got = plan(&cfg, &state(&["::"], &[None]), &c(), &[]).unwrap();
         assert_eq!(got[0].ip, ip("::2"));
     }
 
@@ -363,15 +343,8 @@ mod tests {
             ip: ip(s),
             source: src.into(),
         };
-        let e = plan(
-            &cfg,
-            &[],
-            &[None],
-            "c",
-            "eth0",
-            &[req("10.0.0.7", "a"), req("10.0.0.8", "b")],
-        )
-        .unwrap_err();
+        let requested = [req("10.0.0.7", "a"), req("10.0.0.8", "b")];
+        let e = plan(&cfg, &state(&[], &[None]), &c(), &requested).unwrap_err();
         assert_eq!(e.code, ADDRESS_NOT_ALLOCATABLE);
         assert!(e.msg.contains("10.0.0.7 (a) and 10.0.0.8 (b)"), "{e:?}");
     }

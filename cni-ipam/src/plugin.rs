@@ -1,14 +1,4 @@
-//! `ipam-file`: an IPAM plugin compatible with the reference `host-local`,
-//! configuration and data directory alike, so an operator can swap one for
-//! the other on a live node.
-//!
-//! ```json
-//! {"cniVersion": "1.1.0", "name": "net1", "type": "bridge",
-//!  "ipam": {"type": "ipam-file", "dataDir": "/var/lib/cni/networks",
-//!           "ranges": [[{"subnet": "10.1.2.0/24", "gateway": "10.1.2.1"}],
-//!                      [{"subnet": "2001:db8:1::/64"}]],
-//!           "routes": [{"dst": "0.0.0.0/0"}]}}
-//! ```
+//! The IPAM plugin: ADD, DEL, CHECK, GC and STATUS over any [`Store`].
 //!
 //! - **ADD** reserves one address per range set and returns them with their
 //!   gateways, the configured `routes`, and the DNS of `resolvConf` when
@@ -16,112 +6,135 @@
 //!   An attachment `(CNI_CONTAINERID, CNI_IFNAME)` that already holds an
 //!   address gets it again. Addresses can be requested through `args.cni.ips`
 //!   or `runtimeConfig.ips`, else `CNI_ARGS` `IP=`; see
-//!   [`config::requested_ips`].
+//!   [`crate::config::requested_ips`].
 //! - **DEL** releases the attachment's reservations; nothing held is fine.
 //! - **CHECK** fails with [`NOT_RESERVED`] unless the attachment holds an
 //!   address in every range set.
-//! - **GC** releases every reservation whose attachment is not in
-//!   `cni.dev/valid-attachments`.
+//! - **GC** releases the reservations of attachments that are not valid
+//!   ([`crate::gc`]); without `cni.dev/valid-attachments` it releases
+//!   nothing and says so on stderr.
 //! - **STATUS** answers code 50 while a range set has no free address (ADD
-//!   would fail).
+//!   would fail) or the store cannot be read, naming it.
 //!
-//! The configuration is validated in full before the data directory is
-//! touched ([`config`]); addresses are chosen in memory under the lock
-//! ([`allocator`]) and only then written ([`store`]).
-//!
-//! # Where ipam-file departs from host-local
-//! - A repeated ADD returns the address held; host-local fails it
-//!   ("duplicate allocation is not allowed").
-//! - `runtimeConfig.ipRanges` replaces the configured ranges; host-local
-//!   allocates from both.
-//! - `args.cni.ips` and `runtimeConfig.ips` override `CNI_ARGS` `IP`
-//!   (CONVENTIONS.md); host-local uses all three. Unknown `CNI_ARGS` keys
-//!   are ignored; host-local rejects them without `IgnoreUnknown=1`.
-//! - A gateway outside its subnet and `rangeStart` after `rangeEnd` are
-//!   configuration errors; host-local accepts them.
-//! - A failed ADD leaves `last_reserved_ip` untouched; host-local may have
-//!   advanced it for addresses it then released.
-//! - Errors carry CNI codes (7 for configuration, 5 for I/O, 100.. below)
-//!   where host-local answers 999 for all.
+//! Entries of the store that are not what their names say are named on
+//! stderr and skipped.
 
-pub mod allocator;
-pub mod config;
-pub mod store;
-
-use std::net::IpAddr;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
 
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Code, Dns, Error, IpConfig, IpNetwork, NetConf, Result100, SpecVersion};
 
-use config::IpamConfig;
-use store::{LockMode, Store};
+use crate::config::{self, IpamConfig};
+use crate::plan::{self, Assigned, Attachment};
+use crate::store::{Access, Reservation, Reserved, State, Store};
+use crate::{dns, gc, NOT_RESERVED};
 
-/// Printed to stderr when run by hand.
-pub const ABOUT: &str = "CNI ipam-file plugin v0.1.0 (host-local compatible)";
+/// How long an ADD keeps re-planning when addresses it chose are taken by
+/// other nodes meanwhile; then code 11.
+const CONTENTION_LIMIT: Duration = Duration::from_secs(10);
 
-/// A requested address is reserved by another attachment, or the
-/// attachment already holds a different one in that range set.
-pub const ADDRESS_UNAVAILABLE: Code = Code(100);
-/// A requested address is in no range, is a gateway, or shares a range set
-/// with another requested address.
-pub const ADDRESS_NOT_ALLOCATABLE: Code = Code(101);
-/// ADD found no free address in a range set.
-pub const RANGE_EXHAUSTED: Code = Code(102);
-/// CHECK found no reservation for the attachment.
-pub const NOT_RESERVED: Code = Code(103);
+/// An IPAM plugin keeping its reservations in a store of type `S`.
+///
+/// ```no_run
+/// #![no_main]
+/// use cni_ipam::{store::file::FileStore, Ipam};
+///
+/// cni_skel::plugin_main!(
+///     Ipam::<FileStore>::new("ipam-file"),
+///     cni_version::PluginInfo::all(),
+///     "CNI ipam-file plugin v0.1.0"
+/// );
+/// ```
+pub struct Ipam<S> {
+    name: &'static str,
+    store: PhantomData<fn() -> S>,
+}
 
-/// The plugin.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct IpamFile;
+impl<S> Ipam<S> {
+    /// The plugin; `name` prefixes what it writes on stderr.
+    pub const fn new(name: &'static str) -> Ipam<S> {
+        Ipam {
+            name,
+            store: PhantomData,
+        }
+    }
+}
 
-impl Plugin for IpamFile {
+impl<S> std::fmt::Debug for Ipam<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ipam").field("name", &self.name).finish()
+    }
+}
+
+impl<S: Store> Ipam<S> {
+    /// Reads the store, naming what it skipped on stderr.
+    fn read(&self, req: &Request<NetConf>, store: &mut S, sets: usize) -> Result<State, Error> {
+        let state = store.read(sets)?;
+        for skipped in &state.skipped {
+            req.log(format!("{}: {skipped}", self.name));
+        }
+        Ok(state)
+    }
+}
+
+/// How far past the next free address to look after losing `lost` races:
+/// 0 at first (host-local's order), then a random distance in a window
+/// that doubles, up to 64, so that contenders spread out.
+fn spread(lost: u32) -> usize {
+    use std::hash::{BuildHasher, Hasher};
+    if lost == 0 {
+        return 0;
+    }
+    // RandomState is seeded per process: a different draw in every plugin.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(lost);
+    let window = 4usize << lost.min(4);
+    (h.finish() % window as u64) as usize
+}
+
+impl<S: Store> Plugin for Ipam<S> {
     type Config = NetConf;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let requested = config::requested_ips(&req.config, &req.args)?;
         let dns = match &cfg.resolv_conf {
-            Some(path) => read_resolv_conf(path)?,
+            Some(path) => dns::read_resolv_conf(path)?,
             None => Dns::default(),
         };
-
-        let store = Store::create(&cfg.network_dir())?;
-        let held = store.reservations()?;
-        let last: Vec<Option<IpAddr>> = (0..cfg.range_sets.len())
-            .map(|i| store.last_reserved(i))
-            .collect();
-        let plan = allocator::plan(
-            &cfg,
-            &held,
-            &last,
-            &req.container_id,
-            &req.ifname,
-            &requested,
-        )?;
-
-        let mut written: Vec<IpAddr> = Vec::new();
-        let outcome = (|| {
-            for a in plan.iter().filter(|a| a.new) {
-                if !store.reserve(a.ip, &req.container_id, &req.ifname)? {
-                    // Impossible under the lock unless something ignores it.
-                    return Err(Error::new(
-                        ADDRESS_UNAVAILABLE,
-                        format!("address {} was reserved concurrently", a.ip),
-                    )
-                    .with_details(format!("in {}", store.dir().display())));
+        let attachment = Attachment::new(&req.container_id, &req.ifname);
+        let mut store = S::open(&cfg, Access::Create)?
+            .ok_or_else(|| Error::new(Code::INTERNAL, "store not created"))?;
+        let sets = cfg.range_sets.len();
+        let started = Instant::now();
+        let mut state = self.read(req, &mut store, sets)?;
+        // Under a lock, a planned address is free unless something ignores
+        // the lock; without one (etcd), another node may have won it. Either
+        // way it now shows as held: read again and re-plan.
+        let mut lost = 0u32;
+        let plan = loop {
+            let plan = plan::plan_skipping(&cfg, &state, &attachment, &requested, spread(lost))?;
+            let new: Vec<Assigned> = plan.iter().filter(|a| a.new).cloned().collect();
+            if new.is_empty() {
+                break plan;
+            }
+            match store.reserve(&new, &attachment)? {
+                Reserved::Done => break plan,
+                Reserved::Taken(_) if started.elapsed() < CONTENTION_LIMIT => {
+                    lost += 1;
+                    state = store.read(sets)?;
                 }
-                written.push(a.ip);
-                store.set_last_reserved(a.set, a.ip)?;
+                Reserved::Taken(ip) => {
+                    return Err(Error::new(
+                        Code::TRY_AGAIN_LATER,
+                        format!("addresses kept being taken while reserving (last {ip})"),
+                    )
+                    .with_details(format!("in {} for {CONTENTION_LIMIT:?}", store.describe()))
+                    .into())
+                }
             }
-            store.sync()
-        })();
-        if let Err(e) = outcome {
-            for ip in &written {
-                let _ = store.release(*ip);
-            }
-            let _ = store.sync();
-            return Err(e.into());
-        }
+        };
         drop(store);
 
         let mut result = Result100::new(SpecVersion::V1_1_0);
@@ -141,50 +154,43 @@ impl Plugin for IpamFile {
 
     fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let Some(store) = Store::open_existing(&cfg.network_dir(), LockMode::Exclusive)? else {
+        let Some(mut store) = S::open(&cfg, Access::Change)? else {
             return Ok(Reply::Empty);
         };
-        let held = store.reservations()?;
-        let mut mine: Vec<IpAddr> = held
+        let state = self.read(req, &mut store, cfg.range_sets.len())?;
+        let mut mine: Vec<&Reservation> = state
+            .held
             .iter()
             .filter(|r| r.held_by(&req.container_id, &req.ifname))
-            .map(|r| r.ip)
             .collect();
         if mine.is_empty() {
             // As host-local: reservations from before the interface name
             // was recorded belong to the container.
-            mine = held
+            mine = state
+                .held
                 .iter()
                 .filter(|r| r.held_by_legacy(&req.container_id))
-                .map(|r| r.ip)
                 .collect();
         }
-        if mine.is_empty() {
-            return Ok(Reply::Empty);
+        if !mine.is_empty() {
+            store.release(&mine)?;
         }
-        for ip in mine {
-            store.release(ip)?;
-        }
-        store.sync()?;
         Ok(Reply::Empty)
     }
 
     fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let dir = cfg.network_dir();
-        let held = match Store::open_existing(&dir, LockMode::Shared)? {
-            Some(store) => store.reservations()?,
-            None => Vec::new(),
+        let attachment = Attachment::new(&req.container_id, &req.ifname);
+        let (held, place) = match S::open(&cfg, Access::Read)? {
+            Some(mut store) => (
+                self.read(req, &mut store, cfg.range_sets.len())?.held,
+                store.describe(),
+            ),
+            None => (Vec::new(), "the store".to_owned()),
         };
-        let mine: Vec<IpAddr> = held
-            .iter()
-            .filter(|r| {
-                r.held_by(&req.container_id, &req.ifname) || r.held_by_legacy(&req.container_id)
-            })
-            .map(|r| r.ip)
-            .collect();
+        let mine: Vec<&Reservation> = held.iter().filter(|r| attachment.holds(r)).collect();
         for set in &cfg.range_sets {
-            if !mine.iter().any(|ip| set.contains(*ip)) {
+            if !mine.iter().any(|r| set.contains(r.ip)) {
                 return Err(Error::new(
                     NOT_RESERVED,
                     format!(
@@ -193,12 +199,11 @@ impl Plugin for IpamFile {
                     ),
                 )
                 .with_details(format!(
-                    "{} holds {}",
-                    dir.display(),
+                    "{place} holds {}",
                     if mine.is_empty() {
                         "nothing for it".to_owned()
                     } else {
-                        mine.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        mine.iter().map(|r| r.ip.to_string()).collect::<Vec<_>>().join(", ")
                     }
                 ))
                 .into());
@@ -210,36 +215,42 @@ impl Plugin for IpamFile {
     fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let valid = req.valid_attachments()?;
-        let Some(store) = Store::open_existing(&cfg.network_dir(), LockMode::Exclusive)? else {
+        if valid.is_unspecified() {
+            req.log(format!(
+                "{}: GC without cni.dev/valid-attachments: the runtime did not say which \
+                 attachments are in use, so nothing is released",
+                self.name
+            ));
+            return Ok(Reply::Empty);
+        }
+        let Some(mut store) = S::open(&cfg, Access::Change)? else {
             return Ok(Reply::Empty);
         };
-        let stale: Vec<IpAddr> = store
-            .reservations()?
-            .into_iter()
-            .filter(|r| {
-                !valid.iter().any(|a| {
-                    r.held_by(&a.container_id, &a.ifname) || r.held_by_legacy(&a.container_id)
-                })
-            })
-            .map(|r| r.ip)
-            .collect();
-        if stale.is_empty() {
-            return Ok(Reply::Empty);
+        let state = self.read(req, &mut store, cfg.range_sets.len())?;
+        let stale = gc::stale(&state.held, &valid);
+        if !stale.is_empty() {
+            store.release(&stale)?;
         }
-        for ip in &stale {
-            store.release(*ip)?;
-        }
-        store.sync()?;
         Ok(Reply::Empty)
     }
 
     fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let held = match Store::open_existing(&cfg.network_dir(), LockMode::Shared)? {
-            Some(store) => store.reservations()?,
-            None => Vec::new(),
+        let (held, place) = match S::open(&cfg, Access::Read).and_then(|store| match store {
+            Some(mut store) => Ok((store.held_addresses()?, store.describe())),
+            None => Ok((Vec::new(), String::new())),
+        }) {
+            Ok(found) => found,
+            Err(e) => {
+                return Err(Error::new(
+                    Code::PLUGIN_NOT_AVAILABLE,
+                    format!("cannot read the reservations: {}", e.msg),
+                )
+                .with_details(e.details)
+                .into())
+            }
         };
-        let full = allocator::exhausted_sets(&cfg, &held);
+        let full = plan::exhausted_sets(&cfg, &held);
         if full.is_empty() {
             return Ok(Reply::Empty);
         }
@@ -251,48 +262,9 @@ impl Plugin for IpamFile {
             Code::PLUGIN_NOT_AVAILABLE,
             format!("no free address in range set {}", names.join(", ")),
         )
-        .with_details(format!(
-            "{} reservations in {}",
-            held.len(),
-            cfg.network_dir().display()
-        ))
+        .with_details(format!("{} addresses held in {place}", held.len()))
         .into())
     }
-}
-
-/// The DNS settings of a resolv.conf, read as host-local reads them:
-/// `nameserver`, `domain`, `search` and `options` lines; comments (`#`,
-/// `;`) and other lines skipped.
-fn read_resolv_conf(path: &std::path::Path) -> Result<Dns, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::new(Code::IO_FAILURE, "cannot read ipam.resolvConf")
-            .with_details(format!("{}: {e}", path.display()))
-    })?;
-    Ok(parse_resolv_conf(&text))
-}
-
-fn parse_resolv_conf(text: &str) -> Dns {
-    let mut dns = Dns::default();
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        let mut fields = line.split_whitespace();
-        let (Some(key), rest) = (fields.next(), fields.collect::<Vec<_>>()) else {
-            continue;
-        };
-        let Some(first) = rest.first() else {
-            continue;
-        };
-        match key {
-            "nameserver" => dns.nameservers.push((*first).to_owned()),
-            "domain" => dns.domain = (*first).to_owned(),
-            "search" => dns.search.extend(rest.iter().map(|s| (*s).to_owned())),
-            "options" => dns.options.extend(rest.iter().map(|s| (*s).to_owned())),
-            _ => {}
-        }
-    }
-    dns
 }
 
 #[cfg(test)]
@@ -305,6 +277,11 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::store::file::FileStore;
+    use crate::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
+
+    #[allow(non_upper_case_globals)]
+    const IpamFile: Ipam<FileStore> = Ipam::new("ipam-file");
 
     /// A fresh directory, removed when dropped.
     struct TempDir(PathBuf);
@@ -742,6 +719,26 @@ mod tests {
                 "invalid ipam.dataDir",
                 "5",
             ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["http://127.0.0.1:2379"]}}),
+                "invalid ipam.store.type",
+                "ipam-etcd",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "consul"}}),
+                "invalid ipam.store.type",
+                "consul",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["https://e:2379"]}}),
+                "invalid ipam.store.endpoints[0]",
+                "TLS",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": []}}),
+                "invalid ipam.store.endpoints",
+                "non-empty",
+            ),
         ] {
             let e = err(&run(
                 "ADD",
@@ -826,5 +823,140 @@ mod tests {
         assert_eq!(address(&run("ADD", "new", &stdin), 0), "10.1.2.3/24");
         ok(&run("DEL", "old", &stdin));
         assert!(!Path::new(&dir.net().join("10.1.2.2")).exists());
+    }
+
+    /// The names in the network directory.
+    fn names(dir: &TempDir) -> Vec<String> {
+        dir.files().into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// `v4(dir)` for GC, with `cni.dev/valid-attachments` set to `valid`
+    /// (left out when `None`).
+    fn gc_conf(dir: &TempDir, valid: Option<Value>) -> String {
+        let mut gc: Value = serde_json::from_str(&v4(dir)).unwrap();
+        if let Some(valid) = valid {
+            gc["cni.dev/valid-attachments"] = valid;
+        }
+        gc.to_string()
+    }
+
+    /// c1 and c2 on eth0 (.2, .3), c1 on eth1 (.4), and an older host-local
+    /// reservation of container `old` (.9).
+    fn several_containers(dir: &TempDir) {
+        let stdin = v4(dir);
+        address(&run("ADD", "c1", &stdin), 0);
+        address(&run("ADD", "c2", &stdin), 0);
+        let eth1 = TestRequest::new("ADD")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/var/run/netns/x")
+            .env("CNI_IFNAME", "eth1")
+            .stdin(stdin.as_str())
+            .run(&IpamFile, &PluginInfo::all());
+        assert_eq!(address(&eth1, 0), "10.1.2.4/24");
+        std::fs::write(dir.net().join("10.1.2.9"), "old").unwrap();
+    }
+
+    #[test]
+    fn gc_without_valid_attachments_absent_or_null_releases_nothing_and_says_so() {
+        let dir = TempDir::new();
+        several_containers(&dir);
+        let before = dir.files();
+        for valid in [None, Some(Value::Null)] {
+            let out = run("GC", "", &gc_conf(&dir, valid.clone()));
+            ok(&out);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("nothing is released"),
+                "{valid:?}: {stderr}"
+            );
+            assert_eq!(dir.files(), before, "{valid:?}");
+        }
+    }
+
+    #[test]
+    fn gc_with_an_empty_list_releases_every_reservation_and_keeps_bookkeeping() {
+        let dir = TempDir::new();
+        several_containers(&dir);
+        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
+        assert_eq!(names(&dir), ["last_reserved_ip.0", "lock"]);
+    }
+
+    #[test]
+    fn gc_with_a_list_releases_the_others_and_older_reservations_by_container() {
+        let dir = TempDir::new();
+        several_containers(&dir);
+        // c1/eth1 and c2 go; the older reservation of `old` stays because
+        // an attachment of container `old` (any interface) is valid.
+        let valid = json!([{"containerID": "c1", "ifname": "eth0"},
+                           {"containerID": "old", "ifname": "net5"}]);
+        ok(&run("GC", "", &gc_conf(&dir, Some(valid))));
+        assert_eq!(
+            names(&dir),
+            ["10.1.2.2", "10.1.2.9", "last_reserved_ip.0", "lock"]
+        );
+        // Once `old` is no longer listed, its older reservation goes too.
+        let valid = json!([{"containerID": "c1", "ifname": "eth0"}]);
+        ok(&run("GC", "", &gc_conf(&dir, Some(valid))));
+        assert_eq!(names(&dir), ["10.1.2.2", "last_reserved_ip.0", "lock"]);
+    }
+
+    #[test]
+    fn a_directory_named_like_an_address_is_taken_skipped_and_named_on_stderr() {
+        let dir = TempDir::new();
+        std::fs::create_dir_all(dir.net().join("10.1.2.2")).unwrap();
+        let out = run("ADD", "c1", &v4(&dir));
+        assert_eq!(address(&out, 0), "10.1.2.3/24");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("10.1.2.2: a directory"), "{stderr}");
+        ok(&run("DEL", "c1", &v4(&dir)));
+        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
+        assert!(dir.net().join("10.1.2.2").is_dir());
+    }
+
+    #[test]
+    fn a_hostile_store_is_never_followed_and_add_del_gc_keep_working() {
+        let dir = TempDir::new();
+        let outside = dir.0.join("outside");
+        std::fs::write(&outside, "c1\r\neth0").unwrap();
+        std::fs::create_dir_all(dir.net()).unwrap();
+        let net = dir.net();
+        std::os::unix::fs::symlink(&outside, net.join("10.1.2.2")).unwrap();
+        std::fs::write(net.join("10.1.2.3"), [0u8, 159, 146, 150, 255, 10]).unwrap();
+        std::fs::write(net.join("10.1.2.4"), "stray file\nwith lines\n").unwrap();
+        std::fs::write(net.join("last_reserved_ip.0"), "not an address").unwrap();
+        std::fs::create_dir_all(net.join("10.1.2.5")).unwrap();
+
+        // c1 is not the symlink's target's owner: the link is never read.
+        let out = run("ADD", "c1", &v4(&dir));
+        assert_eq!(address(&out, 0), "10.1.2.6/24");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for named in [
+            "10.1.2.2: a symbolic link",
+            "10.1.2.3: content is not text",
+            "10.1.2.4: content is not a container id",
+            "10.1.2.5: a directory",
+            "last_reserved_ip.0: not an IP address",
+        ] {
+            assert!(stderr.contains(named), "{named} in {stderr}");
+        }
+        ok(&run("DEL", "c1", &v4(&dir)));
+        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
+        assert_eq!(
+            names(&dir),
+            [
+                "10.1.2.2",
+                "10.1.2.3",
+                "10.1.2.4",
+                "10.1.2.5",
+                "last_reserved_ip.0",
+                "lock"
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "c1\r\neth0");
+        assert!(std::fs::symlink_metadata(net.join("10.1.2.2"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# IPAM benchmark: ADD and DEL latency (median, p90) and throughput of
+# ipam-file and ipam-etcd beside the reference host-local, 1 and 16
+# concurrent, in one interleaved run, with 250 reservations already in a
+# /23. Executions go through bench/process/harness.c (fork, exec, stdin
+# pipe, wait4), as a runtime runs a plugin.
+#
+# usage: bench/ipam/run.sh [ROUNDS]   (default 300 sequential ADD+DEL pairs
+#        per plugin, the first 30 of them warm-up, and 3 interleaved rounds
+#        of 16 concurrent workers x 20 pairs; under 100, a smoke run)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds=${1:-300}
+out=target/bench/ipam
+mkdir -p "$out"
+
+scripts/install-test-deps.sh >/dev/null
+echo "building: harness (gcc -O2 -static), ipam-file and ipam-etcd (static musl, profile plugin)" >&2
+gcc -O2 -static -o "$out/harness" bench/process/harness.c
+scripts/build-static-plugins.sh --quiet -p plugins-sample --bin ipam-file --bin ipam-etcd >/dev/null
+cp target/x86_64-unknown-linux-musl/plugin/ipam-file target/x86_64-unknown-linux-musl/plugin/ipam-etcd "$out/"
+python3 bench/ipam/bench.py "$out" "$rounds"

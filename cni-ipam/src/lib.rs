@@ -1,0 +1,83 @@
+//! The IPAM engine of CNI plugins: configuration, ranges, a pure planner,
+//! and stores, so an IPAM plugin with another store or another policy is a
+//! page of code.
+//!
+//! What host-local's `backend/allocator` and `backend/store.go` are to Go
+//! plugins (containernetworking/plugins), this crate is to Rust ones.
+//!
+//! - [`config`]: the `ipam` section, host-local's keys, validated in full
+//!   before anything is touched; errors name the field (`ipam.ranges[0][1].rangeStart`).
+//! - [`range`]: ranges, range sets, and host-local's order of walking them.
+//! - [`plan`]: pure: configuration + what is held + the attachment + what
+//!   was requested -> one address per range set. No I/O.
+//! - [`store`]: the [`Store`](store::Store) trait; [`store::file`] keeps
+//!   host-local's on-disk format and lock; `store::etcd` (feature `etcd`)
+//!   shares one range among every node of a cluster.
+//! - [`gc`]: which reservations a GC releases: none without a list.
+//! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store.
+//!
+//! ```
+//! use cni_ipam::{store::file::FileStore, Ipam};
+//! use cni_skel::TestRequest;
+//!
+//! let data = tempfile::tempdir().unwrap();
+//! let conf = serde_json::json!({
+//!     "cniVersion": "1.1.0", "name": "net", "type": "bridge",
+//!     "ipam": {"type": "ipam-file", "dataDir": data.path(),
+//!              "ranges": [[{"subnet": "10.1.2.0/24"}]]}
+//! });
+//! let out = TestRequest::new("ADD")
+//!     .env("CNI_CONTAINERID", "c1")
+//!     .env("CNI_IFNAME", "eth0")
+//!     .env("CNI_NETNS", "/var/run/netns/c1")
+//!     .env("CNI_PATH", "/opt/cni/bin")
+//!     .stdin(conf.to_string().as_str())
+//!     .run(&Ipam::<FileStore>::new("ipam-file"), &cni_version::PluginInfo::all());
+//! assert_eq!(out.json()["ips"][0]["address"], "10.1.2.2/24");
+//! ```
+//!
+//! # Where we deliberately differ from host-local
+//! - A repeated ADD returns the address held; host-local fails it
+//!   ("duplicate allocation is not allowed").
+//! - GC and STATUS exist. GC without `cni.dev/valid-attachments` releases
+//!   nothing: the runtime did not say what is in use.
+//! - An entry of the store named like an address that no plugin wrote
+//!   (a directory, a symlink, binary content) is taken and named on stderr,
+//!   never followed or removed.
+//! - An ADD that loses a race for an address to another node (etcd store)
+//!   retries with the free address a random short distance further, not
+//!   the next one, so that the losers do not race again for one address.
+//! - `runtimeConfig.ipRanges` replaces the configured ranges; host-local
+//!   allocates from both.
+//! - `args.cni.ips` and `runtimeConfig.ips` override `CNI_ARGS` `IP`
+//!   (CONVENTIONS.md); host-local uses all three. Unknown `CNI_ARGS` keys
+//!   are ignored; host-local rejects them without `IgnoreUnknown=1`.
+//! - A gateway outside its subnet and `rangeStart` after `rangeEnd` are
+//!   configuration errors; host-local accepts them.
+//! - A failed ADD leaves `last_reserved_ip` untouched; host-local may have
+//!   advanced it for addresses it then released.
+//! - Errors carry CNI codes (7 for configuration, 5 for I/O, 100.. below)
+//!   where host-local answers 999 for all.
+
+pub mod config;
+pub mod dns;
+pub mod gc;
+pub mod plan;
+mod plugin;
+pub mod range;
+pub mod store;
+
+pub use plugin::Ipam;
+
+use cni_types::Code;
+
+/// A requested address is reserved by another attachment, or the
+/// attachment already holds a different one in that range set.
+pub const ADDRESS_UNAVAILABLE: Code = Code(100);
+/// A requested address is in no range, is a gateway, or shares a range set
+/// with another requested address.
+pub const ADDRESS_NOT_ALLOCATABLE: Code = Code(101);
+/// ADD found no free address in a range set.
+pub const RANGE_EXHAUSTED: Code = Code(102);
+/// CHECK found no reservation for the attachment.
+pub const NOT_RESERVED: Code = Code(103);

@@ -1,0 +1,172 @@
+//! Where reservations live: the [`Store`] trait every store implements, and
+//! the values it hands the planner.
+//!
+//! A store only reads and writes; it never decides which address to hand
+//! out ([`crate::plan`] does). Its one rule is that a reservation is
+//! written only if its address is still free, all of an ADD's addresses or
+//! none ([`Store::reserve`]).
+//!
+//! Go: `backend.Store` in host-local (`Lock`, `Reserve`, `LastReservedIP`,
+//! `ReleaseByID`, `GetByID`).
+
+#[cfg(feature = "etcd")]
+pub mod etcd;
+pub mod file;
+
+use std::fmt;
+use std::net::IpAddr;
+
+use cni_types::Error;
+
+use crate::config::IpamConfig;
+use crate::plan::{Assigned, Attachment};
+
+/// A reserved address and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// The address.
+    pub ip: IpAddr,
+    /// Who holds it.
+    pub owner: Owner,
+    /// Whether it was written from this node: only those are matched by
+    /// DEL, CHECK, GC and a repeated ADD. Always true in a node-local
+    /// store.
+    pub local: bool,
+}
+
+/// Who holds a reservation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// An attachment: a container id and an interface name.
+    Attachment {
+        /// The container id.
+        container_id: String,
+        /// The interface name.
+        ifname: String,
+    },
+    /// A container id alone: an older host-local's reservation, which
+    /// belongs to the container whatever its interface.
+    Container(String),
+    /// Something no plugin wrote (a directory, a symbolic link, binary
+    /// content): its address is taken, and no DEL or GC ever removes it.
+    /// Holds why, for the message naming it.
+    Unknown(String),
+}
+
+impl Reservation {
+    /// A reservation of this node held by `owner`.
+    pub fn new(ip: IpAddr, owner: Owner) -> Reservation {
+        Reservation {
+            ip,
+            owner,
+            local: true,
+        }
+    }
+
+    /// Held by this attachment on this node.
+    pub fn held_by(&self, id: &str, ifname: &str) -> bool {
+        self.local
+            && matches!(&self.owner, Owner::Attachment { container_id, ifname: i }
+            if container_id == id.trim() && i == ifname)
+    }
+
+    /// Held by this container on this node in the older format, without an
+    /// interface.
+    pub fn held_by_legacy(&self, id: &str) -> bool {
+        self.local && matches!(&self.owner, Owner::Container(c) if c == id.trim())
+    }
+
+    /// `container "c1", interface "eth0"`, for messages.
+    pub fn describe_owner(&self) -> String {
+        match &self.owner {
+            Owner::Attachment {
+                container_id,
+                ifname,
+            } => format!("container {container_id:?}, interface {ifname:?}"),
+            Owner::Container(id) => format!("container {id:?}"),
+            Owner::Unknown(why) => format!("an entry no plugin wrote ({why})"),
+        }
+    }
+}
+
+/// What a store holds for one network, read at once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct State {
+    /// Every reserved address, of every node.
+    pub held: Vec<Reservation>,
+    /// Per range set, the address last handed out, where the next search
+    /// starts.
+    pub last_reserved: Vec<Option<IpAddr>>,
+    /// Entries that are not what their names say, skipped (the plugin names
+    /// them on stderr). Entries named like an address are also in `held`,
+    /// as [`Owner::Unknown`].
+    pub skipped: Vec<Skipped>,
+}
+
+/// An entry of the store that is not what its name says, skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The entry: a path or a key.
+    pub entry: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "skipping {}: {}", self.entry, self.why)
+    }
+}
+
+/// What [`Store::reserve`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reserved {
+    /// Every address is reserved, visible to every later read.
+    Done,
+    /// This address was taken meanwhile (another node, or something that
+    /// ignores the lock): nothing was written. Read again and re-plan.
+    Taken(IpAddr),
+}
+
+/// What a store is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// ADD: create the network's storage when missing.
+    Create,
+    /// DEL and GC: change existing storage.
+    Change,
+    /// CHECK and STATUS: read only.
+    Read,
+}
+
+/// A network's reservations.
+///
+/// A store that locks (the file store) holds its lock from
+/// [`Store::open`] until it is dropped; one that does not (etcd) makes
+/// [`Store::reserve`] and [`Store::release`] conditional instead.
+pub trait Store: Sized {
+    /// Opens the store `cfg.store` names for network `cfg.name`. `None` for
+    /// [`Access::Change`] and [`Access::Read`] when nothing was ever
+    /// reserved (and then nothing is created). A `store` this type does not
+    /// serve is code 7 naming `ipam.store.type`.
+    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<Self>, Error>;
+
+    /// Where the reservations are, for messages (`/var/lib/cni/networks/net`).
+    fn describe(&self) -> String;
+
+    /// Everything the planner needs, for `sets` range sets.
+    fn read(&mut self, sets: usize) -> Result<State, Error>;
+
+    /// Only the reserved addresses, for STATUS (which runtimes poll every
+    /// few seconds): no owners, nothing skipped.
+    fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error>;
+
+    /// Reserves every address of `new` for `attachment`, and records each as
+    /// its set's last reserved address: all or nothing, visible to every
+    /// later read on `Done`.
+    fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error>;
+
+    /// Removes these reservations, each only if it still holds what was
+    /// read. [`Owner::Unknown`] entries and other nodes' are never removed.
+    fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error>;
+}

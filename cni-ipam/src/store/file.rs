@@ -1,0 +1,465 @@
+//! Reservations on disk, in host-local's format, so the two plugins can
+//! share or take over a data directory:
+//!
+//! - `dataDir/<network>/` (mode 0755) holds the network's files;
+//! - one file per reserved address, named by the address (`10.1.2.3`,
+//!   `2001:db8::3`), holding `<containerID>\r\n<ifname>` (mode 0644); a file
+//!   holding only the container id is an older host-local's reservation and
+//!   is honoured as one;
+//! - `last_reserved_ip.<range set index>` holds the last address handed out
+//!   from that range set, where the next search starts;
+//! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
+//!   host-local's go-filemutex does, so both plugins exclude each other.
+//!
+//! A reservation is written to a hidden temporary file and hard-linked to
+//! its final name, which fails if the name exists: a file of that name is
+//! never seen half-written and never replaced, and a plugin killed at any
+//! point leaves a whole reservation or none.
+//!
+//! Nothing is flushed to disk (`fsync`), as host-local flushes nothing: a
+//! reservation is in the page cache, visible to every later run, the moment
+//! its name exists, and survives the plugin's crash. Only a power loss or a
+//! kernel crash can lose it, and that ends every container of the node
+//! with it, so no address is ever handed out twice because of it (the
+//! worst a power loss can leave is an empty file, which is taken and named
+//! on stderr). The flushes cost two disk writes per ADD and one per DEL,
+//! which made an ADD+DEL 1.13x host-local's on this machine's disk
+//! (BENCHMARKS.md).
+//!
+//! An entry named like an address that is not such a file (a directory, a
+//! symbolic link, binary content) is [`Owner::Unknown`]: taken, never
+//! followed, never removed. The lock and `last_reserved_ip` files are never
+//! removed.
+//!
+//! Go: host-local's `backend/disk` (`Store`, `FileLock`).
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::IpAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use cni_types::{Code, Error};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use nix::libc;
+
+use crate::config::{invalid, IpamConfig, StoreConfig};
+use crate::plan::{Assigned, Attachment};
+use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
+
+/// Prefix of the per-range-set round-robin files.
+pub const LAST_RESERVED_PREFIX: &str = "last_reserved_ip.";
+/// Between the container id and the interface name in a reservation.
+pub const LINE_BREAK: &str = "\r\n";
+/// The lock file's name.
+pub const LOCK_FILE: &str = "lock";
+/// Temporary files start with this; they never parse as an address.
+const TMP_PREFIX: &str = ".ipam-file-tmp.";
+/// Longest reservation file read; longer content is not a reservation.
+const MAX_RESERVATION: u64 = 4096;
+
+/// A network's directory, locked for as long as this value lives: shared
+/// for [`Access::Read`], exclusive otherwise.
+///
+/// ```
+/// use cni_ipam::config::IpamConfig;
+/// use cni_ipam::store::{file::FileStore, Access, Store};
+///
+/// let data = tempfile::tempdir().unwrap();
+/// let conf: cni_types::NetConf = cni_types::NetConf::from_value(serde_json::json!({
+///     "cniVersion": "1.1.0", "name": "net", "type": "bridge",
+///     "ipam": {"type": "ipam-file", "dataDir": data.path(), "ranges": [[{"subnet": "10.1.2.0/24"}]]}
+/// })).unwrap();
+/// let cfg = IpamConfig::from_conf(&conf).unwrap();
+/// // Reading creates nothing.
+/// assert!(FileStore::open(&cfg, Access::Read).unwrap().is_none());
+/// let mut store = FileStore::open(&cfg, Access::Create).unwrap().unwrap();
+/// assert!(store.read(1).unwrap().held.is_empty());
+/// ```
+#[derive(Debug)]
+pub struct FileStore {
+    dir: PathBuf,
+    lock: Option<Flock<File>>,
+}
+
+impl Store for FileStore {
+    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<FileStore>, Error> {
+        let StoreConfig::File { data_dir } = &cfg.store else {
+            return Err(invalid(
+                "ipam.store.type",
+                "etcd",
+                "this plugin keeps reservations in files; the etcd store is served by ipam-etcd",
+            ));
+        };
+        let dir = data_dir.join(&cfg.name);
+        match access {
+            Access::Create => {
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o755)
+                    .create(&dir)
+                    .map_err(|e| io_error("cannot create", &dir, e))?;
+                FileStore::lock(dir, true).map(Some)
+            }
+            Access::Change | Access::Read => match fs::metadata(&dir) {
+                Ok(m) if m.is_dir() => FileStore::lock(dir, access == Access::Change).map(Some),
+                Ok(_) => Err(io_error(
+                    "not a directory:",
+                    &dir,
+                    io::Error::from(io::ErrorKind::NotADirectory),
+                )),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(io_error("cannot read", &dir, e)),
+            },
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn read(&mut self, sets: usize) -> Result<State, Error> {
+        let held = self.reservations()?;
+        let mut skipped: Vec<Skipped> = held
+            .iter()
+            .filter_map(|r| match &r.owner {
+                Owner::Unknown(why) => Some(Skipped {
+                    entry: self.dir.join(r.ip.to_string()).display().to_string(),
+                    why: format!("{why}; its address is taken as held"),
+                }),
+                _ => None,
+            })
+            .collect();
+        let last_reserved = (0..sets)
+            .map(|set| {
+                self.last_reserved(set).unwrap_or_else(|s| {
+                    skipped.push(s);
+                    None
+                })
+            })
+            .collect();
+        Ok(State {
+            held,
+            last_reserved,
+            skipped,
+        })
+    }
+
+    fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
+            if let Some(ip) = address_of(&entry) {
+                out.push(ip);
+            }
+        }
+        Ok(out)
+    }
+
+    fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
+        let content = owner_key(&attachment.container_id, &attachment.ifname);
+        let mut written: Vec<IpAddr> = Vec::new();
+        let mut outcome = Ok(Reserved::Done);
+        for a in new {
+            match self.create_reservation(a.ip, content.as_bytes()) {
+                Ok(true) => written.push(a.ip),
+                Ok(false) => {
+                    outcome = Ok(Reserved::Taken(a.ip));
+                    break;
+                }
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+        if !matches!(outcome, Ok(Reserved::Done)) {
+            for ip in &written {
+                let _ = self.remove(*ip);
+            }
+            return outcome;
+        }
+        for a in new {
+            // Only a hint for where the next search starts: a failure (a
+            // directory in its place, named by `read`) costs a longer
+            // search, not the ADD.
+            let _ = self.set_last_reserved(a.set, a.ip);
+        }
+        Ok(Reserved::Done)
+    }
+
+    fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
+        for r in gone {
+            // Under the exclusive lock what was read is still there.
+            if r.local && !matches!(r.owner, Owner::Unknown(_)) {
+                self.remove(r.ip)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FileStore {
+    fn lock(dir: PathBuf, exclusive: bool) -> Result<FileStore, Error> {
+        let path = dir.join(LOCK_FILE);
+        let open = |write: bool| {
+            OpenOptions::new()
+                .read(true)
+                .write(write)
+                .create(write)
+                .mode(0o750)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+        };
+        // Read-only is enough to flock; write is only needed to create it.
+        let mut file = match open(true) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
+            other => other,
+        }
+        .map_err(|e| io_error("cannot open lock file", &path, e))?;
+        let arg = if exclusive {
+            FlockArg::LockExclusive
+        } else {
+            FlockArg::LockShared
+        };
+        // Blocks until the holder is done; EINTR only means a signal came.
+        let lock = loop {
+            match Flock::lock(file, arg) {
+                Ok(lock) => break lock,
+                Err((f, Errno::EINTR)) => file = f,
+                Err((_, errno)) => {
+                    return Err(io_error(
+                        "cannot lock",
+                        &path,
+                        io::Error::from_raw_os_error(errno as i32),
+                    ))
+                }
+            }
+        };
+        let store = FileStore {
+            dir,
+            lock: Some(lock),
+        };
+        if exclusive {
+            store.remove_stale_temporaries();
+        }
+        Ok(store)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every entry whose name is an address. An entry that is not a regular
+    /// file, or whose content is not an owner, is [`Owner::Unknown`]: its
+    /// address is taken. Links are never followed.
+    fn reservations(&self) -> Result<Vec<Reservation>, Error> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
+            let Some(ip) = address_of(&entry) else {
+                continue;
+            };
+            let owner = match entry.file_type() {
+                Ok(t) if t.is_file() => match read_no_follow(&entry.path(), MAX_RESERVATION) {
+                    Ok(bytes) => parse_owner(&bytes),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+                },
+                Ok(t) if t.is_dir() => Owner::Unknown("a directory".to_owned()),
+                Ok(t) if t.is_symlink() => Owner::Unknown("a symbolic link".to_owned()),
+                Ok(_) => Owner::Unknown("not a regular file".to_owned()),
+                Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+            };
+            out.push(Reservation::new(ip, owner));
+        }
+        Ok(out)
+    }
+
+    /// The address last handed out from range set `set`, if recorded.
+    fn last_reserved(&self, set: usize) -> Result<Option<IpAddr>, Skipped> {
+        let path = self.dir.join(format!("{LAST_RESERVED_PREFIX}{set}"));
+        let skipped = |why: String| Skipped {
+            entry: path.display().to_string(),
+            why,
+        };
+        let bytes = match read_no_follow(&path, 64) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(skipped(format!("cannot read it: {e}"))),
+        };
+        std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim().parse::<IpAddr>().ok())
+            .map(|ip| Some(ip.to_canonical()))
+            .ok_or_else(|| skipped("not an IP address".to_owned()))
+    }
+
+    /// Creates the reservation file of `ip`; `false` when the name exists.
+    /// The content is written before the name exists.
+    fn create_reservation(&self, ip: IpAddr, content: &[u8]) -> Result<bool, Error> {
+        let target = self.dir.join(ip.to_string());
+        let tmp = self.write_temporary(&ip.to_string(), content)?;
+        let linked = fs::hard_link(&tmp, &target);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(io_error("cannot write", &target, e)),
+        }
+    }
+
+    /// Records `ip` as the last address handed out from range set `set`.
+    fn set_last_reserved(&self, set: usize, ip: IpAddr) -> Result<(), Error> {
+        let name = format!("{LAST_RESERVED_PREFIX}{set}");
+        // Replaced atomically.
+        let tmp = self.write_temporary(&name, ip.to_string().as_bytes())?;
+        let target = self.dir.join(&name);
+        fs::rename(&tmp, &target).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_error("cannot write", &target, e)
+        })
+    }
+
+    /// Removes the reservation file of `ip`; an absent one is not an error.
+    fn remove(&self, ip: IpAddr) -> Result<(), Error> {
+        let path = self.dir.join(ip.to_string());
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(io_error("cannot remove", &path, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn write_temporary(&self, name: &str, content: &[u8]) -> Result<PathBuf, Error> {
+        let tmp = self
+            .dir
+            .join(format!("{TMP_PREFIX}{}.{name}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(content));
+        match written {
+            Ok(()) => Ok(tmp),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(io_error("cannot write", &tmp, e))
+            }
+        }
+    }
+
+    /// Temporary files left by a process that died mid-write. Only called
+    /// under the exclusive lock, when no writer can be running.
+    fn remove_stale_temporaries(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+impl Drop for FileStore {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            // nix's own drop panics if unlocking fails; closing the file
+            // releases the lock anyway, so a failure is left to the close.
+            match lock.unlock() {
+                Ok(file) => drop(file),
+                Err((lock, _)) => std::mem::forget(lock),
+            }
+        }
+    }
+}
+
+/// A reservation file's content: `<containerID>\r\n<ifname>`.
+pub fn owner_key(id: &str, ifname: &str) -> String {
+    format!("{}{LINE_BREAK}{ifname}", id.trim())
+}
+
+/// Reads a reservation file's content as host-local does: surrounding white
+/// space removed, then `<id>\r\n<ifname>` or `<id>`. Anything else (not
+/// UTF-8, control characters, empty) is [`Owner::Unknown`].
+pub fn parse_owner(bytes: &[u8]) -> Owner {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Owner::Unknown("content is not text".to_owned());
+    };
+    let text = text.trim();
+    let (id, ifname) = match text.split_once(LINE_BREAK) {
+        Some((id, ifname)) => (id, Some(ifname)),
+        None => (text, None),
+    };
+    let clean = |s: &str| !s.is_empty() && !s.chars().any(char::is_control);
+    match ifname {
+        _ if !clean(id) => Owner::Unknown("content is not a container id".to_owned()),
+        Some(i) if !clean(i) => {
+            Owner::Unknown("content is not a container id and interface".to_owned())
+        }
+        Some(i) => Owner::Attachment {
+            container_id: id.to_owned(),
+            ifname: i.to_owned(),
+        },
+        None => Owner::Container(id.to_owned()),
+    }
+}
+
+/// The address a directory entry is named after, if any.
+fn address_of(entry: &fs::DirEntry) -> Option<IpAddr> {
+    entry.file_name().to_str()?.parse().ok()
+}
+
+/// At most `limit` bytes of the regular file at `path`; a symbolic link is
+/// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
+fn read_no_follow(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::other(format!("longer than {limit} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// Code 5 naming the path.
+fn io_error(what: &str, path: &Path, err: io::Error) -> Error {
+    Error::new(Code::IO_FAILURE, format!("{what} {}", path.display())).with_details(err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservation_content_is_read_as_host_local_writes_it() {
+        let attachment = |id: &str, ifname: &str| Owner::Attachment {
+            container_id: id.into(),
+            ifname: ifname.into(),
+        };
+        assert_eq!(parse_owner(b"c1\r\neth0"), attachment("c1", "eth0"));
+        assert_eq!(parse_owner(b" c1\r\neth0\n"), attachment("c1", "eth0"));
+        assert_eq!(parse_owner(b"old\n"), Owner::Container("old".into()));
+        for garbage in [&b""[..], b"\xff\xfe", b"a\nb", b"c1\r\n\x01"] {
+            assert!(
+                matches!(parse_owner(garbage), Owner::Unknown(_)),
+                "{garbage:?}"
+            );
+        }
+    }
+}

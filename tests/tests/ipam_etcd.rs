@@ -1,0 +1,465 @@
+//! `ipam-etcd` as a process against a real etcd (tests/src/etcd.rs): many
+//! nodes allocating from one range, GC scoped to its node, etcd killed and
+//! restarted in the middle of a run, plugins killed in the middle of ADDs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tests::etcd::Etcd;
+use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+
+const NETWORK: &str = "net";
+const IPS: &str = "/cni-ipam/net/ips/";
+
+fn ipam_etcd() -> PathBuf {
+    plugin_bin_dir().join("ipam-etcd")
+}
+
+/// The configuration of `subnet` on etcd, as node `node`; `valid` as
+/// `cni.dev/valid-attachments` unless `None`.
+fn conf(etcd: &Etcd, node: &str, subnet: &str, valid: Option<Value>) -> Vec<u8> {
+    let mut c = json!({"cniVersion": "1.1.0", "name": NETWORK, "type": "bridge",
+        "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": subnet}]],
+                 "store": {"type": "etcd", "endpoints": [etcd.endpoint()], "node": node}}});
+    if let Some(valid) = valid {
+        c["cni.dev/valid-attachments"] = valid;
+    }
+    serde_json::to_vec(&c).expect("serialisable")
+}
+
+fn env<'a>(cmd: &'a str, id: &'a str) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![("CNI_COMMAND", cmd), ("CNI_PATH", "/usr/lib/cni")];
+    if !matches!(cmd, "GC" | "STATUS") {
+        env.extend([
+            ("CNI_CONTAINERID", id),
+            ("CNI_IFNAME", "eth0"),
+            ("CNI_NETNS", FAKE_NETNS),
+        ]);
+    }
+    env
+}
+
+/// One attachment: the node it runs on and its container id.
+#[derive(Clone, Debug)]
+struct Job {
+    node: String,
+    id: String,
+}
+
+/// `nodes` nodes with `each` containers each, interleaved.
+fn jobs(nodes: usize, each: usize, tag: &str) -> Vec<Job> {
+    (0..nodes * each)
+        .map(|i| Job {
+            node: format!("node-{}", i % nodes),
+            id: format!("{tag}-{i:03}"),
+        })
+        .collect()
+}
+
+/// Runs ADD for every job, `parallel` processes at a time; `done` counts
+/// finished ones.
+fn add_all(
+    etcd: &Etcd,
+    subnet: &str,
+    jobs: &[Job],
+    parallel: usize,
+    done: &AtomicUsize,
+) -> Vec<Outcome> {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Outcome>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
+    let bin = ipam_etcd();
+    std::thread::scope(|s| {
+        for _ in 0..parallel {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let stdin = conf(etcd, &job.node, subnet, None);
+                let out = run_plugin(&bin, &env("ADD", &job.id), &stdin);
+                *results[i].lock().expect("lock") = Some(out);
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().expect("lock").expect("every job ran"))
+        .collect()
+}
+
+/// The address an ADD returned.
+fn address(out: &Outcome) -> IpAddr {
+    let v = out.stdout_json();
+    let text = v["ips"][0]["address"].as_str().unwrap_or_default();
+    text.split('/')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {out:?}"))
+}
+
+/// The reservations in etcd: address -> (container id, node).
+fn reservations(etcd: &Etcd) -> BTreeMap<IpAddr, (String, String)> {
+    etcd.get_prefix(IPS)
+        .into_iter()
+        .map(|(key, value)| {
+            let ip: IpAddr = key[IPS.len()..].parse().expect("key named by an address");
+            let v: Value = serde_json::from_str(&value).expect("a JSON reservation");
+            assert_eq!(v["ifname"], "eth0", "{key}: {value}");
+            let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            (ip, (field("containerID"), field("node")))
+        })
+        .collect()
+}
+
+/// Reservations equal the successful ADDs: same attachment, same address.
+fn assert_store_matches(etcd: &Etcd, jobs: &[Job], outs: &[Outcome]) {
+    let want: BTreeMap<IpAddr, (String, String)> = jobs
+        .iter()
+        .zip(outs)
+        .filter(|(_, out)| out.success())
+        .map(|(job, out)| (address(out), (job.id.clone(), job.node.clone())))
+        .collect();
+    assert_eq!(
+        want.len(),
+        outs.iter().filter(|o| o.success()).count(),
+        "an address was handed out twice"
+    );
+    assert_eq!(reservations(etcd), want);
+}
+
+#[test]
+fn four_nodes_allocating_from_one_range_never_share_an_address_and_gc_stays_on_its_node() {
+    let etcd = Etcd::start();
+    let subnet = "10.80.0.0/23";
+    let jobs = jobs(4, 125, "ctr");
+    let started = Instant::now();
+    let outs = add_all(&etcd, subnet, &jobs, 16, &AtomicUsize::new(0));
+    eprintln!(
+        "500 ADDs from 4 nodes, 16 at a time: {:?}",
+        started.elapsed()
+    );
+    for (job, out) in jobs.iter().zip(&outs) {
+        assert!(out.success(), "{job:?}: {out:?}");
+    }
+    let distinct: BTreeSet<IpAddr> = outs.iter().map(address).collect();
+    assert_eq!(distinct.len(), 500);
+    assert_store_matches(&etcd, &jobs, &outs);
+
+    // GC on node-0 with an empty list: node-0's reservations go, and no
+    // other node's.
+    let gc = run_plugin(
+        &ipam_etcd(),
+        &env("GC", ""),
+        &conf(&etcd, "node-0", subnet, Some(json!([]))),
+    );
+    assert!(gc.success(), "{gc:?}");
+    let after = reservations(&etcd);
+    assert_eq!(after.len(), 375, "only node-0's 125 are released");
+    assert!(after.values().all(|(_, node)| node != "node-0"));
+    // GC on node-1 listing half of node-1's containers and none of the
+    // other nodes': only node-1's unlisted half goes.
+    let listed: Vec<&Job> = jobs
+        .iter()
+        .enumerate()
+        .filter(|(i, j)| j.node == "node-1" && i % 8 == 1)
+        .map(|(_, j)| j)
+        .collect();
+    let valid: Vec<Value> = listed
+        .iter()
+        .map(|j| json!({"containerID": j.id, "ifname": "eth0"}))
+        .collect();
+    let gc = run_plugin(
+        &ipam_etcd(),
+        &env("GC", ""),
+        &conf(&etcd, "node-1", subnet, Some(Value::Array(valid))),
+    );
+    assert!(gc.success(), "{gc:?}");
+    let kept = reservations(&etcd);
+    let node1: BTreeSet<&String> = kept
+        .values()
+        .filter(|(_, n)| n == "node-1")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(node1, listed.iter().map(|j| &j.id).collect());
+    assert_eq!(
+        kept.len(),
+        250 + listed.len(),
+        "node-2 and node-3 untouched"
+    );
+    // Without a list, GC releases nothing and says so.
+    let gc = run_plugin(
+        &ipam_etcd(),
+        &env("GC", ""),
+        &conf(&etcd, "node-2", subnet, None),
+    );
+    assert!(gc.stderr_str().contains("nothing is released"), "{gc:?}");
+    assert_eq!(reservations(&etcd), kept);
+}
+
+#[test]
+fn etcd_killed_mid_run_fails_adds_with_code_11_and_once_restarted_the_rest_complete() {
+    let mut etcd = Etcd::start();
+    let subnet = "10.81.0.0/24";
+    let jobs = jobs(4, 40, "outage");
+    let done = AtomicUsize::new(0);
+    let pid = etcd.pid().expect("etcd is running");
+    let outs = std::thread::scope(|s| {
+        let runner = s.spawn(|| add_all(&etcd, subnet, &jobs, 16, &done));
+        while done.load(Ordering::Relaxed) < 40 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // Killed by pid while the ADDs keep running; reaped below.
+        // SAFETY: a plain kill(2) of the etcd this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        runner.join().expect("runner")
+    });
+    etcd.stop();
+    let failed: Vec<usize> = (0..jobs.len()).filter(|&i| !outs[i].success()).collect();
+    assert!(!failed.is_empty(), "etcd was killed before the run ended");
+    for &i in &failed {
+        let e = outs[i].stdout_json();
+        assert_eq!(e["code"], 11, "{:?}: {e}", jobs[i]);
+        assert!(
+            e["msg"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&etcd.endpoint()),
+            "{e}"
+        );
+    }
+    // While it is down, STATUS says so, naming the endpoint.
+    let status = run_plugin(
+        &ipam_etcd(),
+        &env("STATUS", ""),
+        &conf(&etcd, "node-0", subnet, None),
+    );
+    assert_eq!(status.stdout_json()["code"], 50, "{status:?}");
+    assert!(status.stdout_str().contains(&etcd.endpoint()), "{status:?}");
+
+    etcd.restart();
+    // Every reservation belongs to an ADD that succeeded with that address,
+    // or to one whose answer was lost when etcd died (it reported code 11,
+    // though etcd had applied it).
+    let succeeded: BTreeMap<String, IpAddr> = jobs
+        .iter()
+        .zip(&outs)
+        .filter(|(_, o)| o.success())
+        .map(|(j, o)| (j.id.clone(), address(o)))
+        .collect();
+    for (ip, (id, _)) in reservations(&etcd) {
+        match succeeded.get(&id) {
+            Some(got) => assert_eq!(*got, ip, "{id}"),
+            None => eprintln!("{id}: answered code 11, applied by etcd before it died"),
+        }
+    }
+    // "A delete must still be executed even if the add fails" (SPEC-1.0.0,
+    // lifecycle): after the runtime's DELs, the store holds exactly the
+    // successful results.
+    for &i in &failed {
+        let stdin = conf(&etcd, &jobs[i].node, subnet, None);
+        let out = run_plugin(&ipam_etcd(), &env("DEL", &jobs[i].id), &stdin);
+        assert!(out.success(), "DEL {:?}: {out:?}", jobs[i]);
+    }
+    assert_store_matches(&etcd, &jobs, &outs);
+    // The rest complete; a retried ADD gets what it may hold already.
+    let retry_jobs: Vec<Job> = failed.iter().map(|&i| jobs[i].clone()).collect();
+    let retried = add_all(&etcd, subnet, &retry_jobs, 16, &AtomicUsize::new(0));
+    let mut all = outs;
+    for (&i, out) in failed.iter().zip(retried) {
+        assert!(out.success(), "{:?}: {out:?}", jobs[i]);
+        all[i] = out;
+    }
+    assert_store_matches(&etcd, &jobs, &all);
+    assert_eq!(reservations(&etcd).len(), jobs.len());
+}
+
+#[test]
+fn plugins_killed_at_random_points_of_add_leave_nothing_a_del_cannot_clean() {
+    let etcd = Etcd::start();
+    let subnet = "10.82.0.0/16";
+    let bin = ipam_etcd();
+    let stdin = conf(&etcd, "node-k", subnet, None);
+    let mut ids = Vec::new();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..100 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let delay = Duration::from_micros(state % 8000);
+        let id = format!("killed-{i:03}");
+        let mut child = Command::new(&bin)
+            .env_clear()
+            .envs(env("ADD", &id))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting ipam-etcd");
+        {
+            use std::io::Write;
+            let mut pipe = child.stdin.take().expect("stdin");
+            let _ = pipe.write_all(&stdin);
+        }
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let _ = child.wait();
+        ids.push(id);
+        if i % 10 == 9 {
+            // The next ADD works: nothing half-written is in its way.
+            let id = format!("alive-{i:03}");
+            let out = run_plugin(&bin, &env("ADD", &id), &stdin);
+            assert!(out.success(), "{out:?}");
+            ids.push(id);
+        }
+    }
+    let held = reservations(&etcd);
+    assert!(held.len() >= 10, "the live ADDs hold addresses: {held:?}");
+    for (ip, (id, node)) in &held {
+        assert!(ids.contains(id) && node == "node-k", "{ip}: {id} on {node}");
+    }
+    let owners: BTreeSet<&String> = held.values().map(|(id, _)| id).collect();
+    assert_eq!(owners.len(), held.len(), "one address per attachment");
+    for id in &ids {
+        let out = run_plugin(&bin, &env("DEL", id), &stdin);
+        assert!(out.success(), "DEL {id}: {out:?}");
+    }
+    assert!(reservations(&etcd).is_empty());
+}
+
+#[test]
+fn status_is_code_50_when_the_range_is_exhausted_and_a_foreign_value_is_skipped() {
+    let etcd = Etcd::start();
+    let subnet = "10.83.0.0/29"; // .2 to .6 after the gateway .1
+    let bin = ipam_etcd();
+    let stdin = conf(&etcd, "node-s", subnet, None);
+    etcd.put(&format!("{IPS}10.83.0.2"), "not json");
+    for i in 0..4 {
+        let out = run_plugin(&bin, &env("ADD", &format!("s{i}")), &stdin);
+        assert!(out.success(), "{out:?}");
+        assert!(out.stderr_str().contains("10.83.0.2"), "{out:?}");
+    }
+    let status = run_plugin(&bin, &env("STATUS", ""), &stdin);
+    assert_eq!(status.stdout_json()["code"], 50, "{status:?}");
+    let full = run_plugin(&bin, &env("ADD", "s9"), &stdin);
+    assert_eq!(full.stdout_json()["code"], 102, "{full:?}");
+    // GC with an empty list releases this node's four, never the foreign
+    // value.
+    let gc = run_plugin(
+        &bin,
+        &env("GC", ""),
+        &conf(&etcd, "node-s", subnet, Some(json!([]))),
+    );
+    assert!(gc.success(), "{gc:?}");
+    let left: Vec<(String, String)> = etcd.get_prefix(IPS);
+    assert_eq!(left, [(format!("{IPS}10.83.0.2"), "not json".to_owned())]);
+    assert!(run_plugin(&bin, &env("STATUS", ""), &stdin).success());
+}
+
+#[test]
+fn gc_releases_exactly_this_nodes_invalid_reservations_in_each_of_its_three_states() {
+    let etcd = Etcd::start();
+    let bin = ipam_etcd();
+    let c = |id: &str, ifname: &str| json!({"containerID": id, "ifname": ifname});
+    for (n, (valid, remain)) in [
+        (None, vec!["a1/eth0", "a2/eth0", "a1/net1", "b1/eth0"]),
+        (
+            Some(Value::Null),
+            vec!["a1/eth0", "a2/eth0", "a1/net1", "b1/eth0"],
+        ),
+        (Some(json!([])), vec!["b1/eth0"]),
+        (
+            Some(json!([c("a1", "eth0"), c("a2", "net1"), c("zz", "eth0")])),
+            vec!["a1/eth0", "b1/eth0"],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // A network of its own per state: keys under /cni-ipam/gc<n>/.
+        let network = format!("gc{n}");
+        let conf = |node: &str, valid: Option<Value>| {
+            let mut c = json!({"cniVersion": "1.1.0", "name": network, "type": "bridge",
+                "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": "10.84.0.0/24"}]],
+                         "store": {"type": "etcd", "endpoints": [etcd.endpoint()], "node": node}}});
+            if let Some(valid) = valid {
+                c["cni.dev/valid-attachments"] = valid;
+            }
+            serde_json::to_vec(&c).expect("serialisable")
+        };
+        for (node, id, ifname) in [
+            ("node-a", "a1", "eth0"),
+            ("node-a", "a2", "eth0"),
+            ("node-a", "a1", "net1"),
+            ("node-b", "b1", "eth0"),
+        ] {
+            let env = [
+                ("CNI_COMMAND", "ADD"),
+                ("CNI_PATH", "/usr/lib/cni"),
+                ("CNI_CONTAINERID", id),
+                ("CNI_IFNAME", ifname),
+                ("CNI_NETNS", FAKE_NETNS),
+            ];
+            let out = run_plugin(&bin, &env, &conf(node, None));
+            assert!(out.success(), "{out:?}");
+        }
+        let gc = run_plugin(&bin, &env("GC", ""), &conf("node-a", valid.clone()));
+        assert!(gc.success(), "{gc:?}");
+        if valid.as_ref().is_none_or(Value::is_null) {
+            assert!(gc.stderr_str().contains("nothing is released"), "{gc:?}");
+        }
+        let prefix = format!("/cni-ipam/{network}/ips/");
+        let mut left: Vec<String> = etcd
+            .get_prefix(&prefix)
+            .into_iter()
+            .map(|(_, value)| {
+                let v: Value = serde_json::from_str(&value).expect("JSON");
+                format!(
+                    "{}/{}",
+                    v["containerID"].as_str().unwrap_or_default(),
+                    v["ifname"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        left.sort();
+        let mut want: Vec<String> = remain.iter().map(|s| (*s).to_owned()).collect();
+        want.sort();
+        assert_eq!(left, want, "GC with {valid:?}");
+        // The shared last reserved address is never removed.
+        assert_eq!(
+            etcd.get_prefix(&format!("/cni-ipam/{network}/last_reserved/"))
+                .len(),
+            1
+        );
+    }
+}
+
+#[test]
+fn a_hung_etcd_is_code_11_within_the_documented_two_seconds_and_nothing_is_written() {
+    let etcd = Etcd::start();
+    let bin = ipam_etcd();
+    let stdin = conf(&etcd, "node-h", "10.85.0.0/24", None);
+    let pid = etcd.pid().expect("etcd is running");
+    // SAFETY: plain kill(2)s of the etcd this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let started = Instant::now();
+    let out = run_plugin(&bin, &env("ADD", "hung"), &stdin);
+    let took = started.elapsed();
+    let status = run_plugin(&bin, &env("STATUS", ""), &stdin);
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(out.stdout_json()["code"], 11, "{out:?}");
+    assert!(
+        took < Duration::from_millis(3500),
+        "REQUEST_TIMEOUT is 2 s for the one endpoint, took {took:?}"
+    );
+    assert_eq!(status.stdout_json()["code"], 50, "{status:?}");
+    assert!(status.stdout_str().contains(&etcd.endpoint()), "{status:?}");
+    // The hung request reached etcd, but only the read: nothing written.
+    assert!(reservations(&etcd).is_empty());
+    let again = run_plugin(&bin, &env("ADD", "hung"), &stdin);
+    assert!(again.success(), "{again:?}");
+}
