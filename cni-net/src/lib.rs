@@ -35,53 +35,10 @@
 //! plugins `pkg/ns/README.md` tells the same story for goroutines.)
 //!
 //! # Example: a chained plugin setting MTU and MAC of `CNI_IFNAME`
+//! This is `examples/tune.rs`; `tests/tune_example.rs` runs it as root
+//! against a temporary namespace ([`testing::TempNetns`]).
 //! ```no_run
-//! use cni_net::{Mac, Netns};
-//! use cni_skel::{BoxError, Plugin, Reply, Request};
-//! use cni_types::{Code, Error, NetConf};
-//!
-//! #[derive(serde::Deserialize)]
-//! struct Tuning {
-//!     mtu: u32,
-//!     mac: String,
-//! }
-//!
-//! struct Tune;
-//!
-//! impl Plugin for Tune {
-//!     type Config = NetConf<Tuning>;
-//!
-//!     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-//!         let invalid = |msg: String| Error::new(Code::INVALID_NETWORK_CONFIG, msg);
-//!         let mac: Mac = req.config.plugin.mac.parse().map_err(|e| invalid(format!("{e}")))?;
-//!         let prev = req.config.prev_result.as_ref();
-//!         let mut result = prev.ok_or_else(|| invalid("no prevResult".into()))?.to_current()?;
-//!         let netns = Netns::open(req.netns.as_ref().ok_or_else(|| invalid("no netns".into()))?)?;
-//!         // Copy what the closure needs: it runs on another thread.
-//!         let (ifname, mtu) = (req.ifname.clone(), req.config.plugin.mtu);
-//!         netns.run(|nl| -> Result<(), Error> {
-//!             let link = nl.link(&ifname)?;
-//!             nl.set_mtu(link.index, mtu)?;
-//!             Ok(nl.set_mac(link.index, mac)?)
-//!         })?;
-//!         let sandbox = netns.path().display().to_string();
-//!         for iface in &mut result.interfaces {
-//!             if iface.name == req.ifname && iface.sandbox == sandbox {
-//!                 iface.mac = mac.to_string();
-//!                 iface.mtu = Some(mtu);
-//!             }
-//!         }
-//!         Ok(result.into())
-//!     }
-//!
-//!     fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-//!         Ok(Reply::Empty)
-//!     }
-//! }
-//!
-//! fn main() {
-//!     cni_skel::run(&Tune, &cni_version::PluginInfo::all(), "CNI tune plugin v1.0.0");
-//! }
+#![doc = include_str!("../examples/tune.rs")]
 //! ```
 //!
 //! # Where we deliberately differ from the reference
@@ -106,7 +63,6 @@ mod check;
 mod configure;
 mod error;
 mod link;
-mod mac;
 mod netns;
 mod route;
 mod socket;
@@ -116,10 +72,12 @@ mod veth;
 
 pub use addr::{Address, Dad};
 pub use check::{check_addresses, check_interface, check_routes};
+/// The hardware address type of [`Link::mac`] and [`Netlink::set_mac`]:
+/// `cni_types::Mac`, the same type the configuration and results use.
+pub use cni_types::{Mac, MacError};
 pub use configure::configure_iface;
 pub use error::NetError;
 pub use link::{validate_ifname, Link, MAX_IFNAME_LEN};
-pub use mac::{Mac, MacError};
 pub use netns::{Netns, NetnsId};
 pub use route::{LiveRoute, MAIN_TABLE};
 pub use socket::Netlink;

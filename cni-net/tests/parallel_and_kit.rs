@@ -1,11 +1,8 @@
-//! Many namespaces at once, and the test kit running a kernel-touching
-//! plugin in-process. As root, in namespaces the tests create and remove.
+//! Many namespaces at once. As root, in namespaces the tests create and
+//! remove. (The test kit running a plugin in-process: `tune_example.rs`.)
 
 use cni_net::testing::TempNetns;
-use cni_net::{Mac, Netns, VethPair};
-use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Error, NetConf};
-use cni_version::PluginInfo;
+use cni_net::VethPair;
 
 fn temp(tag: &str) -> TempNetns {
     TempNetns::new(tag).unwrap_or_else(|e| panic!("these tests need root: {e}"))
@@ -70,58 +67,4 @@ fn thirty_two_veth_pairs_into_thirty_two_namespaces_in_parallel_leave_nothing() 
     assert_eq!(names, ["lo"], "no link left in the host namespace");
     drop(host);
     assert_eq!(our_namespaces(), Vec::<String>::new(), "no namespace left");
-}
-
-#[derive(serde::Deserialize)]
-struct Fields {
-    mac: String,
-}
-
-/// A chained plugin that sets the MAC of CNI_IFNAME, as the crate root's
-/// example does.
-struct SetMac;
-
-impl Plugin for SetMac {
-    type Config = NetConf<Fields>;
-
-    fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        let mac: Mac = req.config.plugin.mac.parse()?;
-        let netns = Netns::open(req.netns.as_ref().ok_or("no netns")?)?;
-        let ifname = req.ifname.clone();
-        netns.run(|nl| -> Result<(), Error> {
-            let link = nl.link(&ifname)?;
-            Ok(nl.set_mac(link.index, mac)?)
-        })?;
-        Ok(Reply::Empty)
-    }
-
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
-    }
-}
-
-#[test]
-fn a_plugin_runs_in_process_against_a_temporary_namespace() {
-    let tmp = temp("kit");
-    let link = tmp.add_veth("eth0", "peer0", None).unwrap();
-    let conf = r#"{"cniVersion":"1.0.0","name":"n","type":"set-mac","mac":"02:00:00:00:00:07"}"#;
-    let out = tmp
-        .request("ADD", "eth0")
-        .stdin(conf)
-        .run(&SetMac, &PluginInfo::all());
-    assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
-    let now = tmp
-        .socket()
-        .unwrap()
-        .link_by_index(link.index)
-        .unwrap()
-        .unwrap();
-    assert_eq!(now.mac, Some("02:00:00:00:00:07".parse().unwrap()));
-
-    let out = tmp
-        .request("ADD", "eth9")
-        .stdin(conf)
-        .run(&SetMac, &PluginInfo::all());
-    let err = out.error().unwrap();
-    assert_eq!(err.msg, "link \"eth9\" not found");
 }

@@ -167,6 +167,32 @@ impl Error {
         Error::new(Code::INTERNAL, err.to_string()).with_details(details)
     }
 
+    /// Code 5 (I/O failure) for a failed file operation, naming the
+    /// operation and the path in `msg` ("failed to write /run/x.json") and
+    /// keeping the system's answer in `details`. The spec's own example of
+    /// code 5 is such a failure: "failed to read network config bytes from
+    /// stdin".
+    ///
+    /// ```
+    /// use cni_types::{Code, Error};
+    ///
+    /// let path = std::path::Path::new("/nonexistent/cni/state.json");
+    /// let err = std::fs::read(path).map_err(|e| Error::io("read", path, e)).unwrap_err();
+    /// assert_eq!(err.code, Code::IO_FAILURE);
+    /// assert_eq!(err.msg, "failed to read /nonexistent/cni/state.json");
+    /// assert!(err.details.contains("No such file"));
+    /// ```
+    ///
+    /// Go: `fmt.Errorf("failed to %s %q: %v", ..)` in the reference plugins;
+    /// one constructor here, as plugins `pkg/errors.Annotate` is one there.
+    pub fn io(op: &str, path: impl AsRef<std::path::Path>, err: std::io::Error) -> Error {
+        Error::new(
+            Code::IO_FAILURE,
+            format!("failed to {op} {}", path.as_ref().display()),
+        )
+        .with_details(err.to_string())
+    }
+
     /// Turns any error into a CNI error: a CNI [`Error`] (possibly boxed)
     /// keeps its code; the SDK's own errors that have a code take it
     /// ([`CniArgsError`](crate::CniArgsError): 4); anything else becomes

@@ -195,7 +195,7 @@ impl Plugin for Tuning {
             let link = nl.link(&req.ifname)?;
             save(&wanted, &link, &saved_path(&wanted.data_dir, req))?;
             if let Some(mac) = wanted.mac {
-                nl.set_mac(link.index, cni_net::Mac(mac.0))?;
+                nl.set_mac(link.index, mac)?;
                 let sandbox = netns.path().display().to_string();
                 for iface in &mut result.interfaces {
                     if iface.name == req.ifname
@@ -240,7 +240,7 @@ impl Plugin for Tuning {
             }
         }
         // Restored, or nothing left to restore it on.
-        std::fs::remove_file(&path).map_err(io_failure("remove", &path))?;
+        std::fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
         Ok(Reply::Empty)
     }
 
@@ -261,7 +261,7 @@ impl Plugin for Tuning {
         let link = netns.socket()?.link(&req.ifname)?;
         let ifname = &req.ifname;
         if let Some(mac) = wanted.mac {
-            if link.mac != Some(cni_net::Mac(mac.0)) {
+            if link.mac != Some(mac) {
                 let live = link.mac.map(|m| m.to_string()).unwrap_or_default();
                 return Err(differs(format!(
                     "tuning configured MAC of {ifname} is {mac}, current value is {live}"
@@ -307,20 +307,9 @@ fn save(wanted: &Wanted, link: &Link, path: &Path) -> Result<(), Error> {
         allmulti: wanted.allmulti.map(|_| link.allmulti),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io_failure("create", dir))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
     let json = serde_json::to_vec_pretty(&saved).map_err(|e| Error::internal(&e))?;
-    std::fs::write(path, json).map_err(io_failure("write", path))
-}
-
-/// Code 5 naming the operation and the file.
-fn io_failure<'a>(op: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    move |e| {
-        Error::new(
-            Code::IO_FAILURE,
-            format!("failed to {op} {}", path.display()),
-        )
-        .with_details(e.to_string())
-    }
+    std::fs::write(path, json).map_err(|e| Error::io("write", path, e))
 }
 
 /// Puts the saved values back.
@@ -328,7 +317,7 @@ fn restore(nl: &mut cni_net::Netlink, link: &Link, saved: &Saved) -> Result<(), 
     if saved.mtu != 0 {
         nl.set_mtu(link.index, saved.mtu)?;
     }
-    if let Ok(mac) = saved.mac.parse::<cni_net::Mac>() {
+    if let Ok(mac) = saved.mac.parse::<Mac>() {
         nl.set_mac(link.index, mac)?;
     }
     if let Some(on) = saved.promisc {

@@ -93,7 +93,7 @@ impl Plugin for Bridge {
             peer_name: &req.ifname,
             peer_netns: Some(&netns),
             mtu: f.mtu,
-            peer_mac: mac.map(|m| cni_net::Mac(m.mac.0)),
+            peer_mac: mac.map(|m| m.mac),
         })?;
         let mut at = Attachment {
             req,

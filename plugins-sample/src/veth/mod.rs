@@ -33,7 +33,7 @@ use std::time::Duration;
 use cni_net::{Dad, NetError, Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100, Route};
+use cni_types::{CniResult, Code, Error, Interface, IpNetwork, Mac, NetConf, Result100, Route};
 use serde::Deserialize;
 
 pub use cni_net::host_veth_name;
@@ -118,7 +118,7 @@ impl Plugin for Veth {
             peer_name: &req.ifname,
             peer_netns: Some(&netns),
             mtu: req.config.plugin.mtu,
-            peer_mac: mac.map(|m| cni_net::Mac(m.mac.0)),
+            peer_mac: mac.map(|m| m.mac),
         };
         // The pair is made and brought up on a thread while the IPAM
         // plugin, a process of its own, runs: the two overlap (about 2 ms
@@ -292,7 +292,7 @@ fn configure(
     Ok(result)
 }
 
-fn mac_text(mac: Option<cni_net::Mac>) -> String {
+fn mac_text(mac: Option<Mac>) -> String {
     mac.map(|m| m.to_string()).unwrap_or_default()
 }
 
