@@ -72,9 +72,10 @@ mod veth;
 
 pub use addr::{Address, Dad};
 pub use check::{check_addresses, check_interface, check_routes};
-/// The hardware address type of [`Link::mac`] and [`Netlink::set_mac`]:
-/// `cni_types::Mac`, the same type the configuration and results use.
-pub use cni_types::{Mac, MacError};
+/// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the
+/// SDK's one MAC type, re-exported from `cni_types`, which configurations
+/// and [`requested_mac`](cni_types::conventions::requested_mac) give.
+pub use cni_types::Mac;
 pub use configure::configure_iface;
 pub use error::NetError;
 pub use link::{validate_ifname, Link, MAX_IFNAME_LEN};
