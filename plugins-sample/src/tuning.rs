@@ -172,21 +172,13 @@ fn previous(req: &Req) -> Result<Result100, BoxError> {
     Ok(prev.to_current()?)
 }
 
-fn netns(req: &Req) -> Result<Netns, Error> {
-    let path = req
-        .netns
-        .as_ref()
-        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    Ok(Netns::open(path)?)
-}
-
 impl Plugin for Tuning {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let wanted = Wanted::from(req)?;
         let mut result = previous(req)?;
-        let netns = netns(req)?;
+        let netns = Netns::of(req)?;
         for (name, value) in &wanted.sysctl {
             netns.set_sysctl(name, value)?;
         }
@@ -247,7 +239,7 @@ impl Plugin for Tuning {
     fn check(&self, req: &Req) -> Result<Reply, BoxError> {
         let wanted = Wanted::from(req)?;
         previous(req)?;
-        let netns = netns(req)?;
+        let netns = Netns::of(req)?;
         let differs = |what: String| Error::new(Code::INTERNAL, what);
         for (name, value) in &wanted.sysctl {
             let live = netns.sysctl(name)?;
