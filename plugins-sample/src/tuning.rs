@@ -23,6 +23,8 @@
 //! DEL removes the saved file when the namespace or link is gone (the
 //! reference leaves it behind); the result's MAC changes only on the
 //! container's interface, never on a host-side namesake.
+//!
+//! Go: containernetworking/plugins `plugins/meta/tuning`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -93,7 +95,8 @@ struct Wanted {
 }
 
 impl Wanted {
-    fn from(req: &Req) -> Result<Wanted, Error> {
+    /// Reads and validates the request; nothing has changed yet.
+    fn read(req: &Req) -> Result<Wanted, Error> {
         let conf = &req.config;
         let overrides: Overrides = match conf.args.as_ref().and_then(|a| a.0.get("cni")) {
             None => Overrides::default(),
@@ -176,7 +179,7 @@ impl Plugin for Tuning {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        let wanted = Wanted::from(req)?;
+        let wanted = Wanted::read(req)?;
         let mut result = previous(req)?;
         let netns = Netns::of(req)?;
         for (name, value) in &wanted.sysctl {
@@ -217,13 +220,14 @@ impl Plugin for Tuning {
         let Ok(text) = std::fs::read(&path) else {
             return Ok(Reply::Empty);
         };
-        let link = req
+        let socket = req
             .netns
             .as_ref()
-            .and_then(|p| Netns::open(p).ok())
-            .and_then(|ns| ns.socket().ok().map(|nl| (ns, nl)));
-        if let Some((_netns, mut nl)) = link {
+            .and_then(|p| Netns::open(p).ok()?.socket().ok());
+        if let Some(mut nl) = socket {
             if let Ok(Some(link)) = nl.link_by_name(&req.ifname) {
+                // A file we cannot read restores nothing rather than
+                // failing: a DEL that always fails blocks the runtime.
                 let saved: Saved = serde_json::from_slice(&text).unwrap_or_default();
                 restore(&mut nl, &link, &saved).map_err(|e| {
                     Error::new(Code::INTERNAL, "failed to restore the interface")
@@ -237,7 +241,7 @@ impl Plugin for Tuning {
     }
 
     fn check(&self, req: &Req) -> Result<Reply, BoxError> {
-        let wanted = Wanted::from(req)?;
+        let wanted = Wanted::read(req)?;
         previous(req)?;
         let netns = Netns::of(req)?;
         let differs = |what: String| Error::new(Code::INTERNAL, what);
