@@ -29,6 +29,8 @@
 //! it without a result; configuration errors are code 7 before anything
 //! changes on the host; a failed ADD removes the pair at once (the
 //! reference leaves it on the bridge until DEL).
+//!
+//! Go: containernetworking/plugins `plugins/main/bridge`.
 
 use cni_net::{Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
