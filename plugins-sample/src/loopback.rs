@@ -14,6 +14,8 @@
 //! ```
 //!
 //! Go: containernetworking/plugins `plugins/main/loopback`.
+//!
+//! Go: containernetworking/plugins `plugins/main/loopback`.
 
 use cni_net::{Address, NetError, Netns};
 use cni_skel::{BoxError, Plugin, Reply, Request};
