@@ -23,5 +23,5 @@ bench/process/interface.sh 3 >/dev/null
 bench/inprocess.sh --smoke >/dev/null
 bench/ipam/run.sh 3 >/dev/null
 # The main job (README's first command), with the plugins built as they are
-# deployed (static, musl) and driven through cnitool beside host-local.
+# deployed (static, musl): a Podman container, else cnitool.
 scripts/demo.sh >/dev/null

@@ -30,11 +30,7 @@ fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
     Ok(Invocation {
         command: command.to_owned(),
         container_id: req.container_id.clone(),
-        netns: req
-            .netns
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
+        netns: req.sandbox(),
         ifname: req.ifname.clone(),
         args,
         path: req.path.clone(),

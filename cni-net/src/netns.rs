@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use nix::sched::{setns, CloneFlags};
 use nix::sys::statfs::{fstatfs, NSFS_MAGIC, PROC_SUPER_MAGIC};
 
+use cni_skel::Request;
+use cni_types::{Code, Error};
+
 use crate::{NetError, Netlink};
 
 /// An open network namespace, such as `CNI_NETNS` names.
@@ -75,6 +78,19 @@ impl Netns {
     /// Go: `ns.GetCurrentNS`.
     pub fn current() -> Result<Netns, NetError> {
         Netns::open("/proc/thread-self/ns/net")
+    }
+
+    /// Opens the namespace `CNI_NETNS` names, failing as a plugin
+    /// answers: code 4 when `CNI_NETNS` is unset (the dispatcher already
+    /// refuses ADD and CHECK without it), else [`Netns::open`]'s error
+    /// with its default code (8 for a path that is not a namespace).
+    ///
+    /// Go: `ns.GetNS(args.Netns)`.
+    pub fn of<C>(req: &Request<'_, C>) -> Result<Netns, Error> {
+        let path = req.netns.as_ref().ok_or_else(|| {
+            Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required")
+        })?;
+        Ok(Netns::open(path)?)
     }
 
     /// The path this was opened from.

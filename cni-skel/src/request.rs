@@ -137,6 +137,19 @@ impl<C> Request<'_, C> {
         Ok(self.cni_args()?.deserialize()?)
     }
 
+    /// `CNI_NETNS` as text, empty when unset: what an interface created
+    /// in the container carries as its `sandbox`, and what a delegate or
+    /// an agent is told.
+    ///
+    /// SPEC-1.0.0: "`sandbox`: \[...\] For interfaces created inside the
+    /// container, this should be the value passed via `CNI_NETNS`."
+    pub fn sandbox(&self) -> String {
+        self.netns
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+
     /// GC: the attachments still in use, from `cni.dev/valid-attachments`
     /// (or the older `cni.dev/attachments`), read from stdin whatever the
     /// plugin's configuration type, as [`cni_types::NetConf`] reads them.

@@ -54,13 +54,8 @@ impl Plugin for Delegator {
                     .into());
                 }
             }
-            let netns = req
-                .netns
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
             result.interfaces = vec![Interface {
-                sandbox: netns,
+                sandbox: req.sandbox(),
                 ..Interface::named(req.ifname.clone())
             }];
             for ip in &mut result.ips {

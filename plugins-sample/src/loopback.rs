@@ -12,6 +12,8 @@
 //! ```json
 //! {"cniVersion": "1.0.0", "name": "lo", "type": "loopback"}
 //! ```
+//!
+//! Go: containernetworking/plugins `plugins/main/loopback`.
 
 use cni_net::{Address, NetError, Netns};
 use cni_skel::{BoxError, Plugin, Reply, Request};
@@ -26,19 +28,11 @@ pub struct Loopback;
 
 type Req<'a> = Request<'a, NetConf>;
 
-fn netns(req: &Req) -> Result<Netns, Error> {
-    let path = req
-        .netns
-        .as_ref()
-        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    Ok(Netns::open(path)?)
-}
-
 impl Plugin for Loopback {
     type Config = NetConf;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        let netns = netns(req)?;
+        let netns = Netns::of(req)?;
         let addresses = netns.run(|nl| -> Result<Vec<Address>, NetError> {
             let lo = nl.link("lo")?;
             nl.set_up(lo.index)?;
@@ -92,7 +86,7 @@ impl Plugin for Loopback {
     }
 
     fn check(&self, req: &Req) -> Result<Reply, BoxError> {
-        let lo = netns(req)?.run(|nl| nl.link("lo"))?;
+        let lo = Netns::of(req)?.run(|nl| nl.link("lo"))?;
         if !lo.up {
             return Err(Error::new(Code::INTERNAL, "loopback interface is down").into());
         }

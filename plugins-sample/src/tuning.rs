@@ -23,6 +23,8 @@
 //! DEL removes the saved file when the namespace or link is gone (the
 //! reference leaves it behind); the result's MAC changes only on the
 //! container's interface, never on a host-side namesake.
+//!
+//! Go: containernetworking/plugins `plugins/meta/tuning`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -93,7 +95,8 @@ struct Wanted {
 }
 
 impl Wanted {
-    fn from(req: &Req) -> Result<Wanted, Error> {
+    /// Reads and validates the request; nothing has changed yet.
+    fn read(req: &Req) -> Result<Wanted, Error> {
         let conf = &req.config;
         let overrides: Overrides = match conf.args.as_ref().and_then(|a| a.0.get("cni")) {
             None => Overrides::default(),
@@ -172,21 +175,13 @@ fn previous(req: &Req) -> Result<Result100, BoxError> {
     Ok(prev.to_current()?)
 }
 
-fn netns(req: &Req) -> Result<Netns, Error> {
-    let path = req
-        .netns
-        .as_ref()
-        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    Ok(Netns::open(path)?)
-}
-
 impl Plugin for Tuning {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        let wanted = Wanted::from(req)?;
+        let wanted = Wanted::read(req)?;
         let mut result = previous(req)?;
-        let netns = netns(req)?;
+        let netns = Netns::of(req)?;
         for (name, value) in &wanted.sysctl {
             netns.set_sysctl(name, value)?;
         }
@@ -225,13 +220,14 @@ impl Plugin for Tuning {
         let Ok(text) = std::fs::read(&path) else {
             return Ok(Reply::Empty);
         };
-        let link = req
+        let socket = req
             .netns
             .as_ref()
-            .and_then(|p| Netns::open(p).ok())
-            .and_then(|ns| ns.socket().ok().map(|nl| (ns, nl)));
-        if let Some((_netns, mut nl)) = link {
+            .and_then(|p| Netns::open(p).ok()?.socket().ok());
+        if let Some(mut nl) = socket {
             if let Ok(Some(link)) = nl.link_by_name(&req.ifname) {
+                // A file we cannot read restores nothing rather than
+                // failing: a DEL that always fails blocks the runtime.
                 let saved: Saved = serde_json::from_slice(&text).unwrap_or_default();
                 restore(&mut nl, &link, &saved).map_err(|e| {
                     Error::new(Code::INTERNAL, "failed to restore the interface")
@@ -245,9 +241,9 @@ impl Plugin for Tuning {
     }
 
     fn check(&self, req: &Req) -> Result<Reply, BoxError> {
-        let wanted = Wanted::from(req)?;
+        let wanted = Wanted::read(req)?;
         previous(req)?;
-        let netns = netns(req)?;
+        let netns = Netns::of(req)?;
         let differs = |what: String| Error::new(Code::INTERNAL, what);
         for (name, value) in &wanted.sysctl {
             let live = netns.sysctl(name)?;

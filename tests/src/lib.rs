@@ -295,6 +295,16 @@ pub struct Outcome {
     pub stderr: Vec<u8>,
 }
 
+impl From<std::process::Output> for Outcome {
+    fn from(out: std::process::Output) -> Outcome {
+        Outcome {
+            status: out.status.code(),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        }
+    }
+}
+
 impl Outcome {
     /// `true` if the process exited with status 0.
     pub fn success(&self) -> bool {
@@ -382,11 +392,7 @@ where
         .wait_with_output()
         .unwrap_or_else(|e| panic!("waiting for {}: {e}", bin.display()));
     let _ = writer.join();
-    Outcome {
-        status: output.status.code(),
-        stdout: output.stdout,
-        stderr: output.stderr,
-    }
+    output.into()
 }
 
 /// A CNI runtime built on the reference `libcni`: runs the `cnidriver` Go
@@ -803,16 +809,12 @@ pub fn require_root_and_ip() {
 
 /// Runs `ip ARGS...`; returns the outcome (never panics on failure).
 pub fn ip(args: &[&str]) -> Outcome {
-    let out = Command::new("ip")
+    Command::new("ip")
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run `ip {}`: {e}", args.join(" ")));
-    Outcome {
-        status: out.status.code(),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    }
+        .unwrap_or_else(|e| panic!("cannot run `ip {}`: {e}", args.join(" ")))
+        .into()
 }
 
 /// A network namespace `cni-rs-test-<pid>-<tag>` (made with `ip netns
@@ -878,7 +880,7 @@ impl NetNs {
     }
 
     /// The link `ifname` in the namespace as [`NetNs::addrs`] shows it, or
-    /// `None`.
+    /// `None`; [`link_is_up`] and [`global_addrs`] read it.
     pub fn link(&self, ifname: &str) -> Option<Value> {
         self.addrs()
             .as_array()
@@ -887,6 +889,25 @@ impl NetNs {
             .find(|l| l["ifname"] == ifname)
             .cloned()
     }
+}
+
+/// Whether a link, as `ip -j addr` shows it, is administratively up.
+pub fn link_is_up(link: &Value) -> bool {
+    link["flags"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|x| x == "UP"))
+}
+
+/// The addresses of a link, as `ip -j addr` shows it, as `a.b.c.d/len`;
+/// link-local ones are left out (IPv6 derives them from a random MAC).
+pub fn global_addrs(link: &Value) -> Vec<String> {
+    link["addr_info"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["scope"] != "link")
+        .map(|a| format!("{}/{}", a["local"].as_str().unwrap_or("?"), a["prefixlen"]))
+        .collect()
 }
 
 impl Drop for NetNs {

@@ -176,18 +176,14 @@ impl Podman {
     /// Runs `podman ARGS...` with this instance's configuration.
     pub fn podman(&self, args: &[&str]) -> Outcome {
         let root = self.tmp.path();
-        let out = Command::new("podman")
+        Command::new("podman")
             .args(args)
             .env("CONTAINERS_CONF", root.join("containers.conf"))
             .env("CONTAINERS_STORAGE_CONF", root.join("storage.conf"))
             .stdin(Stdio::null())
             .output()
-            .unwrap_or_else(|e| panic!("cannot run podman: {e}; {PODMAN_HINT}"));
-        Outcome {
-            status: out.status.code(),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        }
+            .unwrap_or_else(|e| panic!("cannot run podman: {e}; {PODMAN_HINT}"))
+            .into()
     }
 
     /// `podman run --rm --network NETWORK [OPTIONS...] --rootfs ROOT sh -c

@@ -64,6 +64,19 @@ fn live_mac(ns: &NetNs) -> String {
         .unwrap_or_default()
 }
 
+/// The MAC on `eth0` after ADD of the reference `plugin`, then after ADD
+/// of ours, each undone by its DEL before the next runs.
+fn macs_applied(plugin: &str, ns: &NetNs, conf: &Value, cni_args: &str) -> [String; 2] {
+    [reference_plugin_dir(), plugin_bin_dir()].map(|dir| {
+        let bin = dir.join(plugin);
+        let add = run(&bin, "ADD", ns, conf, cni_args);
+        assert!(add.success(), "{} {conf}: {add:?}", bin.display());
+        let mac = live_mac(ns);
+        assert!(run(&bin, "DEL", ns, conf, cni_args).success());
+        mac
+    })
+}
+
 #[test]
 fn tuning_applies_the_mac_the_reference_tuning_applies() {
     let ns = NetNs::create("mac-tuning");
@@ -89,14 +102,7 @@ fn tuning_applies_the_mac_the_reference_tuning_applies() {
             mask,
             json!({"dataDir": data.path(), "prevResult": prev}),
         );
-        let mut seen = Vec::new();
-        for dir in [reference_plugin_dir(), plugin_bin_dir()] {
-            let bin = dir.join("tuning");
-            let add = run(&bin, "ADD", &ns, &conf, &cni_args);
-            assert!(add.success(), "{} {conf}: {add:?}", bin.display());
-            seen.push(live_mac(&ns));
-            assert!(run(&bin, "DEL", &ns, &conf, &cni_args).success());
-        }
+        let seen = macs_applied("tuning", &ns, &conf, &cni_args);
         assert_eq!(seen[0], seen[1], "sources {mask:04b}: reference, then ours");
     }
 }
@@ -109,14 +115,7 @@ fn bridge_applies_the_mac_the_reference_bridge_applies() {
     // The bridge has no `mac` key of its own: three sources.
     for mask in 0..8 {
         let (conf, cni_args) = request("bridge", mask, json!({"bridge": br}));
-        let mut seen = Vec::new();
-        for dir in [reference_plugin_dir(), plugin_bin_dir()] {
-            let bin = dir.join("bridge");
-            let add = run(&bin, "ADD", &ns, &conf, &cni_args);
-            assert!(add.success(), "{} {conf}: {add:?}", bin.display());
-            seen.push(live_mac(&ns));
-            assert!(run(&bin, "DEL", &ns, &conf, &cni_args).success());
-        }
+        let seen = macs_applied("bridge", &ns, &conf, &cni_args);
         if mask != 0 {
             assert_eq!(seen[0], seen[1], "sources {mask:03b}: reference, then ours");
         }

@@ -15,7 +15,7 @@
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
-use tests::{ip, plugin_bin_dir, reference_plugin_dir, NetNs};
+use tests::{global_addrs, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
 
 const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
 /// The MAC a scenario asks for; kept in results, unlike generated ones.
@@ -131,13 +131,6 @@ fn links(args: &[&str]) -> Value {
                 .flatten()
                 .filter(|f| ["UP", "PROMISC", "ALLMULTI"].contains(&f.as_str().unwrap_or("")))
                 .collect();
-            let addrs: Vec<String> = l["addr_info"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|a| a["scope"] != "link")
-                .map(|a| format!("{}/{}", a["local"].as_str().unwrap_or("?"), a["prefixlen"]))
-                .collect();
             let name = l["ifname"].as_str().unwrap_or("");
             let mac = l["address"].as_str().unwrap_or("");
             json!({
@@ -145,7 +138,7 @@ fn links(args: &[&str]) -> Value {
                 "mtu": l["mtu"],
                 "mac": if mac == ASKED_MAC || mac == "00:00:00:00:00:00" { mac } else { "<mac>" },
                 "flags": flags,
-                "addrs": addrs,
+                "addrs": global_addrs(l),
                 "hairpin": l["linkinfo"]["info_slave_data"]["hairpin"],
             })
         })

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
-use tests::{host_link, reference_plugin_dir, NetNs};
+use tests::{global_addrs, host_link, link_is_up, reference_plugin_dir, NetNs};
 
 const CID: &str = "netns-c1";
 
@@ -34,17 +34,7 @@ fn link_state(link: Option<Value>) -> Value {
     let Some(link) = link else {
         return Value::Null;
     };
-    let up = link["flags"]
-        .as_array()
-        .is_some_and(|f| f.iter().any(|x| x == "UP"));
-    let addrs: Vec<String> = link["addr_info"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|a| a["scope"] != "link")
-        .map(|a| format!("{}/{}", a["local"].as_str().unwrap_or("?"), a["prefixlen"]))
-        .collect();
-    json!({"ifname": link["ifname"], "up": up, "addrs": addrs})
+    json!({"ifname": link["ifname"], "up": link_is_up(&link), "addrs": global_addrs(&link)})
 }
 
 /// Replaces what the kernel picks at random in a result (MAC addresses,

@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
-use tests::{host_link, ip, plugin_bin_dir, reference_plugin_dir, NetNs, Outcome};
+use tests::{
+    global_addrs, host_link, ip, link_is_up, plugin_bin_dir, reference_plugin_dir, NetNs, Outcome,
+};
 
 /// `{"ok":true,"result":null}`, what CHECK and DEL answer on success.
 fn empty_ok() -> Value {
@@ -34,17 +36,8 @@ fn empty_ok() -> Value {
 /// A link as `ip -j addr` shows it, reduced to name, up, MTU, MAC and
 /// addresses (`a.b.c.d/len`, link-local IPv6 ones left out).
 fn link_state(link: &Value) -> Value {
-    let up = link["flags"]
-        .as_array()
-        .is_some_and(|f| f.iter().any(|x| x == "UP"));
-    let addrs: Vec<String> = link["addr_info"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|a| a["scope"] != "link")
-        .map(|a| format!("{}/{}", a["local"].as_str().unwrap_or("?"), a["prefixlen"]))
-        .collect();
-    json!({"ifname": link["ifname"], "up": up, "mtu": link["mtu"], "mac": link["address"], "addrs": addrs})
+    json!({"ifname": link["ifname"], "up": link_is_up(link), "mtu": link["mtu"],
+           "mac": link["address"], "addrs": global_addrs(link)})
 }
 
 /// The names of the links in the namespace, sorted.
@@ -91,16 +84,11 @@ fn ping(netns: Option<&NetNs>, addr: &str) -> Outcome {
         }
         None => Command::new("ping"),
     };
-    let out = cmd
-        .args(["-c1", "-W1", addr])
+    cmd.args(["-c1", "-W1", addr])
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run ping (install iputils-ping): {e}"));
-    Outcome {
-        status: out.status.code(),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    }
+        .unwrap_or_else(|e| panic!("cannot run ping (install iputils-ping): {e}"))
+        .into()
 }
 
 /// Waits (up to 3 s) until the link `dev` (on the host, or in `netns`)

@@ -112,11 +112,7 @@ async fn forward(req: &Request<'_, NetConf<Fields>>) -> Result<Reply, BoxError> 
     let ask = Ask {
         command: req.command.to_string(),
         container_id: req.container_id.clone(),
-        netns: req
-            .netns
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
+        netns: req.sandbox(),
         ifname: req.ifname.clone(),
         config: serde_json::value::RawValue::from_string(
             String::from_utf8_lossy(&req.stdin).into_owned(),

@@ -40,7 +40,7 @@ pub struct Fields {
 
 /// Reference fields this plugin does not implement: code 2 naming the
 /// field when one asks for something (`ipMasq: false` asks for nothing).
-fn unimplemented(fields: &Extra) -> Result<(), Error> {
+fn reject_unimplemented(fields: &Extra) -> Result<(), Error> {
     use serde_json::Value;
     for key in ["ipMasq", "vlan", "vlanTrunk", "macspoofchk"] {
         let asks = match fields.get(key) {
@@ -62,14 +62,19 @@ fn unimplemented(fields: &Extra) -> Result<(), Error> {
 
 /// The validated configuration.
 pub(super) struct Plan {
+    /// `bridge`, else `cni0`.
     pub bridge: String,
+    /// `ipam.type`; none for a layer-2 port.
     pub ipam: Option<String>,
+    /// The bridge holds the gateways (`isGateway` or `isDefaultGateway`).
     pub gateway: bool,
 }
 
+/// Validates the configuration for ADD, CHECK, GC and STATUS: code 2 for
+/// a field not implemented, 7 for a bad value, before anything changes.
 pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     let f = &req.config.plugin;
-    unimplemented(&f.other)?;
+    reject_unimplemented(&f.other)?;
     let bridge = f.bridge.clone().filter(|b| !b.is_empty());
     let bridge = bridge.unwrap_or_else(|| DEFAULT_BRIDGE.to_owned());
     cni_net::validate_ifname(&bridge).map_err(|e| {

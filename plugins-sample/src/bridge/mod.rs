@@ -29,6 +29,8 @@
 //! it without a result; configuration errors are code 7 before anything
 //! changes on the host; a failed ADD removes the pair at once (the
 //! reference leaves it on the bridge until DEL).
+//!
+//! Go: containernetworking/plugins `plugins/main/bridge`.
 
 use cni_net::{Netlink, Netns, VethPair};
 use cni_skel::{BoxError, Plugin, Reply, Request};
@@ -55,14 +57,6 @@ pub struct Bridge;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
-fn open_netns(req: &Req) -> Result<Netns, Error> {
-    let path = req
-        .netns
-        .as_ref()
-        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    Ok(Netns::open(path)?)
-}
-
 fn host_netlink() -> Result<Netlink, Error> {
     Netlink::open().map_err(|e| {
         Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
@@ -75,7 +69,7 @@ impl Plugin for Bridge {
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
-        let netns = open_netns(req)?;
+        let netns = Netns::of(req)?;
         let f = &req.config.plugin;
         let mut host = host_netlink()?;
         let bridge = ensure_bridge(&mut host, &plan.bridge, f.mtu, f.promisc_mode)?;
@@ -141,7 +135,7 @@ impl Plugin for Bridge {
 
     fn check(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;
-        let netns = open_netns(req)?;
+        let netns = Netns::of(req)?;
         if let Some(ipam) = &plan.ipam {
             cni_invoke::delegate_check(ipam, req)?;
         }

@@ -76,31 +76,7 @@ impl Attachment<'_, '_> {
             );
         }
         let f = &req.config.plugin;
-        let mut gateways: Vec<IpNetwork> = Vec::new();
-        for family_v4 in [true, false] {
-            let mut default_found = false;
-            for ip in result
-                .ips
-                .iter_mut()
-                .filter(|ip| ip.address.is_ipv4() == family_v4)
-            {
-                ip.interface = Some(2);
-                if ip.gateway.is_none() && plan.gateway {
-                    ip.gateway = Some(first_host(ip.address));
-                }
-                if f.is_default_gateway && !default_found {
-                    let any = IpNetwork::new(unspecified(family_v4), 0).expect("prefix 0 fits");
-                    default_found = result_has_default(&result.routes, any);
-                    if !default_found {
-                        result.routes.push(Route::new(any, ip.gateway));
-                        default_found = true;
-                    }
-                }
-                if let Some(gw) = ip.gateway.filter(|_| plan.gateway) {
-                    gateways.extend(IpNetwork::new(gw, ip.address.prefix()));
-                }
-            }
-        }
+        let gateways = calc_gateways(&mut result, plan.gateway, f.is_default_gateway);
         // The interface list configure_iface reads: the container end at 2.
         let mut view = result.clone();
         view.interfaces = vec![
@@ -166,6 +142,41 @@ impl Attachment<'_, '_> {
     }
 }
 
+/// Points each address at the container end (interface 2), gives it its
+/// subnet's first address as gateway when it has none and the bridge is a
+/// gateway, and adds a default route per family for `isDefaultGateway`
+/// unless IPAM returned one. Returns the gateways to put on the bridge.
+///
+/// Go: `calcGateways`.
+fn calc_gateways(result: &mut Result100, gateway: bool, default_gateway: bool) -> Vec<IpNetwork> {
+    let mut gateways = Vec::new();
+    for family_v4 in [true, false] {
+        let mut default_found = false;
+        for ip in result
+            .ips
+            .iter_mut()
+            .filter(|ip| ip.address.is_ipv4() == family_v4)
+        {
+            ip.interface = Some(2);
+            if ip.gateway.is_none() && gateway {
+                ip.gateway = Some(first_host(ip.address));
+            }
+            if default_gateway && !default_found {
+                let any = IpNetwork::new(unspecified(family_v4), 0).expect("prefix 0 fits");
+                default_found = result_has_default(&result.routes, any);
+                if !default_found {
+                    result.routes.push(Route::new(any, ip.gateway));
+                    default_found = true;
+                }
+            }
+            if let Some(gw) = ip.gateway.filter(|_| gateway) {
+                gateways.extend(IpNetwork::new(gw, ip.address.prefix()));
+            }
+        }
+    }
+    gateways
+}
+
 fn unspecified(v4: bool) -> IpAddr {
     if v4 {
         IpAddr::from([0u8; 4])
@@ -222,5 +233,33 @@ fn ensure_address(
     match host.add_address(bridge.index, gw, Dad::Skip) {
         Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST as i32) => Ok(()),
         other => Ok(other?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_types::IpConfig;
+
+    use super::*;
+
+    #[test]
+    fn a_default_gateway_bridge_routes_through_the_first_address_unless_ipam_did() {
+        let mut result = Result100::new(SpecVersion::V1_0_0);
+        result
+            .ips
+            .push(IpConfig::new("10.1.2.7/24".parse().unwrap(), None));
+        let default = Route::new(
+            "0.0.0.0/0".parse().unwrap(),
+            Some("10.1.2.1".parse().unwrap()),
+        );
+
+        let gateways = calc_gateways(&mut result, true, true);
+        assert_eq!(gateways, vec!["10.1.2.1/24".parse().unwrap()]);
+        assert_eq!(result.ips[0].interface, Some(2));
+        assert_eq!(result.routes, vec![default.clone()]);
+
+        // Run again, as over a result whose IPAM returned that route.
+        calc_gateways(&mut result, true, true);
+        assert_eq!(result.routes, vec![default], "not added twice");
     }
 }

@@ -86,21 +86,13 @@ fn validate(req: &Req) -> Result<String, Error> {
     Ok(req.config.ipam_type()?.to_owned())
 }
 
-fn open_netns(req: &Req) -> Result<Netns, Error> {
-    let path = req
-        .netns
-        .as_ref()
-        .ok_or_else(|| Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "CNI_NETNS is required"))?;
-    Ok(Netns::open(path)?)
-}
-
 impl Plugin for Veth {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let ipam = validate(req)?;
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
-        let netns = open_netns(req)?;
+        let netns = Netns::of(req)?;
         let mut inside = netns.socket()?;
         if inside.link_by_name(&req.ifname)?.is_some() {
             return Err(
@@ -187,7 +179,7 @@ impl Plugin for Veth {
             .as_ref()
             .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "CHECK needs a prevResult"))?
             .to_current()?;
-        let netns = open_netns(req)?;
+        let netns = Netns::of(req)?;
         check_namespace(req, &netns, &prev, &mut netns.socket()?)?;
         cni_invoke::delegate_check(&ipam, req)?;
         Ok(Reply::Empty)
