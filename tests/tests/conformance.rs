@@ -1,10 +1,10 @@
 //! Every plugin of ours, and the reference plugins from Debian, through
 //! `cni-conformance` with its default scenarios. Each entry names the
-//! checks the plugin fails and warns about, exactly: ours fail none but
-//! the noop test double's deliberate ones, and every reference finding is
-//! listed, with the spec text it contradicts, in cni-conformance's README.
-//! The noop, a test double, is configured through its debug file as a
-//! plugin author would (its own test below).
+//! checks the plugin fails and warns about, exactly: ours fail none, and
+//! every reference finding is listed, with the spec text it contradicts,
+//! in cni-conformance's README. The noop, a test double, is configured
+//! through its debug file as a plugin author would (its own test below),
+//! and fails none either.
 //!
 //! Adding a plugin is one line in `SUBJECTS`. Needs root (the checker
 //! makes namespaces).
