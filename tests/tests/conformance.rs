@@ -53,6 +53,43 @@ enum Setup {
     Loopback,
     /// Reservations in an etcd started for the run.
     Etcd,
+    /// An `agent` started for the run, on a socket in the scratch
+    /// directory.
+    Agent,
+}
+
+/// A peer process a subject talks to, stopped when dropped.
+enum Peer {
+    Etcd { _running: Etcd },
+    Agent(std::process::Child),
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Peer::Agent(child) = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts the sample `agent` on `socket` and waits until it listens.
+fn start_agent(socket: &Path) -> Peer {
+    let child = std::process::Command::new(plugin_bin_dir().join("agent"))
+        .arg(socket)
+        .spawn()
+        .expect("start the agent");
+    let peer = Peer::Agent(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never listened on {}",
+            socket.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    peer
 }
 
 /// The reference skel answers VERSION with its newest version and prints
@@ -71,6 +108,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "bridge", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: OUR_WARNS },
     Subject { name: "tuning", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "loopback", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Loopback, fails: &[], warns: OUR_WARNS },
+    Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
@@ -121,7 +159,7 @@ fn check(subject: &Subject) -> Option<String> {
         // host-local stops at 1.0.0; ours covers 1.1.0 (GC, STATUS) too.
         target.ipam = "ipam-file".into();
     }
-    let _etcd = match subject.setup {
+    let _peer = match subject.setup {
         Setup::Minimal => None,
         Setup::Bridge => {
             target.config = Some(json!({
@@ -143,7 +181,12 @@ fn check(subject: &Subject) -> Option<String> {
                          "store": {"type": "etcd", "endpoints": [etcd.endpoint()],
                                    "prefix": format!("/cni-conformance-{}", std::process::id())}}
             }));
-            Some(etcd)
+            Some(Peer::Etcd { _running: etcd })
+        }
+        Setup::Agent => {
+            let socket = scratch.path().join("agent.sock");
+            target.config = Some(json!({"name": "cni-conformance", "socket": socket}));
+            Some(start_agent(&socket))
         }
     };
     let report = match run(&target, &Selection::all()) {
