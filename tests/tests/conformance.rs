@@ -213,7 +213,8 @@ fn every_plugin_shows_exactly_its_known_findings() {
 /// The noop test double configured as a plugin author would: a debug file
 /// (named by `CNI_ARGS` `DEBUG`) that lists valid versions and reports,
 /// for one version per run, the result a chained plugin gives for the
-/// tool's lifecycle `prevResult`. What is left are SHOULDs the reference
+/// tool's lifecycle `prevResult`, in a namespace of the test (the
+/// result's `sandbox` is `CNI_NETNS`). What is left are SHOULDs the reference
 /// noop breaks too, kept for drop-in use: without stdin or with a
 /// configuration it cannot read, it cannot find its debug file and exits
 /// 2 (a Go panic in the reference); it prints its result for every
@@ -231,7 +232,7 @@ fn the_noop_with_a_debug_file_passes_every_must() {
     ];
     let scratch = tempfile::tempdir().expect("a temporary directory");
     let container = NetNs::create("conf-noop");
-    let netns = std::path::PathBuf::from(container.path());
+    let netns = PathBuf::from(container.path());
     let supported = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
     let mut mismatches = Vec::new();
     for v in supported {
