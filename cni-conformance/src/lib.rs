@@ -39,6 +39,10 @@
 //!   no output for them and runtimes ignore it.
 //! - Concurrent ADDs with overlapping addresses are a failure for IPAM
 //!   plugins only; loopback addresses never count as overlapping.
+//! - GC handing a kept attachment's address to a new ADD is judged only
+//!   for an address the kept attachment held alone: a plugin that gives
+//!   every attachment the same address (a fixed result) says nothing
+//!   about its GC.
 //! - A missing `CNI_COMMAND` answered with exit 0 is a warning: the
 //!   reference skel (and ours) treats it as a person running the binary.
 //! - "An interface of the requested name already exists: MUST error" is

@@ -4,10 +4,15 @@
 //! ADD sets `lo` up (whatever `CNI_IFNAME` says) and answers as the
 //! reference does: the previous result untouched when there is one, else
 //! `lo` (MAC `00:00:00:00:00:00`, sandbox `CNI_NETNS`) with its first IPv4
-//! and first IPv6 address, in the reference's shape for every version (the
-//! 1.0.0 fields under the configuration's `cniVersion`: see
-//! `reference_shape`). DEL sets it down, and succeeds when the
-//! namespace is gone. CHECK verifies that `lo` is up.
+//! and first IPv6 address, in the configuration's version. DEL sets it
+//! down, and succeeds when the namespace is gone. CHECK verifies that `lo`
+//! is up.
+//!
+//! Where we deliberately differ: the reference prints the 1.0.0 fields
+//! under any `cniVersion` (no `version` in 0.3.x and 0.4.0 `ips`,
+//! `interfaces` and `ips` at 0.1.0 and 0.2.0), which SPEC-0.4.0 "Result"
+//! and SPEC-0.1.0 "Result" do not allow (cni-conformance ADD-LAYOUT). Ours
+//! prints each version's own layout; at 1.0.0 both print the same.
 //!
 //! ```json
 //! {"cniVersion": "1.0.0", "name": "lo", "type": "loopback"}
@@ -65,7 +70,7 @@ impl Plugin for Loopback {
                 result.ips.push(ip);
             }
         }
-        Ok(reference_shape(result, &req.config_version))
+        Ok(result.into())
     }
 
     fn del(&self, req: &Req) -> Result<Reply, BoxError> {
@@ -91,21 +96,6 @@ impl Plugin for Loopback {
             return Err(Error::new(Code::INTERNAL, "loopback interface is down").into());
         }
         Ok(Reply::Empty)
-    }
-}
-
-/// The result as the reference prints it: the 1.0.0 shape (no `version`
-/// in `ips`, `interfaces` even at 0.2.0) labelled with the configuration's
-/// version, and an empty `dns`. A runtime reads it through its own
-/// version's fields, exactly as it reads the reference's; converting it
-/// properly would make a drop-in replacement answer differently.
-fn reference_shape(result: Result100, config_version: &str) -> Reply {
-    let mut json = serde_json::to_value(&result).unwrap_or_default();
-    json["cniVersion"] = config_version.into();
-    json["dns"] = serde_json::json!({});
-    Reply::Raw {
-        stdout: json.to_string().into_bytes(),
-        exit_code: 0,
     }
 }
 

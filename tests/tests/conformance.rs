@@ -1,8 +1,10 @@
 //! Every plugin of ours, and the reference plugins from Debian, through
 //! `cni-conformance` with its default scenarios. Each entry names the
-//! checks the plugin fails and warns about, exactly: ours fail none but
-//! the noop test double's deliberate ones, and every reference finding is
-//! listed, with the spec text it contradicts, in cni-conformance's README.
+//! checks the plugin fails and warns about, exactly: ours fail none, and
+//! every reference finding is listed, with the spec text it contradicts,
+//! in cni-conformance's README. The noop, a test double, is configured
+//! through its debug file as a plugin author would (its own test below),
+//! and fails none either.
 //!
 //! Adding a plugin is one line in `SUBJECTS`. Needs root (the checker
 //! makes namespaces).
@@ -11,8 +13,10 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use cni_conformance::{run, Kind, Selection, Status, Target};
+use cni_conformance::{interface_result, run, Kind, NetnsChoice, Selection, Status, Target};
+use cni_types::SpecVersion;
 use serde_json::json;
+use tests::etcd::Etcd;
 use tests::{plugin_bin_dir, reference_plugin_dir, NetNs};
 
 /// Where a plugin comes from.
@@ -32,8 +36,60 @@ struct Subject {
     /// Its own host network namespace: it puts links and addresses on
     /// the host side (bridge, ptp).
     own_host: bool,
+    setup: Setup,
     fails: &'static [&'static str],
     warns: &'static [&'static str],
+}
+
+/// What a subject needs beyond the tool's defaults.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// The minimal configuration for its kind.
+    Minimal,
+    /// A bridge `cnicbr0` that is the gateway, with `host-local`
+    /// (reference) or `ipam-file` (ours).
+    Bridge,
+    /// `CNI_IFNAME=lo`, as runtimes call loopback.
+    Loopback,
+    /// Reservations in an etcd started for the run.
+    Etcd,
+    /// An `agent` started for the run, on a socket in the scratch
+    /// directory.
+    Agent,
+}
+
+/// A peer process a subject talks to, stopped when dropped.
+enum Peer {
+    Etcd { _running: Etcd },
+    Agent(std::process::Child),
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if let Peer::Agent(child) = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts the sample `agent` on `socket` and waits until it listens.
+fn start_agent(socket: &Path) -> Peer {
+    let child = std::process::Command::new(plugin_bin_dir().join("agent"))
+        .arg(socket)
+        .spawn()
+        .expect("start the agent");
+    let peer = Peer::Agent(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !socket.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never listened on {}",
+            socket.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    peer
 }
 
 /// The reference skel answers VERSION with its newest version and prints
@@ -44,23 +100,22 @@ const OUR_WARNS: &[&str] = &["ENV-NO-COMMAND"];
 
 #[rustfmt::skip]
 const SUBJECTS: &[Subject] = &[
-    Subject { name: "dns-mac", from: Source::Ours, kind: Kind::Chained, own_host: false, fails: &[], warns: OUR_WARNS },
-    Subject { name: "delegator", from: Source::Ours, kind: Kind::Interface, own_host: false, fails: &[], warns: OUR_WARNS },
-    Subject { name: "veth", from: Source::Ours, kind: Kind::Interface, own_host: true, fails: &[], warns: OUR_WARNS },
-    Subject { name: "ipam-file", from: Source::Ours, kind: Kind::Ipam, own_host: false, fails: &[], warns: OUR_WARNS },
-    // The noop test double mirrors the reference noop: without a debug
-    // file it prints `{}` for every command, and it lists "0.-42.0"
-    // among its versions for runtime test suites to trip on.
-    Subject { name: "noop", from: Source::Ours, kind: Kind::Chained, own_host: false,
-              fails: &["VERSION-LIST-VALID", "ADD-CNIVERSION", "ADD-PREVRESULT-KEPT"], warns: OUR_WARNS },
-    Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, fails: &[], warns: REFERENCE_WARNS },
-    Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, fails: &[], warns: REFERENCE_WARNS },
-    Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, fails: &[], warns: REFERENCE_WARNS },
-    Subject { name: "tuning", from: Source::Reference, kind: Kind::Chained, own_host: false, fails: &[], warns: REFERENCE_WARNS },
-    // Results of 0.1.0 to 0.4.0 in the 1.0.0 layout; `lo` configured and
-    // reported whatever CNI_IFNAME asks (README: findings).
-    Subject { name: "loopback", from: Source::Reference, kind: Kind::Interface, own_host: false,
-              fails: &["ADD-LAYOUT", "ADD-IFNAME"], warns: REFERENCE_WARNS },
+    Subject { name: "dns-mac", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "delegator", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "veth", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "ipam-file", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "ipam-etcd", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Etcd, fails: &[], warns: OUR_WARNS },
+    Subject { name: "bridge", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: OUR_WARNS },
+    Subject { name: "tuning", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "loopback", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Loopback, fails: &[], warns: OUR_WARNS },
+    Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
+    Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
+    Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
+    Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
+    Subject { name: "tuning", from: Source::Reference, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
+    // Results of 0.1.0 to 0.4.0 in the 1.0.0 layout (README: findings).
+    Subject { name: "loopback", from: Source::Reference, kind: Kind::Interface, own_host: false, setup: Setup::Loopback,
+              fails: &["ADD-LAYOUT"], warns: REFERENCE_WARNS },
 ];
 
 /// A script named like the plugin that runs it inside `host`, so the
@@ -104,13 +159,36 @@ fn check(subject: &Subject) -> Option<String> {
         // host-local stops at 1.0.0; ours covers 1.1.0 (GC, STATUS) too.
         target.ipam = "ipam-file".into();
     }
-    if subject.name == "bridge" {
-        target.config = Some(json!({
-            "name": "cni-conformance", "bridge": "cnicbr0", "isGateway": true,
-            "ipam": {"type": "host-local", "subnet": cni_conformance::TEST_SUBNET,
-                     "dataDir": scratch.path().join("ipam")}
-        }));
-    }
+    let _peer = match subject.setup {
+        Setup::Minimal => None,
+        Setup::Bridge => {
+            target.config = Some(json!({
+                "name": "cni-conformance", "bridge": "cnicbr0", "isGateway": true,
+                "ipam": {"type": target.ipam, "subnet": cni_conformance::TEST_SUBNET,
+                         "dataDir": scratch.path().join("ipam")}
+            }));
+            None
+        }
+        Setup::Loopback => {
+            target.ifname = "lo".into();
+            None
+        }
+        Setup::Etcd => {
+            let etcd = Etcd::start();
+            target.config = Some(json!({
+                "name": "cni-conformance",
+                "ipam": {"subnet": cni_conformance::TEST_SUBNET,
+                         "store": {"type": "etcd", "endpoints": [etcd.endpoint()],
+                                   "prefix": format!("/cni-conformance-{}", std::process::id())}}
+            }));
+            Some(Peer::Etcd { _running: etcd })
+        }
+        Setup::Agent => {
+            let socket = scratch.path().join("agent.sock");
+            target.config = Some(json!({"name": "cni-conformance", "socket": socket}));
+            Some(start_agent(&socket))
+        }
+    };
     let report = match run(&target, &Selection::all()) {
         Ok(report) => report,
         Err(e) => return Some(format!("{}: {e}", subject.name)),
@@ -129,5 +207,59 @@ fn check(subject: &Subject) -> Option<String> {
 #[test]
 fn every_plugin_shows_exactly_its_known_findings() {
     let mismatches: Vec<String> = SUBJECTS.iter().filter_map(check).collect();
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
+}
+
+/// The noop test double configured as a plugin author would: a debug file
+/// (named by `CNI_ARGS` `DEBUG`) that lists valid versions and reports,
+/// for one version per run, the result a chained plugin gives for the
+/// tool's lifecycle `prevResult`, in a namespace of the test (the
+/// result's `sandbox` is `CNI_NETNS`). What is left are SHOULDs the reference
+/// noop breaks too, kept for drop-in use: without stdin or with a
+/// configuration it cannot read, it cannot find its debug file and exits
+/// 2 (a Go panic in the reference); it prints its result for every
+/// command; it gives every ADD the same result; and it writes its debug
+/// file back on every call, so concurrent calls are not supported.
+#[test]
+fn the_noop_with_a_debug_file_passes_every_must() {
+    const WARNS: &[&str] = &[
+        "VERSION-NO-STDIN",
+        "ENV-NO-COMMAND",
+        "ENV-MALFORMED-STDIN",
+        "ENV-UNSUPPORTED-VERSION-CODE",
+        "OUTPUT-ERROR-OBJECT",
+        "OUTPUT-VOID-EMPTY",
+    ];
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let container = NetNs::create("conf-noop");
+    let netns = PathBuf::from(container.path());
+    let supported = ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+    let mut mismatches = Vec::new();
+    for v in supported {
+        let version = SpecVersion::parse(v).expect("a version");
+        let debug = scratch.path().join(format!("debug-{v}.json"));
+        // Address 10 is the lifecycle ADD's prevResult (the address a
+        // chained plugin must keep).
+        let result = interface_result(&version, &netns, "eth0", 10);
+        let settings =
+            json!({"ReportResult": result.to_string(), "ReportVersionSupport": supported});
+        std::fs::write(&debug, settings.to_string()).expect("write the debug file");
+        let mut target = Target::new(plugin_bin_dir().join("noop"), Kind::Chained);
+        target.versions = Some(vec![version]);
+        target.netns = NetnsChoice::Path(netns.clone());
+        target.cni_args = vec![("DEBUG".into(), debug.display().to_string())];
+        let selection = Selection {
+            skip: vec!["CONCURRENT-ADD".into()],
+            ..Selection::all()
+        };
+        let report = run(&target, &selection).unwrap_or_else(|e| panic!("{v}: {e}"));
+        let found = (report.ids(Status::Failed), report.ids(Status::Warning));
+        if found != (vec![], WARNS.to_vec()) {
+            mismatches.push(format!(
+                "{v}: (failed, warned) are {found:?}\n{}",
+                report.text()
+            ));
+        }
+    }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
 }

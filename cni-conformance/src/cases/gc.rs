@@ -1,7 +1,7 @@
 //! GC (SPEC-1.1.0 "New operations: GC"): valid attachments survive it.
 
 use cni_skel::Command;
-use cni_types::SpecVersion;
+use cni_types::{IpNetwork, SpecVersion};
 use serde_json::json;
 
 use crate::call::Call;
@@ -16,6 +16,8 @@ use crate::session::Session;
 pub struct Outcome {
     /// ADD of the attachment GC is told to keep.
     pub add_kept: Call,
+    /// ADD of the attachment GC is not told to keep, before the GC.
+    pub add_other: Call,
     /// The GC.
     pub gc: Call,
     /// CHECK of the kept attachment after the GC.
@@ -74,9 +76,11 @@ fn run(s: &Session) -> Outcome {
             config.to_string().as_bytes(),
         );
     }
-    let add_kept = results.swap_remove(0);
+    let mut results = results.into_iter();
+    let (add_kept, add_other) = (results.next(), results.next());
     Outcome {
-        add_kept,
+        add_kept: add_kept.expect("the kept attachment's ADD"),
+        add_other: add_other.expect("the other attachment's ADD"),
         gc,
         check,
         add_new,
@@ -106,16 +110,19 @@ fn keeps_valid(s: &Session) -> Verdict {
             ),
         ));
     }
-    let kept = result_of(&o.add_kept)
-        .map(|r| addresses(&r))
-        .unwrap_or_default();
-    let new = result_of(&o.add_new)
-        .map(|r| addresses(&r))
-        .unwrap_or_default();
-    for address in new
-        .iter()
-        .filter(|a| kept.iter().any(|k| k.addr() == a.addr()))
-    {
+    let addresses_of = |add: &Call| result_of(add).map(|r| addresses(&r)).unwrap_or_default();
+    let (kept, other, new) = (
+        addresses_of(&o.add_kept),
+        addresses_of(&o.add_other),
+        addresses_of(&o.add_new),
+    );
+    // Only an address the kept attachment held alone says that GC freed
+    // it: one a plugin gives to every attachment (a chained plugin's fixed
+    // result) is CONCURRENT-ADD's matter, not GC's.
+    let held_alone = |a: &IpNetwork| {
+        kept.iter().any(|k| k.addr() == a.addr()) && !other.iter().any(|o| o.addr() == a.addr())
+    };
+    for address in new.iter().filter(|a| held_alone(a)) {
         findings.push(Finding::on(
             &o.add_new,
             format!("after GC, a new attachment was given {address}, which the kept one holds"),

@@ -31,6 +31,14 @@ use serde::{Deserialize, Serialize};
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI agent-forward sample plugin v0.1.0";
 
+/// The versions it speaks: 0.3.0 on, the first whose results can hold an
+/// interface without an address (0.1.0 and 0.2.0 results are `ip4`/`ip6`
+/// only, and the agent assigns no address), so every listed version can
+/// answer ADD.
+pub fn versions() -> cni_version::PluginInfo {
+    cni_version::PluginInfo::from_version(cni_types::SpecVersion::V0_3_0)
+}
+
 /// The plugin's own configuration keys.
 #[derive(Debug, Deserialize)]
 pub struct Fields {

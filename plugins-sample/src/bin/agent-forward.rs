@@ -3,6 +3,6 @@
 
 cni_skel::plugin_main!(
     cni_skel::Blocking::new(plugins_sample::agent::AgentForward),
-    cni_version::PluginInfo::all(),
+    plugins_sample::agent::versions(),
     plugins_sample::agent::ABOUT
 );
