@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -71,12 +71,28 @@ fn add_all(
     parallel: usize,
     done: &AtomicUsize,
 ) -> Vec<Outcome> {
+    add_all_holding(etcd, subnet, jobs, parallel, done, &AtomicBool::new(false))
+}
+
+/// [`add_all`], starting no new ADD while `hold` is set (as a runtime backs
+/// off after code 11).
+fn add_all_holding(
+    etcd: &Etcd,
+    subnet: &str,
+    jobs: &[Job],
+    parallel: usize,
+    done: &AtomicUsize,
+    hold: &AtomicBool,
+) -> Vec<Outcome> {
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Outcome>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
     let bin = ipam_etcd();
     std::thread::scope(|s| {
         for _ in 0..parallel {
             s.spawn(|| loop {
+                while hold.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let stdin = conf(etcd, &job.node, subnet, None);
@@ -203,7 +219,7 @@ fn four_nodes_allocating_from_one_range_never_share_an_address_and_gc_stays_on_i
 
 #[test]
 fn etcd_killed_mid_run_fails_adds_with_code_11_and_once_restarted_the_rest_complete() {
-    let mut etcd = Etcd::start();
+    let etcd = Etcd::start();
     let subnet = "10.81.0.0/24";
     let jobs = jobs(4, 40, "outage");
     let done = AtomicUsize::new(0);
@@ -276,6 +292,95 @@ fn etcd_killed_mid_run_fails_adds_with_code_11_and_once_restarted_the_rest_compl
     }
     assert_store_matches(&etcd, &jobs, &all);
     assert_eq!(reservations(&etcd).len(), jobs.len());
+}
+
+#[test]
+fn etcd_restarted_in_the_middle_of_a_run_hands_no_address_out_twice_releases_none_valid_and_leaks_none(
+) {
+    let etcd = Etcd::start();
+    let subnet = "10.86.0.0/24";
+    let jobs = jobs(4, 40, "bounce");
+    let (done, hold) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let mut restarted_at = 0;
+    let outs = std::thread::scope(|s| {
+        let runner = s.spawn(|| add_all_holding(&etcd, subnet, &jobs, 16, &done, &hold));
+        let wait_for = |n: usize| {
+            while done.load(Ordering::Relaxed) < n {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        };
+        wait_for(40);
+        // Killed with ADDs in flight; sixteen more run into the outage.
+        etcd.stop();
+        wait_for(56);
+        // Back on the same data while the run goes on; the runtime holds
+        // new ADDs only while etcd starts.
+        hold.store(true, Ordering::Relaxed);
+        etcd.restart();
+        restarted_at = done.load(Ordering::Relaxed);
+        hold.store(false, Ordering::Relaxed);
+        runner.join().expect("runner")
+    });
+    let failed: Vec<usize> = (0..jobs.len()).filter(|&i| !outs[i].success()).collect();
+    assert!(!failed.is_empty(), "no ADD ran into the outage");
+    for &i in &failed {
+        assert_eq!(
+            outs[i].stdout_json()["code"],
+            11,
+            "{:?}: {:?}",
+            jobs[i],
+            outs[i]
+        );
+    }
+    // At most 16 ADDs were under way when the restart returned: every one
+    // started after it completes.
+    let after = restarted_at + 16;
+    assert!(after < jobs.len(), "the run ended before etcd was back");
+    for i in after..jobs.len() {
+        assert!(
+            outs[i].success(),
+            "{:?} after the restart: {:?}",
+            jobs[i],
+            outs[i]
+        );
+    }
+    // The runtime's DEL after each failed ADD, then the store is exactly
+    // the successful results: none handed out twice, none leaked.
+    for &i in &failed {
+        let stdin = conf(&etcd, &jobs[i].node, subnet, None);
+        let out = run_plugin(&ipam_etcd(), &env("DEL", &jobs[i].id), &stdin);
+        assert!(out.success(), "DEL {:?}: {out:?}", jobs[i]);
+    }
+    assert_store_matches(&etcd, &jobs, &outs);
+    // GC on each node listing exactly its successful attachments releases
+    // none of them.
+    let before = reservations(&etcd);
+    for node in 0..4 {
+        let node = format!("node-{node}");
+        let valid: Vec<Value> = jobs
+            .iter()
+            .zip(&outs)
+            .filter(|(j, o)| j.node == node && o.success())
+            .map(|(j, _)| json!({"containerID": j.id, "ifname": "eth0"}))
+            .collect();
+        let gc = run_plugin(
+            &ipam_etcd(),
+            &env("GC", ""),
+            &conf(&etcd, &node, subnet, Some(Value::Array(valid))),
+        );
+        assert!(gc.success(), "{gc:?}");
+    }
+    assert_eq!(
+        reservations(&etcd),
+        before,
+        "GC released a valid reservation"
+    );
+    // Every DEL then leaves nothing behind.
+    for (job, _) in jobs.iter().zip(&outs).filter(|(_, o)| o.success()) {
+        let stdin = conf(&etcd, &job.node, subnet, None);
+        assert!(run_plugin(&ipam_etcd(), &env("DEL", &job.id), &stdin).success());
+    }
+    assert!(reservations(&etcd).is_empty());
 }
 
 #[test]

@@ -54,6 +54,10 @@ use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
 /// The longest a request waits for one endpoint, connecting and answering.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
+/// default, bounds each list of a transaction).
+const MAX_TXN_KEYS: usize = 60;
+
 /// Largest answer read from etcd (a /16 fully reserved is ~10 MB).
 const MAX_ANSWER: u64 = 256 << 20;
 
@@ -205,24 +209,39 @@ impl Store for EtcdStore {
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
-        for r in gone.iter().filter(|r| r.local) {
-            let value = match &r.owner {
-                Owner::Attachment {
-                    container_id,
-                    ifname,
-                } => self.value(container_id, Some(ifname)),
-                Owner::Container(container_id) => self.value(container_id, None),
-                Owner::Unknown(_) => continue,
-            };
-            let key = b64(&self.ip_key(r.ip));
-            // Deleted only while it holds what was read; otherwise someone
-            // else holds it now, and it is not ours to release.
-            self.client.txn(
-                vec![
-                    json!({"key": key, "target": "VALUE", "result": "EQUAL", "value": b64(&value)}),
-                ],
-                vec![json!({"request_delete_range": {"key": key}})],
-            )?;
+        // (key, value as read) of each reservation this node may release.
+        let owned: Vec<(String, String)> = gone
+            .iter()
+            .filter(|r| r.local)
+            .filter_map(|r| {
+                let value = match &r.owner {
+                    Owner::Attachment {
+                        container_id,
+                        ifname,
+                    } => self.value(container_id, Some(ifname)),
+                    Owner::Container(container_id) => self.value(container_id, None),
+                    Owner::Unknown(_) => return None,
+                };
+                Some((b64(&self.ip_key(r.ip)), b64(&value)))
+            })
+            .collect();
+        // Each key is deleted only while it holds what was read; otherwise
+        // someone else holds it now, and it is not ours to release. One
+        // transaction for all (a dual-stack DEL, a GC) unless one of them
+        // changed meanwhile; then one per key.
+        let still = |(key, value): &(String, String)| json!({"key": key, "target": "VALUE", "result": "EQUAL", "value": value});
+        let delete = |(key, _): &(String, String)| json!({"request_delete_range": {"key": key}});
+        for batch in owned.chunks(MAX_TXN_KEYS) {
+            let all_at_once = batch.len() > 1
+                && self.client.txn(
+                    batch.iter().map(still).collect(),
+                    batch.iter().map(delete).collect(),
+                )?;
+            if !all_at_once {
+                for one in batch {
+                    self.client.txn(vec![still(one)], vec![delete(one)])?;
+                }
+            }
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use cni_ipam::config::IpamConfig;
 use cni_ipam::plan::{Assigned, Attachment};
 use cni_ipam::store::etcd::EtcdStore;
-use cni_ipam::store::{Access, Owner, Reserved, Store};
+use cni_ipam::store::{Access, Owner, Reservation, Reserved, Store};
 use serde_json::{json, Value};
 use tests::etcd::Etcd;
 
@@ -115,31 +115,32 @@ fn another_nodes_reservations_are_taken_but_never_matched_or_released() {
 fn a_release_keeps_an_address_reserved_again_since_it_was_read() {
     let cluster = Cluster::start();
     let cfg = config(&cluster.ipam(), json!([[{"subnet": "10.71.0.0/24"}]]));
-    let c1 = Attachment::new("c1", "eth0");
     let mut slow = open(&cfg);
-    assert_eq!(
-        slow.reserve(&[assigned(0, "10.71.0.2")], &c1)
-            .expect("reserve"),
-        Reserved::Done
-    );
-    // A GC reads c1's reservation; meanwhile a DEL releases it and c2 gets
-    // the address.
+    for (id, address) in [("c1", "10.71.0.2"), ("c3", "10.71.0.3")] {
+        let done = slow
+            .reserve(&[assigned(0, address)], &Attachment::new(id, "eth0"))
+            .expect("reserve");
+        assert_eq!(done, Reserved::Done);
+    }
+    // A GC reads both reservations; meanwhile a DEL releases c1's and c2
+    // gets its address.
     let read = slow.read(1).expect("read");
     let mut fast = open(&cfg);
     let held = fast.read(1).expect("read").held;
-    fast.release(&held.iter().collect::<Vec<_>>())
-        .expect("release");
+    let c1: Vec<&Reservation> = held.iter().filter(|r| r.held_by("c1", "eth0")).collect();
+    fast.release(&c1).expect("release");
     let c2 = Attachment::new("c2", "eth0");
     assert_eq!(
         fast.reserve(&[assigned(0, "10.71.0.2")], &c2)
             .expect("reserve"),
         Reserved::Done
     );
-    // The GC's release of what it read must not free c2's address.
+    // The GC's release of what it read frees c3's address, never c2's.
     slow.release(&read.held.iter().collect::<Vec<_>>())
         .expect("release");
     let now = open(&cfg).read(1).expect("read").held;
     assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0].ip, ip("10.71.0.2"));
     assert_eq!(
         now[0].owner,
         Owner::Attachment {
