@@ -269,7 +269,7 @@ impl<S: Store> Plugin for Ipam<S> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use cni_skel::{Outcome, TestRequest};
@@ -470,17 +470,6 @@ mod tests {
     }
 
     #[test]
-    fn round_robin_continues_after_the_last_reserved_address() {
-        let dir = TempDir::new();
-        let stdin = v4(&dir);
-        address(&run("ADD", "c1", &stdin), 0); // .2
-        address(&run("ADD", "c2", &stdin), 0); // .3
-        ok(&run("DEL", "c1", &stdin));
-        // .2 is free again, but the search starts after .3.
-        assert_eq!(address(&run("ADD", "c3", &stdin), 0), "10.1.2.4/24");
-    }
-
-    #[test]
     fn del_releases_and_succeeds_when_nothing_is_held() {
         let dir = TempDir::new();
         let stdin = v4(&dir);
@@ -503,28 +492,6 @@ mod tests {
         ok(&run("CHECK", "c1", &stdin));
         ok(&run("DEL", "c1", &stdin));
         assert_eq!(err(&run("CHECK", "c1", &stdin)).code, NOT_RESERVED);
-    }
-
-    #[test]
-    fn gc_releases_what_is_not_valid_and_keeps_bookkeeping() {
-        let dir = TempDir::new();
-        let stdin = v4(&dir);
-        for id in ["keep", "drop1", "drop2"] {
-            address(&run("ADD", id, &stdin), 0);
-        }
-        std::fs::write(dir.net().join("10.1.2.200"), "legacy").unwrap();
-        let mut gc: Value = serde_json::from_str(&stdin).unwrap();
-        gc["cni.dev/valid-attachments"] = json!([
-            {"containerID": "keep", "ifname": "eth0"},
-            {"containerID": "legacy", "ifname": "eth9"},
-            {"containerID": "drop1", "ifname": "eth1"}
-        ]);
-        ok(&run("GC", "", &gc.to_string()));
-        let names: Vec<String> = dir.files().into_iter().map(|(n, _)| n).collect();
-        assert_eq!(
-            names,
-            ["10.1.2.2", "10.1.2.200", "last_reserved_ip.0", "lock"]
-        );
     }
 
     #[test]
@@ -812,24 +779,6 @@ mod tests {
         assert_eq!(err(&run("ADD", "c2", &missing)).code, Code::IO_FAILURE);
     }
 
-    #[test]
-    fn legacy_reservations_belong_to_their_container() {
-        let dir = TempDir::new();
-        let stdin = v4(&dir);
-        std::fs::create_dir_all(dir.net()).unwrap();
-        std::fs::write(dir.net().join("10.1.2.2"), "old\n").unwrap();
-        ok(&run("CHECK", "old", &stdin));
-        // A new container skips the legacy address.
-        assert_eq!(address(&run("ADD", "new", &stdin), 0), "10.1.2.3/24");
-        ok(&run("DEL", "old", &stdin));
-        assert!(!Path::new(&dir.net().join("10.1.2.2")).exists());
-    }
-
-    /// The names in the network directory.
-    fn names(dir: &TempDir) -> Vec<String> {
-        dir.files().into_iter().map(|(n, _)| n).collect()
-    }
-
     /// `v4(dir)` for GC, with `cni.dev/valid-attachments` set to `valid`
     /// (left out when `None`).
     fn gc_conf(dir: &TempDir, valid: Option<Value>) -> String {
@@ -872,91 +821,5 @@ mod tests {
             );
             assert_eq!(dir.files(), before, "{valid:?}");
         }
-    }
-
-    #[test]
-    fn gc_with_an_empty_list_releases_every_reservation_and_keeps_bookkeeping() {
-        let dir = TempDir::new();
-        several_containers(&dir);
-        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
-        assert_eq!(names(&dir), ["last_reserved_ip.0", "lock"]);
-    }
-
-    #[test]
-    fn gc_with_a_list_releases_the_others_and_older_reservations_by_container() {
-        let dir = TempDir::new();
-        several_containers(&dir);
-        // c1/eth1 and c2 go; the older reservation of `old` stays because
-        // an attachment of container `old` (any interface) is valid.
-        let valid = json!([{"containerID": "c1", "ifname": "eth0"},
-                           {"containerID": "old", "ifname": "net5"}]);
-        ok(&run("GC", "", &gc_conf(&dir, Some(valid))));
-        assert_eq!(
-            names(&dir),
-            ["10.1.2.2", "10.1.2.9", "last_reserved_ip.0", "lock"]
-        );
-        // Once `old` is no longer listed, its older reservation goes too.
-        let valid = json!([{"containerID": "c1", "ifname": "eth0"}]);
-        ok(&run("GC", "", &gc_conf(&dir, Some(valid))));
-        assert_eq!(names(&dir), ["10.1.2.2", "last_reserved_ip.0", "lock"]);
-    }
-
-    #[test]
-    fn a_directory_named_like_an_address_is_taken_skipped_and_named_on_stderr() {
-        let dir = TempDir::new();
-        std::fs::create_dir_all(dir.net().join("10.1.2.2")).unwrap();
-        let out = run("ADD", "c1", &v4(&dir));
-        assert_eq!(address(&out, 0), "10.1.2.3/24");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("10.1.2.2: a directory"), "{stderr}");
-        ok(&run("DEL", "c1", &v4(&dir)));
-        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
-        assert!(dir.net().join("10.1.2.2").is_dir());
-    }
-
-    #[test]
-    fn a_hostile_store_is_never_followed_and_add_del_gc_keep_working() {
-        let dir = TempDir::new();
-        let outside = dir.0.join("outside");
-        std::fs::write(&outside, "c1\r\neth0").unwrap();
-        std::fs::create_dir_all(dir.net()).unwrap();
-        let net = dir.net();
-        std::os::unix::fs::symlink(&outside, net.join("10.1.2.2")).unwrap();
-        std::fs::write(net.join("10.1.2.3"), [0u8, 159, 146, 150, 255, 10]).unwrap();
-        std::fs::write(net.join("10.1.2.4"), "stray file\nwith lines\n").unwrap();
-        std::fs::write(net.join("last_reserved_ip.0"), "not an address").unwrap();
-        std::fs::create_dir_all(net.join("10.1.2.5")).unwrap();
-
-        // c1 is not the symlink's target's owner: the link is never read.
-        let out = run("ADD", "c1", &v4(&dir));
-        assert_eq!(address(&out, 0), "10.1.2.6/24");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        for named in [
-            "10.1.2.2: a symbolic link",
-            "10.1.2.3: content is not text",
-            "10.1.2.4: content is not a container id",
-            "10.1.2.5: a directory",
-            "last_reserved_ip.0: not an IP address",
-        ] {
-            assert!(stderr.contains(named), "{named} in {stderr}");
-        }
-        ok(&run("DEL", "c1", &v4(&dir)));
-        ok(&run("GC", "", &gc_conf(&dir, Some(json!([])))));
-        assert_eq!(
-            names(&dir),
-            [
-                "10.1.2.2",
-                "10.1.2.3",
-                "10.1.2.4",
-                "10.1.2.5",
-                "last_reserved_ip.0",
-                "lock"
-            ]
-        );
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "c1\r\neth0");
-        assert!(std::fs::symlink_metadata(net.join("10.1.2.2"))
-            .unwrap()
-            .file_type()
-            .is_symlink());
     }
 }

@@ -6,6 +6,13 @@
 //! written only if its address is still free, all of an ADD's addresses or
 //! none ([`Store::reserve`]).
 //!
+//! Every store of this crate passes one suite of behaviours, written once
+//! against this trait (`tests/tests/ipam_stores/` in the repository:
+//! reserve all or nothing, release by attachment and by an older
+//! reservation's container id, last reserved, strays, GC in its three
+//! states, concurrent reservers). A new store is tested by giving that suite
+//! a backend.
+//!
 //! Go: `backend.Store` in host-local (`Lock`, `Reserve`, `LastReservedIP`,
 //! `ReleaseByID`, `GetByID`).
 

@@ -145,6 +145,60 @@ pub struct Ipam {
     pub extra: Extra,
 }
 
+impl Ipam {
+    /// The `ipam` section read as the IPAM plugin's own type `T`: `type`
+    /// and every other key, numbers as written (as [`NetConf`] reads a
+    /// plugin's fields). Usually reached through [`NetConf::ipam_as`].
+    ///
+    /// [`NetConf`] reads `ipam` as a standard field, so a plugin's own
+    /// config struct never sees it; this is the one way to read it typed.
+    /// A key that does not fit is code 7 (invalid network configuration)
+    /// naming its path: `invalid ipam.ranges[0].subnet`, with serde's
+    /// reason as details.
+    ///
+    /// Go: an IPAM plugin unmarshals the whole configuration into
+    /// `struct { IPAM *MyConfig `json:"ipam"` }` (host-local's
+    /// `allocator.LoadIPAMConfig`).
+    ///
+    /// ```
+    /// use cni_types::{Code, NetConf};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Static {
+    ///     address: cni_types::IpNetwork,
+    /// }
+    ///
+    /// let conf: NetConf = NetConf::from_json(br#"{"cniVersion": "1.0.0", "name": "n",
+    ///     "ipam": {"type": "static", "address": "10.1.0.5/16"}}"#).unwrap();
+    /// let ipam: Static = conf.ipam.as_ref().unwrap().parse().unwrap();
+    /// assert_eq!(ipam.address.to_string(), "10.1.0.5/16");
+    ///
+    /// let bad: NetConf = NetConf::from_json(br#"{"cniVersion": "1.0.0", "name": "n",
+    ///     "ipam": {"type": "static", "address": "10.1.0.300/16"}}"#).unwrap();
+    /// let err = bad.ipam.as_ref().unwrap().parse::<Static>().err().unwrap();
+    /// assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG);
+    /// assert_eq!(err.msg, "invalid ipam.address");
+    /// ```
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        let invalid = |path: &str, why: String| {
+            Error::new(Code::INVALID_NETWORK_CONFIG, format!("invalid {path}")).with_details(why)
+        };
+        // Read from its text, as NetConf reads a plugin's fields: numbers
+        // beyond 64 bits reach `T` as written.
+        let text = serde_json::to_string(self).map_err(|e| invalid("ipam", e.to_string()))?;
+        let raw = RawObject::parse(&text).map_err(|e| invalid("ipam", e.to_string()))?;
+        serde_path_to_error::deserialize(raw).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." || path.is_empty() {
+                "ipam".to_owned()
+            } else {
+                format!("ipam.{path}")
+            };
+            invalid(&path, e.inner().to_string())
+        })
+    }
+}
+
 /// A configuration that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -287,6 +341,37 @@ impl<T> NetConf<T> {
                 Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
                     .with_details("the ipam section must name an IPAM plugin")
             })
+    }
+
+    /// The `ipam` section as the IPAM plugin's own type `T`
+    /// ([`Ipam::parse`]); code 7 naming `ipam` when there is none.
+    ///
+    /// ```
+    /// use cni_types::NetConf;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Pool {
+    ///     #[serde(rename = "type")]
+    ///     plugin: String,
+    ///     size: u32,
+    /// }
+    ///
+    /// let conf: NetConf = NetConf::from_json(br#"{"cniVersion": "1.0.0", "name": "n",
+    ///     "ipam": {"type": "pool", "size": 8}}"#).unwrap();
+    /// let pool: Pool = conf.ipam_as().unwrap();
+    /// assert_eq!((pool.plugin.as_str(), pool.size), ("pool", 8));
+    ///
+    /// let none: NetConf = NetConf::from_json(br#"{"cniVersion": "1.0.0", "name": "n"}"#).unwrap();
+    /// assert_eq!(none.ipam_as::<Pool>().err().unwrap().msg, "invalid ipam");
+    /// ```
+    pub fn ipam_as<I: DeserializeOwned>(&self) -> Result<I, Error> {
+        self.ipam
+            .as_ref()
+            .ok_or_else(|| {
+                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam")
+                    .with_details("the configuration has no ipam section")
+            })?
+            .parse()
     }
 
     /// The configuration's version, with 0.1.0 for an empty one.
@@ -574,5 +659,37 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("10.0.0.1"), "{err}");
         assert_eq!(Error::from(err).code, Code::DECODING_FAILURE);
+    }
+
+    #[test]
+    fn an_ipam_section_is_read_typed_with_numbers_as_written_and_errors_naming_the_path() {
+        #[derive(Debug, Deserialize)]
+        struct Range {
+            subnet: crate::IpNetwork,
+        }
+        #[derive(Debug, Deserialize)]
+        struct Section {
+            ranges: Vec<Vec<Range>>,
+            #[serde(flatten)]
+            rest: crate::UnknownFields,
+        }
+        let conf = |ranges: &str| {
+            let text = format!(
+                r#"{{"cniVersion": "1.1.0", "name": "n", "type": "bridge",
+                   "ipam": {{"type": "x", "ranges": {ranges}, "big": 18446744073709551617}}}}"#
+            );
+            NetConf::<Extra>::from_json(text.as_bytes()).unwrap()
+        };
+        let ok: Section = conf(r#"[[{"subnet": "10.1.0.0/16"}]]"#).ipam_as().unwrap();
+        assert_eq!(ok.ranges[0][0].subnet.to_string(), "10.1.0.0/16");
+        let rest = serde_json::to_string(&ok.rest).unwrap();
+        assert!(rest.contains("18446744073709551617"), "{rest}");
+        assert!(rest.contains(r#""type":"x""#), "{rest}");
+
+        let err = conf(r#"[[{"subnet": "10.1.0.0/16"}, {"subnet": "nope"}]]"#)
+            .ipam_as::<Section>()
+            .unwrap_err();
+        assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG);
+        assert_eq!(err.msg, "invalid ipam.ranges[0][1].subnet");
     }
 }

@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::INSTALL_HINT;
@@ -16,7 +17,9 @@ pub struct Etcd {
     data: tempfile::TempDir,
     client_port: u16,
     peer_port: u16,
-    child: Option<Child>,
+    /// Behind a lock so that a test can stop and restart etcd while other
+    /// threads use it.
+    child: Mutex<Option<Child>>,
 }
 
 impl Etcd {
@@ -29,11 +32,11 @@ impl Etcd {
             .prefix("cni-etcd-test-")
             .tempdir()
             .expect("temporary directory");
-        let mut etcd = Etcd {
+        let etcd = Etcd {
             data,
             client_port: free_port(),
             peer_port: free_port(),
-            child: None,
+            child: Mutex::new(None),
         };
         etcd.restart();
         etcd
@@ -46,12 +49,18 @@ impl Etcd {
 
     /// The pid of the running etcd, to kill it from another thread.
     pub fn pid(&self) -> Option<i32> {
-        self.child.as_ref().and_then(|c| i32::try_from(c.id()).ok())
+        self.child()
+            .as_ref()
+            .and_then(|c| i32::try_from(c.id()).ok())
+    }
+
+    fn child(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Kills etcd (SIGKILL), as a crash or a lost node would.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
+    pub fn stop(&self) {
+        if let Some(mut child) = self.child().take() {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -62,7 +71,7 @@ impl Etcd {
     ///
     /// # Panics
     /// As [`Etcd::start`].
-    pub fn restart(&mut self) {
+    pub fn restart(&self) {
         self.stop();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let bin = PathBuf::from("/usr/bin/etcd");
@@ -88,7 +97,7 @@ impl Etcd {
             .stderr(log)
             .spawn()
             .expect("starting etcd");
-        self.child = Some(child);
+        *self.child() = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         while !self.healthy() {
             assert!(

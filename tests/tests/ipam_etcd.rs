@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -71,12 +71,28 @@ fn add_all(
     parallel: usize,
     done: &AtomicUsize,
 ) -> Vec<Outcome> {
+    add_all_holding(etcd, subnet, jobs, parallel, done, &AtomicBool::new(false))
+}
+
+/// [`add_all`], starting no new ADD while `hold` is set (as a runtime backs
+/// off after code 11).
+fn add_all_holding(
+    etcd: &Etcd,
+    subnet: &str,
+    jobs: &[Job],
+    parallel: usize,
+    done: &AtomicUsize,
+    hold: &AtomicBool,
+) -> Vec<Outcome> {
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Outcome>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
     let bin = ipam_etcd();
     std::thread::scope(|s| {
         for _ in 0..parallel {
             s.spawn(|| loop {
+                while hold.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let stdin = conf(etcd, &job.node, subnet, None);
@@ -203,7 +219,7 @@ fn four_nodes_allocating_from_one_range_never_share_an_address_and_gc_stays_on_i
 
 #[test]
 fn etcd_killed_mid_run_fails_adds_with_code_11_and_once_restarted_the_rest_complete() {
-    let mut etcd = Etcd::start();
+    let etcd = Etcd::start();
     let subnet = "10.81.0.0/24";
     let jobs = jobs(4, 40, "outage");
     let done = AtomicUsize::new(0);
@@ -276,6 +292,95 @@ fn etcd_killed_mid_run_fails_adds_with_code_11_and_once_restarted_the_rest_compl
     }
     assert_store_matches(&etcd, &jobs, &all);
     assert_eq!(reservations(&etcd).len(), jobs.len());
+}
+
+#[test]
+fn etcd_restarted_in_the_middle_of_a_run_hands_no_address_out_twice_releases_none_valid_and_leaks_none(
+) {
+    let etcd = Etcd::start();
+    let subnet = "10.86.0.0/24";
+    let jobs = jobs(4, 40, "bounce");
+    let (done, hold) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let mut restarted_at = 0;
+    let outs = std::thread::scope(|s| {
+        let runner = s.spawn(|| add_all_holding(&etcd, subnet, &jobs, 16, &done, &hold));
+        let wait_for = |n: usize| {
+            while done.load(Ordering::Relaxed) < n {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        };
+        wait_for(40);
+        // Killed with ADDs in flight; sixteen more run into the outage.
+        etcd.stop();
+        wait_for(56);
+        // Back on the same data while the run goes on; the runtime holds
+        // new ADDs only while etcd starts.
+        hold.store(true, Ordering::Relaxed);
+        etcd.restart();
+        restarted_at = done.load(Ordering::Relaxed);
+        hold.store(false, Ordering::Relaxed);
+        runner.join().expect("runner")
+    });
+    let failed: Vec<usize> = (0..jobs.len()).filter(|&i| !outs[i].success()).collect();
+    assert!(!failed.is_empty(), "no ADD ran into the outage");
+    for &i in &failed {
+        assert_eq!(
+            outs[i].stdout_json()["code"],
+            11,
+            "{:?}: {:?}",
+            jobs[i],
+            outs[i]
+        );
+    }
+    // At most 16 ADDs were under way when the restart returned: every one
+    // started after it completes.
+    let after = restarted_at + 16;
+    assert!(after < jobs.len(), "the run ended before etcd was back");
+    for i in after..jobs.len() {
+        assert!(
+            outs[i].success(),
+            "{:?} after the restart: {:?}",
+            jobs[i],
+            outs[i]
+        );
+    }
+    // The runtime's DEL after each failed ADD, then the store is exactly
+    // the successful results: none handed out twice, none leaked.
+    for &i in &failed {
+        let stdin = conf(&etcd, &jobs[i].node, subnet, None);
+        let out = run_plugin(&ipam_etcd(), &env("DEL", &jobs[i].id), &stdin);
+        assert!(out.success(), "DEL {:?}: {out:?}", jobs[i]);
+    }
+    assert_store_matches(&etcd, &jobs, &outs);
+    // GC on each node listing exactly its successful attachments releases
+    // none of them.
+    let before = reservations(&etcd);
+    for node in 0..4 {
+        let node = format!("node-{node}");
+        let valid: Vec<Value> = jobs
+            .iter()
+            .zip(&outs)
+            .filter(|(j, o)| j.node == node && o.success())
+            .map(|(j, _)| json!({"containerID": j.id, "ifname": "eth0"}))
+            .collect();
+        let gc = run_plugin(
+            &ipam_etcd(),
+            &env("GC", ""),
+            &conf(&etcd, &node, subnet, Some(Value::Array(valid))),
+        );
+        assert!(gc.success(), "{gc:?}");
+    }
+    assert_eq!(
+        reservations(&etcd),
+        before,
+        "GC released a valid reservation"
+    );
+    // Every DEL then leaves nothing behind.
+    for (job, _) in jobs.iter().zip(&outs).filter(|(_, o)| o.success()) {
+        let stdin = conf(&etcd, &job.node, subnet, None);
+        assert!(run_plugin(&ipam_etcd(), &env("DEL", &job.id), &stdin).success());
+    }
+    assert!(reservations(&etcd).is_empty());
 }
 
 #[test]
@@ -358,84 +463,6 @@ fn status_is_code_50_when_the_range_is_exhausted_and_a_foreign_value_is_skipped(
     let left: Vec<(String, String)> = etcd.get_prefix(IPS);
     assert_eq!(left, [(format!("{IPS}10.83.0.2"), "not json".to_owned())]);
     assert!(run_plugin(&bin, &env("STATUS", ""), &stdin).success());
-}
-
-#[test]
-fn gc_releases_exactly_this_nodes_invalid_reservations_in_each_of_its_three_states() {
-    let etcd = Etcd::start();
-    let bin = ipam_etcd();
-    let c = |id: &str, ifname: &str| json!({"containerID": id, "ifname": ifname});
-    for (n, (valid, remain)) in [
-        (None, vec!["a1/eth0", "a2/eth0", "a1/net1", "b1/eth0"]),
-        (
-            Some(Value::Null),
-            vec!["a1/eth0", "a2/eth0", "a1/net1", "b1/eth0"],
-        ),
-        (Some(json!([])), vec!["b1/eth0"]),
-        (
-            Some(json!([c("a1", "eth0"), c("a2", "net1"), c("zz", "eth0")])),
-            vec!["a1/eth0", "b1/eth0"],
-        ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        // A network of its own per state: keys under /cni-ipam/gc<n>/.
-        let network = format!("gc{n}");
-        let conf = |node: &str, valid: Option<Value>| {
-            let mut c = json!({"cniVersion": "1.1.0", "name": network, "type": "bridge",
-                "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": "10.84.0.0/24"}]],
-                         "store": {"type": "etcd", "endpoints": [etcd.endpoint()], "node": node}}});
-            if let Some(valid) = valid {
-                c["cni.dev/valid-attachments"] = valid;
-            }
-            serde_json::to_vec(&c).expect("serialisable")
-        };
-        for (node, id, ifname) in [
-            ("node-a", "a1", "eth0"),
-            ("node-a", "a2", "eth0"),
-            ("node-a", "a1", "net1"),
-            ("node-b", "b1", "eth0"),
-        ] {
-            let env = [
-                ("CNI_COMMAND", "ADD"),
-                ("CNI_PATH", "/usr/lib/cni"),
-                ("CNI_CONTAINERID", id),
-                ("CNI_IFNAME", ifname),
-                ("CNI_NETNS", FAKE_NETNS),
-            ];
-            let out = run_plugin(&bin, &env, &conf(node, None));
-            assert!(out.success(), "{out:?}");
-        }
-        let gc = run_plugin(&bin, &env("GC", ""), &conf("node-a", valid.clone()));
-        assert!(gc.success(), "{gc:?}");
-        if valid.as_ref().is_none_or(Value::is_null) {
-            assert!(gc.stderr_str().contains("nothing is released"), "{gc:?}");
-        }
-        let prefix = format!("/cni-ipam/{network}/ips/");
-        let mut left: Vec<String> = etcd
-            .get_prefix(&prefix)
-            .into_iter()
-            .map(|(_, value)| {
-                let v: Value = serde_json::from_str(&value).expect("JSON");
-                format!(
-                    "{}/{}",
-                    v["containerID"].as_str().unwrap_or_default(),
-                    v["ifname"].as_str().unwrap_or_default()
-                )
-            })
-            .collect();
-        left.sort();
-        let mut want: Vec<String> = remain.iter().map(|s| (*s).to_owned()).collect();
-        want.sort();
-        assert_eq!(left, want, "GC with {valid:?}");
-        // The shared last reserved address is never removed.
-        assert_eq!(
-            etcd.get_prefix(&format!("/cni-ipam/{network}/last_reserved/"))
-                .len(),
-            1
-        );
-    }
 }
 
 #[test]

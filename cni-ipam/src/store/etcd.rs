@@ -5,7 +5,9 @@
 //! "prefix": "/cni-ipam", "node": "node-1"}` in the `ipam` section. Keys,
 //! under `<prefix>/<network>/`:
 //!
-//! - `ips/<address>`: a reservation, `{"containerID", "ifname", "node"}`;
+//! - `ips/<address>`: a reservation, `{"containerID", "ifname", "node"}`; one
+//!   without `ifname` belongs to the container whatever its interface, as
+//!   an older host-local's files do (this store never writes one);
 //! - `last_reserved/<range set index>`: the last address handed out from
 //!   that set, shared by all nodes, so they walk the range together.
 //!
@@ -52,6 +54,10 @@ use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
 /// The longest a request waits for one endpoint, connecting and answering.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
+/// default, bounds each list of a transaction).
+const MAX_TXN_KEYS: usize = 60;
+
 /// Largest answer read from etcd (a /16 fully reserved is ~10 MB).
 const MAX_ANSWER: u64 = 256 << 20;
 
@@ -75,7 +81,8 @@ pub struct EtcdStore {
 struct Record {
     #[serde(rename = "containerID")]
     container_id: String,
-    ifname: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ifname: Option<String>,
     node: String,
 }
 
@@ -162,7 +169,7 @@ impl Store for EtcdStore {
         let Some(first) = new.first() else {
             return Ok(Reserved::Done);
         };
-        let value = self.value(&attachment.container_id, &attachment.ifname);
+        let value = self.value(&attachment.container_id, Some(&attachment.ifname));
         let compare: Vec<Value> = new
             .iter()
             .map(|a| {
@@ -178,33 +185,63 @@ impl Store for EtcdStore {
             let key = format!("{}last_reserved/{}", self.root, a.set);
             json!({"request_put": {"key": b64(&key), "value": b64(&a.ip.to_string())}})
         }));
-        if self.client.txn(compare, success)? {
-            Ok(Reserved::Done)
-        } else {
-            self.linearizable = true;
-            Ok(Reserved::Taken(first.ip))
-        }
+        // On failure, the same transaction counts each key, to name the
+        // address that was taken without another round trip.
+        let count: Vec<Value> = new
+            .iter()
+            .map(|a| json!({"request_range": {"key": b64(&self.ip_key(a.ip)), "count_only": true}}))
+            .collect();
+        let Some(counts) = self.client.txn_else(compare, success, count)? else {
+            return Ok(Reserved::Done);
+        };
+        self.linearizable = true;
+        // The gateway leaves out a zero count.
+        let has_key = |r: &Value| {
+            r.pointer("/response_range/count")
+                .is_some_and(|c| c.as_str() != Some("0") && !c.is_null())
+        };
+        let taken = new
+            .iter()
+            .zip(&counts)
+            .find(|(_, r)| has_key(r))
+            .map_or(first.ip, |(a, _)| a.ip);
+        Ok(Reserved::Taken(taken))
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
-        for r in gone.iter().filter(|r| r.local) {
-            let Owner::Attachment {
-                container_id,
-                ifname,
-            } = &r.owner
-            else {
-                continue;
-            };
-            let key = b64(&self.ip_key(r.ip));
-            let value = self.value(container_id, ifname);
-            // Deleted only while it holds what was read; otherwise someone
-            // else holds it now, and it is not ours to release.
-            self.client.txn(
-                vec![
-                    json!({"key": key, "target": "VALUE", "result": "EQUAL", "value": b64(&value)}),
-                ],
-                vec![json!({"request_delete_range": {"key": key}})],
-            )?;
+        // (key, value as read) of each reservation this node may release.
+        let owned: Vec<(String, String)> = gone
+            .iter()
+            .filter(|r| r.local)
+            .filter_map(|r| {
+                let value = match &r.owner {
+                    Owner::Attachment {
+                        container_id,
+                        ifname,
+                    } => self.value(container_id, Some(ifname)),
+                    Owner::Container(container_id) => self.value(container_id, None),
+                    Owner::Unknown(_) => return None,
+                };
+                Some((b64(&self.ip_key(r.ip)), b64(&value)))
+            })
+            .collect();
+        // Each key is deleted only while it holds what was read; otherwise
+        // someone else holds it now, and it is not ours to release. One
+        // transaction for all (a dual-stack DEL, a GC) unless one of them
+        // changed meanwhile; then one per key.
+        let still = |(key, value): &(String, String)| json!({"key": key, "target": "VALUE", "result": "EQUAL", "value": value});
+        let delete = |(key, _): &(String, String)| json!({"request_delete_range": {"key": key}});
+        for batch in owned.chunks(MAX_TXN_KEYS) {
+            let all_at_once = batch.len() > 1
+                && self.client.txn(
+                    batch.iter().map(still).collect(),
+                    batch.iter().map(delete).collect(),
+                )?;
+            if !all_at_once {
+                for one in batch {
+                    self.client.txn(vec![still(one)], vec![delete(one)])?;
+                }
+            }
         }
         Ok(())
     }
@@ -215,10 +252,12 @@ impl EtcdStore {
         format!("{}ips/{ip}", self.root)
     }
 
-    fn value(&self, container_id: &str, ifname: &str) -> String {
+    /// A reservation's value, byte for byte as this store writes it (a
+    /// release compares it).
+    fn value(&self, container_id: &str, ifname: Option<&str>) -> String {
         serde_json::to_string(&Record {
             container_id: container_id.trim().to_owned(),
-            ifname: ifname.to_owned(),
+            ifname: ifname.map(str::to_owned),
             node: self.node.clone(),
         })
         .unwrap_or_default()
@@ -235,9 +274,12 @@ impl EtcdStore {
             Ok(record) => Reservation {
                 ip,
                 local: record.node == self.node,
-                owner: Owner::Attachment {
-                    container_id: record.container_id,
-                    ifname: record.ifname,
+                owner: match record.ifname {
+                    Some(ifname) => Owner::Attachment {
+                        container_id: record.container_id,
+                        ifname,
+                    },
+                    None => Owner::Container(record.container_id),
                 },
             },
             Err(e) => {
@@ -339,12 +381,30 @@ impl Client {
 
     /// A transaction; whether its comparisons held (and `success` ran).
     fn txn(&self, compare: Vec<Value>, success: Vec<Value>) -> Result<bool, Error> {
+        self.txn_else(compare, success, Vec::new())
+            .map(|failed| failed.is_none())
+    }
+
+    /// A transaction that runs `failure` when its comparisons do not hold:
+    /// `None` when `success` ran, else the answers to `failure`, in order.
+    fn txn_else(
+        &self,
+        compare: Vec<Value>,
+        success: Vec<Value>,
+        failure: Vec<Value>,
+    ) -> Result<Option<Vec<Value>>, Error> {
         let answer = self.call(
             "/v3/kv/txn",
-            &json!({"compare": compare, "success": success}),
+            &json!({"compare": compare, "success": success, "failure": failure}),
         )?;
         // The gateway leaves out false booleans.
-        Ok(answer.get("succeeded").and_then(Value::as_bool) == Some(true))
+        if answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
+            return Ok(None);
+        }
+        Ok(Some(match answer.get("responses") {
+            Some(Value::Array(responses)) => responses.clone(),
+            _ => Vec::new(),
+        }))
     }
 
     /// POSTs `body` to the first endpoint that answers. Unreachable, or a
