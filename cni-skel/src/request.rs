@@ -158,6 +158,11 @@ impl<C> Request<'_, C> {
     /// must read as "keep everything"; `[]` is an empty list, "nothing is
     /// valid". A malformed list is code 6.
     ///
+    /// This is the one to call in a plugin's `gc`: it works whatever the
+    /// plugin's `Config` type is. [`cni_types::NetConf::valid_attachments`]
+    /// holds the same value for code that has a `NetConf` but no request
+    /// (a library's GC over a parsed configuration, a test).
+    ///
     /// ```
     /// use cni_skel::{Outcome, Plugin, Reply, Request, BoxError};
     /// use cni_types::NetConf;

@@ -105,7 +105,10 @@ pub struct NetConf<T = Extra> {
     /// attachments that are still valid" (1.1.0). Also read from the older
     /// name `cni.dev/attachments`, which the reference runtime sends too.
     /// Absent or `null` is [`ValidAttachments::Unspecified`]: release
-    /// nothing (see [`ValidAttachments`] for the safe reading).
+    /// nothing (see [`ValidAttachments`] for the safe reading). A plugin's
+    /// `gc` reads the same value with `cni_skel::Request::valid_attachments`,
+    /// whatever its configuration type; this field is for code that holds
+    /// a `NetConf`.
     #[serde(
         rename = "cni.dev/valid-attachments",
         default,
