@@ -66,6 +66,8 @@ pub mod plan;
 mod plugin;
 pub mod range;
 pub mod store;
+#[cfg(test)]
+mod test_values;
 
 pub use plugin::Ipam;
 

@@ -244,24 +244,11 @@ fn free_in_range(range: &Range, held: &[IpAddr]) -> u128 {
 
 #[cfg(test)]
 mod tests {
-    use cni_types::NetConf;
+    use crate::test_values::{config, ip};
     use serde_json::json;
 
     use super::*;
     use crate::store::Owner;
-
-    fn config(ranges: serde_json::Value) -> IpamConfig {
-        let conf: NetConf = NetConf::from_value(json!({
-            "cniVersion": "1.1.0", "name": "n",
-            "ipam": {"type": "host-local", "ranges": ranges}
-        }))
-        .unwrap();
-        IpamConfig::from_conf(&conf).unwrap()
-    }
-
-    fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap()
-    }
 
     fn ips(ips: &[&str]) -> Vec<IpAddr> {
         ips.iter().map(|s| ip(s)).collect()

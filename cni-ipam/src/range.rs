@@ -180,24 +180,10 @@ pub(crate) fn same_family(a: IpAddr, b: IpAddr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use cni_types::NetConf;
+    use crate::test_values::{config, ip};
     use serde_json::json;
 
     use super::*;
-    use crate::config::IpamConfig;
-
-    fn config(ranges: serde_json::Value) -> IpamConfig {
-        let conf: NetConf = NetConf::from_value(json!({
-            "cniVersion": "1.1.0", "name": "n",
-            "ipam": {"type": "host-local", "ranges": ranges}
-        }))
-        .unwrap();
-        IpamConfig::from_conf(&conf).unwrap()
-    }
-
-    fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap()
-    }
 
     #[test]
     fn the_search_wraps_from_the_last_range_to_the_first_skipping_gateways() {
