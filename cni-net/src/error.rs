@@ -51,6 +51,10 @@ pub enum NetError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An MTU outside 68..=65535 (see [`crate::validate_mtu`]); the
+    /// message is the detail a plugin puts under its own "invalid mtu".
+    #[error("{0}: must be between 68 and 65535")]
+    InvalidMtu(u32),
     /// A sysctl name outside `net.*` or that would escape `/proc/sys`.
     #[error("invalid sysctl name {name:?}: {reason}")]
     InvalidSysctl {
@@ -132,9 +136,9 @@ impl From<NetError> for Error {
             NetError::NoSuchNetns { .. } | NetError::NotANetns { .. } | NetError::Netns { .. } => {
                 Code::INVALID_NETNS
             }
-            NetError::InvalidName { .. } | NetError::InvalidSysctl { .. } => {
-                Code::INVALID_NETWORK_CONFIG
-            }
+            NetError::InvalidName { .. }
+            | NetError::InvalidMtu(_)
+            | NetError::InvalidSysctl { .. } => Code::INVALID_NETWORK_CONFIG,
             _ => Code::INTERNAL,
         };
         let details = std::error::Error::source(&err)
@@ -171,6 +175,8 @@ mod tests {
             reason: "longer than 15 bytes",
         };
         assert_eq!(Error::from(name).code, Code::INVALID_NETWORK_CONFIG);
+        let mtu = NetError::InvalidMtu(20);
+        assert_eq!(Error::from(mtu).code, Code::INVALID_NETWORK_CONFIG);
         let differs = NetError::Differs("route to 0.0.0.0/0 is missing".into());
         assert_eq!(differs.with_code(Code(102)).code, Code(102));
     }

@@ -78,7 +78,7 @@ pub use check::{check_addresses, check_interface, check_routes};
 pub use cni_types::Mac;
 pub use configure::configure_iface;
 pub use error::NetError;
-pub use link::{validate_ifname, Link, MAX_IFNAME_LEN};
+pub use link::{validate_ifname, validate_mtu, Link, MAX_IFNAME_LEN};
 pub use netns::{Netns, NetnsId};
 pub use route::{LiveRoute, MAIN_TABLE};
 pub use socket::Netlink;

@@ -66,6 +66,17 @@ pub fn validate_ifname(name: &str) -> Result<(), NetError> {
     })
 }
 
+/// Checks an MTU a configuration asks for a link: 68 (the least an IPv4
+/// link must carry, RFC 791) to 65535 (the largest IP packet), the range
+/// the sample `bridge` and `veth` plugins accept.
+pub fn validate_mtu(mtu: u32) -> Result<(), NetError> {
+    if (68..=65535).contains(&mtu) {
+        Ok(())
+    } else {
+        Err(NetError::InvalidMtu(mtu))
+    }
+}
+
 impl Netlink {
     /// The link named `name`; [`NetError::NoSuchLink`] naming it when
     /// there is none.
@@ -328,5 +339,20 @@ mod tests {
             );
         }
         validate_ifname("fifteen-bytes-x").unwrap();
+    }
+
+    #[test]
+    fn mtus_outside_68_to_65535_are_rejected_naming_the_value() {
+        for mtu in [0, 67, 65536] {
+            let err = validate_mtu(mtu).unwrap_err();
+            assert!(matches!(err, NetError::InvalidMtu(m) if m == mtu), "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!("{mtu}: must be between 68 and 65535")
+            );
+        }
+        for mtu in [68, 1500, 65535] {
+            validate_mtu(mtu).unwrap();
+        }
     }
 }

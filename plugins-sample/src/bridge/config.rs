@@ -80,9 +80,10 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     cni_net::validate_ifname(&bridge).map_err(|e| {
         Error::new(Code::INVALID_NETWORK_CONFIG, "invalid bridge").with_details(e.to_string())
     })?;
-    if let Some(mtu) = f.mtu.filter(|m| !(68..=65535).contains(m)) {
-        return Err(Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu")
-            .with_details(format!("{mtu}: must be between 68 and 65535")));
+    if let Some(mtu) = f.mtu {
+        cni_net::validate_mtu(mtu).map_err(|e| {
+            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
+        })?;
     }
     if f.hairpin_mode && f.promisc_mode {
         return Err(Error::new(

@@ -78,10 +78,9 @@ fn failed(what: &str) -> impl FnOnce(NetError) -> Error + '_ {
 /// Validates the configuration before anything changes on the host.
 fn validate(req: &Req) -> Result<String, Error> {
     if let Some(mtu) = req.config.plugin.mtu {
-        if !(68..=65535).contains(&mtu) {
-            return Err(Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu")
-                .with_details(format!("{mtu}: must be between 68 and 65535")));
-        }
+        cni_net::validate_mtu(mtu).map_err(|e| {
+            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
+        })?;
     }
     Ok(req.config.ipam_type()?.to_owned())
 }
