@@ -15,38 +15,25 @@ mod suite;
 /// One `#[test]` per behaviour of [`suite`], for the backend `$backend`.
 macro_rules! store_suite {
     ($backend:ty) => {
-        #[test]
-        fn a_reservation_is_read_back_with_its_owner_and_as_last_reserved() {
-            crate::suite::a_reservation_is_read_back_with_its_owner_and_as_last_reserved::<$backend>();
-        }
-        #[test]
-        fn a_reservation_is_all_or_nothing_when_one_address_is_taken() {
-            crate::suite::a_reservation_is_all_or_nothing_when_one_address_is_taken::<$backend>();
-        }
-        #[test]
-        fn release_removes_exactly_the_attachment_given() {
-            crate::suite::release_removes_exactly_the_attachment_given::<$backend>();
-        }
-        #[test]
-        fn an_older_single_line_reservation_is_released_by_container_id() {
-            crate::suite::an_older_single_line_reservation_is_released_by_container_id::<$backend>();
-        }
-        #[test]
-        fn the_next_search_starts_after_the_last_reserved_address() {
-            crate::suite::the_next_search_starts_after_the_last_reserved_address::<$backend>();
-        }
-        #[test]
-        fn a_stray_entry_is_taken_named_and_never_released() {
-            crate::suite::a_stray_entry_is_taken_named_and_never_released::<$backend>();
-        }
-        #[test]
-        fn gc_releases_exactly_what_is_not_valid_in_each_of_its_three_states() {
-            crate::suite::gc_releases_exactly_what_is_not_valid_in_each_of_its_three_states::<$backend>();
-        }
-        #[test]
-        fn concurrent_reservers_never_share_an_address() {
-            crate::suite::concurrent_reservers_never_share_an_address::<$backend>();
-        }
+        crate::store_suite!(
+            $backend:
+            a_reservation_is_read_back_with_its_owner_and_as_last_reserved,
+            a_reservation_is_all_or_nothing_when_one_address_is_taken,
+            release_removes_exactly_the_attachment_given,
+            an_older_single_line_reservation_is_released_by_container_id,
+            the_next_search_starts_after_the_last_reserved_address,
+            a_stray_entry_is_taken_named_and_never_released,
+            gc_releases_exactly_what_is_not_valid_in_each_of_its_three_states,
+            concurrent_reservers_never_share_an_address,
+        );
+    };
+    ($backend:ty: $($behaviour:ident,)*) => {
+        $(
+            #[test]
+            fn $behaviour() {
+                crate::suite::$behaviour::<$backend>();
+            }
+        )*
     };
 }
 use store_suite;
