@@ -69,24 +69,21 @@ fn reply_problem(call: &Call) -> Option<String> {
     }
 }
 
+/// Passes when `call` is a well-formed VERSION reply, else fails with the
+/// one problem [`reply_problem`] names.
+fn reply_verdict(call: &Call) -> Verdict {
+    match reply_problem(call) {
+        Some(problem) => Verdict::Fail(vec![Finding::on(call, problem)]),
+        None => Verdict::Pass,
+    }
+}
+
 fn replies(s: &Session) -> Verdict {
-    let call = &s.version_probes().reply;
-    Verdict::from_findings(
-        reply_problem(call)
-            .map(|p| Finding::on(call, p))
-            .into_iter()
-            .collect(),
-    )
+    reply_verdict(&s.version_probes().reply)
 }
 
 fn answers_without_stdin(s: &Session) -> Verdict {
-    let call = &s.version_probes().no_stdin;
-    Verdict::from_findings(
-        reply_problem(call)
-            .map(|p| Finding::on(call, p))
-            .into_iter()
-            .collect(),
-    )
+    reply_verdict(&s.version_probes().no_stdin)
 }
 
 fn lists_valid_versions(s: &Session) -> Verdict {
