@@ -259,13 +259,7 @@ impl<T> Request<'_, NetConf<T>> {
     /// assert_eq!(out.json()["interfaces"][0]["mac"], "0a:58:0a:00:00:02");
     /// ```
     pub fn prev_result(&self) -> Result<Cow<'_, Result100>, Error> {
-        self.config
-            .prev_result_required()?
-            .as_current()
-            .map_err(|e| {
-                Error::new(Code::INTERNAL, "failed to convert prevResult")
-                    .with_details(e.to_string())
-            })
+        self.config.prev_result_current()
     }
 }
 

@@ -254,8 +254,9 @@ impl<T: DeserializeOwned> NetConf<T> {
 
     fn direct(json: &[u8]) -> Result<NetConf<T>, Box<dyn std::error::Error>> {
         let text = std::str::from_utf8(json)?;
-        let base: NetConf<Extra> = serde_json::from_str(text)?;
-        let mut base = base.with_plugin(());
+        // `()`: the plugin's keys are read below, from their text; serde
+        // skips them here rather than building a map to throw away.
+        let mut base: NetConf<()> = serde_json::from_str(text)?;
         base.resolve()?;
         // The plugin's keys from their text: numbers reach it as written.
         let plugin = T::deserialize(RawObject::parse(text)?.without(&STANDARD_KEYS))?;

@@ -264,10 +264,7 @@ pub fn requested_mac<T>(
     own: Option<&str>,
     precedence: MacPrecedence,
 ) -> Result<Option<RequestedMac>, Error> {
-    let env = crate::CniArgs::parse(cni_args).map_err(|e| {
-        Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS")
-            .with_details(e.to_string())
-    })?;
+    let env = crate::CniArgs::parse(cni_args)?;
     let text = |source| -> Result<Option<String>, Error> {
         let given = match source {
             MacSource::CniArgs => env.get("MAC").map(str::to_owned),

@@ -1,6 +1,8 @@
 //! `prevResult` for chained plugins: required, found, taken.
 
-use crate::{CniResult, Code, Error, NetConf, Result100};
+use std::borrow::Cow;
+
+use crate::{CniResult, Code, ConvertError, Error, NetConf, Result100};
 
 impl<T> NetConf<T> {
     /// `prevResult`, for a plugin that must be chained: code 7, "prevResult
@@ -21,6 +23,26 @@ impl<T> NetConf<T> {
         self.prev_result
             .as_ref()
             .ok_or_else(|| prev_result_missing(&self.plugin_type))
+    }
+
+    /// `prevResult` in the current shape (1.x), borrowed when it has that
+    /// shape already, else converted; code 7 as in
+    /// [`NetConf::prev_result_required`] when there is none. For code that
+    /// only lends the configuration, as `cni_skel::Request::prev_result`
+    /// does; `.into_owned()` to modify it.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use cni_types::NetConf;
+    ///
+    /// let conf: NetConf = NetConf::from_json(br#"{"cniVersion":"1.0.0","name":"n","type":"mine",
+    ///     "prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0"}]}}"#).unwrap();
+    /// assert!(matches!(conf.prev_result_current().unwrap(), Cow::Borrowed(_)));
+    /// ```
+    pub fn prev_result_current(&self) -> Result<Cow<'_, Result100>, Error> {
+        self.prev_result_required()?
+            .as_current()
+            .map_err(convert_failed)
     }
 
     /// `prevResult` taken out of the configuration, in the current shape
@@ -44,10 +66,13 @@ impl<T> NetConf<T> {
             .prev_result
             .take()
             .ok_or_else(|| prev_result_missing(&self.plugin_type))?;
-        prev.into_current().map_err(|e| {
-            Error::new(Code::INTERNAL, "failed to convert prevResult").with_details(e.to_string())
-        })
+        prev.into_current().map_err(convert_failed)
     }
+}
+
+/// Code 999: a `prevResult` that could not be put in the current shape.
+fn convert_failed(err: ConvertError) -> Error {
+    Error::new(Code::INTERNAL, "failed to convert prevResult").with_details(err.to_string())
 }
 
 /// Code 7, "prevResult required", naming the plugin.
@@ -80,6 +105,28 @@ mod tests {
                 "dns-mac must be chained after a plugin that returns a result"
             );
         }
+    }
+
+    #[test]
+    fn a_lent_prev_result_is_borrowed_when_current_and_converted_when_older() {
+        let current: NetConf = NetConf::from_json(
+            br#"{"cniVersion":"1.0.0","name":"n","type":"t",
+            "prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            current.prev_result_current().unwrap(),
+            Cow::Borrowed(_)
+        ));
+        let older: NetConf = NetConf::from_json(
+            br#"{"cniVersion":"0.3.1","name":"n","type":"t",
+            "prevResult":{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.2/24"}]}}"#,
+        )
+        .unwrap();
+        let prev = older.prev_result_current().unwrap();
+        assert!(matches!(prev, Cow::Owned(_)));
+        assert_eq!(prev.ips.len(), 1);
+        assert!(older.prev_result.is_some());
     }
 
     #[test]
