@@ -247,10 +247,8 @@ pub fn requested_ips(conf: &NetConf, cni_args: &str) -> Result<Vec<Requested>, E
         }
     }
     if out.is_empty() {
-        let args = cni_types::CniArgs::parse(cni_args).map_err(|e| {
-            Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS")
-                .with_details(e.to_string())
-        })?;
+        // A malformed pair is code 4, "invalid CNI_ARGS", as everywhere.
+        let args = cni_types::CniArgs::parse(cni_args)?;
         if let Some(text) = args.get("IP").filter(|t| !t.is_empty()) {
             let ip = parse_requested(text).ok_or_else(|| {
                 Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS IP").with_details(
@@ -513,5 +511,30 @@ impl ShowValue for &String {
 impl ShowValue for &Value {
     fn show(&self) -> String {
         self.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf() -> NetConf {
+        NetConf::from_json(br#"{"cniVersion": "1.1.0", "name": "n"}"#).unwrap()
+    }
+
+    #[test]
+    fn a_malformed_cni_args_is_code_4_naming_the_pair() {
+        let err = requested_ips(&conf(), "IP").unwrap_err();
+        assert_eq!(err.code, Code::INVALID_ENVIRONMENT_VARIABLES, "{err:?}");
+        assert_eq!(err.msg, "invalid CNI_ARGS");
+        assert!(err.details.contains("IP"), "{err:?}");
+    }
+
+    #[test]
+    fn a_cni_args_ip_that_is_no_address_is_code_4_naming_it() {
+        let err = requested_ips(&conf(), "IP=nonsense").unwrap_err();
+        assert_eq!(err.code, Code::INVALID_ENVIRONMENT_VARIABLES, "{err:?}");
+        assert_eq!(err.msg, "invalid CNI_ARGS IP");
+        assert!(err.details.contains("nonsense"), "{err:?}");
     }
 }
