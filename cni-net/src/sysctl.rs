@@ -4,15 +4,16 @@ use std::path::PathBuf;
 
 use cni_types::IpConfig;
 
-use crate::{NetError, Netns};
+use crate::{NetError, Netns, Op};
 
 /// The file under `/proc/sys` of the sysctl `name` (`net.ipv4.ip_forward`).
 ///
 /// Only `net.*` names are taken (the rest is not per namespace). Each
 /// dot-separated part is letters, digits, `_` and `-`, or `/`, which
 /// stands for a dot inside an interface name as in sysctl(8)
-/// (`net.ipv4.conf.eth0/100.forwarding`); a part that would read as `.`
-/// or `..` is refused, so no name leaves `/proc/sys/net`.
+/// (`net.ipv4.conf.eth0/100.forwarding`), or any interface name
+/// [`validate_ifname`](crate::validate_ifname) takes; a part that would
+/// read as `.` or `..` is refused, so no name leaves `/proc/sys/net`.
 pub fn sysctl_path(name: &str) -> Result<PathBuf, NetError> {
     let invalid = |reason| NetError::InvalidSysctl {
         name: name.to_owned(),
@@ -26,17 +27,16 @@ pub fn sysctl_path(name: &str) -> Result<PathBuf, NetError> {
         if part.is_empty() {
             return Err(invalid("empty part"));
         }
-        if !part
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/'))
-        {
-            return Err(invalid(
-                "parts may hold only letters, digits, '_', '-' and '/'",
-            ));
-        }
         let file = part.replace('/', ".");
         if file == "." || file == ".." {
             return Err(invalid("a part reads as '.' or '..'"));
+        }
+        // Any interface name is a part too (`net.ipv4.conf.a+0.arp_notify`).
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/');
+        if !part.chars().all(plain) && crate::validate_ifname(&file).is_err() {
+            return Err(invalid(
+                "parts may hold only letters, digits, '_', '-' and '/', or be an interface name",
+            ));
         }
         path.push(file);
     }
@@ -52,7 +52,7 @@ impl Netns {
     pub fn sysctl(&self, name: &str) -> Result<String, NetError> {
         let path = sysctl_path(name)?;
         let text = self.on_thread(|| {
-            std::fs::read_to_string(&path).map_err(NetError::kernel("read sysctl", name))
+            std::fs::read_to_string(&path).map_err(NetError::kernel(Op::ReadSysctl, name))
         })?;
         Ok(text.trim_end_matches('\n').to_owned())
     }
@@ -64,7 +64,7 @@ impl Netns {
         let path = sysctl_path(name)?;
         self.on_thread(|| {
             std::fs::write(&path, value).map_err(NetError::kernel(
-                "write sysctl",
+                Op::WriteSysctl,
                 format!("{name} = {value:?}"),
             ))
         })
@@ -98,6 +98,18 @@ mod tests {
         assert_eq!(
             sysctl_path("net.ipv4.conf.eth0/100.forwarding").unwrap(),
             PathBuf::from("/proc/sys/net/ipv4/conf/eth0.100/forwarding")
+        );
+    }
+
+    #[test]
+    fn any_interface_name_the_kernel_takes_is_a_part() {
+        assert_eq!(
+            sysctl_path("net.ipv4.conf.a+0.arp_notify").unwrap(),
+            PathBuf::from("/proc/sys/net/ipv4/conf/a+0/arp_notify")
+        );
+        assert_eq!(
+            sysctl_path("net.ipv6.conf.a\u{e9}/1.accept_dad").unwrap(),
+            PathBuf::from("/proc/sys/net/ipv6/conf/a\u{e9}.1/accept_dad")
         );
     }
 

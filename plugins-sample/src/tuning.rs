@@ -225,7 +225,7 @@ impl Plugin for Tuning {
             .as_ref()
             .and_then(|p| Netns::open(p).ok()?.socket().ok());
         if let Some(mut nl) = socket {
-            if let Ok(Some(link)) = nl.link_by_name(&req.ifname) {
+            if let Ok(Some(link)) = nl.find_link(&req.ifname) {
                 // A file we cannot read restores nothing rather than
                 // failing: a DEL that always fails blocks the runtime.
                 let saved: Saved = serde_json::from_slice(&text).unwrap_or_default();
