@@ -75,10 +75,12 @@ mod error;
 mod kind;
 mod link;
 mod netns;
+mod op;
 mod route;
 mod socket;
 mod sysctl;
 pub mod testing;
+mod validate;
 mod veth;
 
 pub use addr::{Address, Dad};
@@ -88,11 +90,13 @@ pub use check::{check_addresses, check_interface, check_routes};
 /// and [`requested_mac`](cni_types::conventions::requested_mac) give.
 pub use cni_types::Mac;
 pub use configure::configure_iface;
-pub use error::{NetError, Op};
+pub use error::NetError;
 pub use kind::LinkKind;
-pub use link::{configured_mtu, validate_ifname, validate_mtu, Link, LinkId, MAX_IFNAME_LEN};
+pub use link::{Link, LinkId};
 pub use netns::{Netns, NetnsId};
+pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};
 pub use socket::Netlink;
 pub use sysctl::sysctl_path;
+pub use validate::{configured_mtu, validate_ifname, validate_mtu, MAX_IFNAME_LEN};
 pub use veth::{host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES};
