@@ -4,7 +4,7 @@
 use cni_net::{Link, LinkKind, Netns};
 use cni_types::{Code, Error, Result100};
 
-use super::{host_netlink, Plan, Req};
+use super::{Plan, Req};
 
 /// CHECK: the bridge, the port and the container end as `prev` says.
 ///
@@ -12,7 +12,7 @@ use super::{host_netlink, Plan, Req};
 pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> Result<(), Error> {
     let differs = |what: String| Error::new(Code::INTERNAL, what);
     let sandbox = netns.path().display().to_string();
-    let mut host = host_netlink()?;
+    let mut host = cni_net::Netlink::open()?;
     let named = |name: &str| {
         prev.interfaces
             .iter()

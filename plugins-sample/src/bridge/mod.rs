@@ -63,10 +63,6 @@ pub struct Bridge;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
-fn host_netlink() -> Result<Netlink, Error> {
-    Ok(Netlink::open()?)
-}
-
 impl Plugin for Bridge {
     type Config = NetConf<Fields>;
 
@@ -75,7 +71,7 @@ impl Plugin for Bridge {
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let netns = Netns::of(req)?;
         let f = &req.config.plugin;
-        let mut host = host_netlink()?;
+        let mut host = Netlink::open()?;
         let bridge = ensure_bridge(&mut host, &plan.bridge, plan.mtu, f.promisc_mode)?;
         let mut inside = netns.socket()?;
         if inside.find_link(&req.ifname)?.is_some() {
@@ -128,12 +124,15 @@ impl Plugin for Bridge {
     /// still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
         // A namespace that is gone took the pair with it.
-        if let Some(netns) = Netns::of_for_del(req)? {
-            netns.socket()?.delete_link_if_present(&req.ifname)?;
-        }
+        let removed = Netns::of_for_del(req).and_then(|netns| match netns {
+            Some(netns) => Ok(netns.socket()?.delete_link_if_present(&req.ifname)?),
+            None => Ok(false),
+        });
+        // The reservation is released whatever became of the pair.
         if let Some(ipam) = &ipam_type(req) {
             cni_invoke::delegate_del(ipam, req)?;
         }
+        removed?;
         Ok(())
     }
 

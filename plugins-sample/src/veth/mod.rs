@@ -14,7 +14,10 @@
 //! IPAM had answered, the IPAM DEL runs before the error is returned.
 //!
 //! DEL deletes the pair while the IPAM DEL runs; a namespace or interface
-//! that is already gone is success. CHECK verifies the previous result
+//! that is already gone is success ([`Netns::of_for_del`]). The host end
+//! is named from the container id and interface name
+//! ([`host_veth_names`]: the next name when another attachment holds
+//! one); DEL removes it from the container's side. CHECK verifies the previous result
 //! against the namespace (interface, MAC, MTU, addresses, routes) and
 //! delegates to IPAM. The kernel work is `cni_net`'s: `configure_iface` and
 //! `check_interface` for the container end, `Netlink` for the host end.
