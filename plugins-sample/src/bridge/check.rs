@@ -1,7 +1,7 @@
 //! CHECK: the bridge, its port and the container end as `prevResult`
 //! says.
 
-use cni_net::{Link, LinkKind, Netns};
+use cni_net::{Link, LinkKind, Netlink, Netns};
 use cni_types::{Code, Error, Result100};
 
 use super::{Plan, Req};
@@ -12,7 +12,7 @@ use super::{Plan, Req};
 pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> Result<(), Error> {
     let differs = |what: String| Error::new(Code::INTERNAL, what);
     let sandbox = netns.path().display().to_string();
-    let mut host = cni_net::Netlink::open()?;
+    let mut host = Netlink::open()?;
     let named = |name: &str| {
         prev.interfaces
             .iter()
@@ -66,8 +66,7 @@ pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> 
                 port.name, req.ifname
             ))
         })?;
-    let port = (listed, port);
-    same_mac(&port.0.mac, &port.1)?;
+    same_mac(&listed.mac, &port)?;
     cni_net::check_interface(&mut inside, prev, &req.ifname, &sandbox)
         .map_err(|e| e.with_code(Code::INTERNAL))?;
     Ok(())

@@ -277,7 +277,7 @@ fn ensure_address(
         }
     }
     match host.add_address(bridge.index, gw, Dad::Skip) {
-        Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST as i32) => Ok(()),
+        Err(e) if e.is_exists() => Ok(()),
         other => Ok(other?),
     }
 }
