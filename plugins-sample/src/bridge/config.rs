@@ -80,12 +80,8 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     reject_unimplemented(&f.other)?;
     let bridge = f.bridge.clone().filter(|b| !b.is_empty());
     let bridge = bridge.unwrap_or_else(|| DEFAULT_BRIDGE.to_owned());
-    cni_net::validate_ifname(&bridge).map_err(|e| {
-        Error::new(Code::INVALID_NETWORK_CONFIG, "invalid bridge").with_details(e.to_string())
-    })?;
-    let mtu = cni_net::configured_mtu(f.mtu).map_err(|e| {
-        Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
-    })?;
+    cni_net::validate_ifname(&bridge).map_err(|e| Error::invalid_config("bridge", e))?;
+    let mtu = cni_net::configured_mtu(f.mtu).map_err(|e| Error::invalid_config("mtu", e))?;
     if f.hairpin_mode && f.promisc_mode {
         return Err(Error::new(
             Code::INVALID_NETWORK_CONFIG,

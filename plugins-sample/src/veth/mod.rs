@@ -89,9 +89,8 @@ struct Plan {
 
 /// Validates the configuration before anything changes on the host.
 fn validate(req: &Req) -> Result<Plan, Error> {
-    let mtu = cni_net::configured_mtu(req.config.plugin.mtu).map_err(|e| {
-        Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
-    })?;
+    let mtu = cni_net::configured_mtu(req.config.plugin.mtu)
+        .map_err(|e| Error::invalid_config("mtu", e))?;
     let ipam = req.config.ipam_type()?.to_owned();
     Ok(Plan { ipam, mtu })
 }
