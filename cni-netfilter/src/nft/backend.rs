@@ -1,0 +1,343 @@
+//! [`NftBackend`]: transactions as one nf_tables batch each.
+
+use std::collections::HashMap;
+
+use super::compile::compile;
+use super::expr::Expr;
+use super::message::{self, Batch, Kind};
+use super::nla::{self, Attrs};
+use super::socket::NftSocket;
+use super::udata::comment_of;
+use crate::table::validate_name;
+use crate::{
+    Backend, BackendKind, Chain, FilterError, ListedRule, Op, RuleHandle, Table, Transaction,
+};
+
+/// How often a transaction that depends on a listing is tried when the
+/// ruleset changed between the listing and the batch.
+const ATTEMPTS: usize = 5;
+/// `ERESTART`: the kernel's answer to a batch tied to a past generation.
+const ERESTART: i32 = 85;
+
+/// The nftables backend: a netlink socket speaking nf_tables itself, so
+/// no `nft` binary is needed at run time.
+///
+/// Every [`Transaction`] is one batch, applied whole or not at all. When
+/// it deletes by comment (or deletes a chain or table if present), the
+/// rules are listed first and the batch is tied to that ruleset
+/// generation: if anything changed in between, the kernel refuses the
+/// batch and it is built again from a new listing.
+///
+/// Go: `knftables.New` with `Run` (which runs `nft -f -`).
+pub struct NftBackend {
+    socket: NftSocket,
+}
+
+impl std::fmt::Debug for NftBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NftBackend").finish_non_exhaustive()
+    }
+}
+
+impl NftBackend {
+    /// A backend in the calling thread's network namespace.
+    pub fn open() -> Result<NftBackend, FilterError> {
+        let socket = NftSocket::open().map_err(|source| FilterError::Kernel {
+            op: "open",
+            object: "a netfilter netlink socket".into(),
+            source,
+        })?;
+        Ok(NftBackend { socket })
+    }
+
+    /// Checks `tx` with the kernel without applying it (nft `--check`):
+    /// the batch is sent without its end, so the kernel validates each
+    /// request and then discards them all.
+    pub fn check(&mut self, tx: &Transaction) -> Result<(), FilterError> {
+        self.run(tx, false)
+    }
+
+    /// The names of the tables of `family`.
+    pub fn list_tables(&mut self, family: crate::Family) -> Result<Vec<String>, FilterError> {
+        let payloads = self
+            .socket
+            .dump(Kind::GetTable, family, &Attrs::default())
+            .map_err(|source| FilterError::Kernel {
+                op: "list",
+                object: format!("{family} tables"),
+                source,
+            })?;
+        payloads
+            .iter()
+            .filter_map(|p| attr(p, 1).transpose())
+            .map(|name| name.and_then(nla::string))
+            .collect()
+    }
+
+    fn run(&mut self, tx: &Transaction, commit: bool) -> Result<(), FilterError> {
+        validate(tx)?;
+        let lists = tx.ops().iter().any(|op| {
+            matches!(
+                op,
+                Op::DeleteRulesByComment { .. } | Op::DeleteChain(_) | Op::DeleteTable
+            )
+        });
+        for attempt in 1.. {
+            let genid = if lists {
+                Some(
+                    self.socket
+                        .generation()
+                        .map_err(|source| FilterError::Kernel {
+                            op: "read",
+                            object: "the ruleset generation".into(),
+                            source,
+                        })?,
+                )
+            } else {
+                None
+            };
+            let begin = self.socket.reserve(0);
+            let batch = self.build(tx, Batch::new(begin, genid))?.finish(commit);
+            self.socket.reserve(batch.described.len() + 1);
+            if batch.described.is_empty() {
+                return Ok(());
+            }
+            let Some(refusal) = self.socket.send_batch(&batch)? else {
+                return Ok(());
+            };
+            if refusal.index == 0 && refusal.errno == ERESTART && attempt < ATTEMPTS {
+                continue;
+            }
+            let (op, object) = match refusal.index.checked_sub(1) {
+                Some(i) => batch.described.get(i).cloned(),
+                None => Some(("apply", format!("a batch on table {}", tx.table()))),
+            }
+            .unwrap_or(("apply", format!("a batch on table {}", tx.table())));
+            return Err(FilterError::kernel(op, object, refusal.errno));
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// The batch for `tx`, with listings done now.
+    fn build(&mut self, tx: &Transaction, mut batch: Batch) -> Result<Batch, FilterError> {
+        let table = tx.table();
+        let mut set_ids = HashMap::new();
+        let chain_of = |name: &str| format!("chain {table} {name}");
+        for op in tx.ops() {
+            match op {
+                Op::EnsureTable => {
+                    batch.push(message::new_table(table)?, "add", format!("table {table}"))
+                }
+                Op::DeleteTable => {
+                    if self.list_tables(table.family)?.contains(&table.name) {
+                        batch.push(
+                            message::del_table(table),
+                            "delete",
+                            format!("table {table}"),
+                        );
+                    }
+                }
+                Op::EnsureChain(chain) => batch.push(
+                    message::new_chain(table, chain)?,
+                    "add",
+                    chain_of(&chain.name),
+                ),
+                Op::FlushChain(name) => {
+                    batch.push(message::flush_chain(table, name), "flush", chain_of(name))
+                }
+                Op::DeleteChain(name) => {
+                    if self.list_chains(table)?.contains(name) {
+                        batch.push(message::flush_chain(table, name), "flush", chain_of(name));
+                        batch.push(message::del_chain(table, name), "delete", chain_of(name));
+                    }
+                }
+                Op::AddRule(rule) => {
+                    let mut exprs = compile(rule, table.family)?;
+                    for expr in &mut exprs {
+                        if let Expr::Lookup { set, set_id, .. } = expr {
+                            *set_id = set_ids.get(set.as_str()).copied();
+                        }
+                    }
+                    let req =
+                        message::new_rule(table, &rule.chain, &exprs, rule.comment.as_deref())?;
+                    let object = match &rule.comment {
+                        Some(c) => format!("{} (comment {c:?})", chain_of(&rule.chain)),
+                        None => chain_of(&rule.chain),
+                    };
+                    batch.push(req, "add rule to", object);
+                }
+                Op::DeleteRule(rule) => batch.push(
+                    delete(table, rule)?,
+                    "delete rule of",
+                    describe(table, rule),
+                ),
+                Op::DeleteRulesByComment { chain, comment } => {
+                    for rule in self.find_rules(table, chain, comment)? {
+                        batch.push(
+                            delete(table, &rule)?,
+                            "delete rule of",
+                            describe(table, &rule),
+                        );
+                    }
+                }
+                Op::AddSet(set) => {
+                    let id = set_ids.len() as u32 + 1;
+                    set_ids.insert(set.name.as_str(), id);
+                    batch.push(
+                        message::new_set(table, set, id),
+                        "add",
+                        format!("set {table} {}", set.name),
+                    );
+                }
+                Op::AddElements { set, elements } | Op::DeleteElements { set, elements } => {
+                    let add = matches!(op, Op::AddElements { .. });
+                    let keys = elements
+                        .iter()
+                        .map(|e| e.key_bytes(set))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let verb = if add {
+                        "add elements to"
+                    } else {
+                        "delete elements of"
+                    };
+                    batch.push(
+                        message::set_elements(table, set, &keys, add),
+                        verb,
+                        format!("set {table} {}", set.name),
+                    );
+                }
+            }
+        }
+        Ok(batch)
+    }
+}
+
+impl Backend for NftBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Nftables
+    }
+
+    fn apply(&mut self, tx: &Transaction) -> Result<(), FilterError> {
+        self.run(tx, true)
+    }
+
+    /// `NFT_MSG_GETRULE` dumped for this table and chain.
+    fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {
+        let mut filter = Attrs::default();
+        filter.str(1, &table.name);
+        filter.str(2, chain);
+        let payloads = self
+            .socket
+            .dump(Kind::GetRule, table.family, &filter)
+            .map_err(|source| FilterError::Kernel {
+                op: "list rules of",
+                object: format!("chain {table} {chain}"),
+                source,
+            })?;
+        let mut rules = Vec::new();
+        for payload in payloads {
+            let attrs = nla::parse(&payload)?;
+            let get = |kind| attrs.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v);
+            if get(1).map(nla::string).transpose()?.as_deref() != Some(table.name.as_str()) {
+                continue;
+            }
+            let rule_chain = get(2).map(nla::string).transpose()?.unwrap_or_default();
+            let handle = get(3).ok_or_else(|| nla::malformed("a rule without a handle"))?;
+            rules.push(ListedRule {
+                chain: rule_chain,
+                comment: get(7).and_then(comment_of),
+                handle: RuleHandle::Nft(nla::number(handle)?),
+            });
+        }
+        rules.retain(|rule| rule.chain == chain);
+        Ok(rules)
+    }
+
+    /// `NFT_MSG_GETCHAIN` dumped for the family, kept for this table.
+    fn list_chains(&mut self, table: &Table) -> Result<Vec<String>, FilterError> {
+        let payloads = self
+            .socket
+            .dump(Kind::GetChain, table.family, &Attrs::default())
+            .map_err(|source| FilterError::Kernel {
+                op: "list chains of",
+                object: format!("table {table}"),
+                source,
+            })?;
+        let mut chains = Vec::new();
+        for payload in payloads {
+            if attr(&payload, 1)?.map(nla::string).transpose()?.as_deref() == Some(&table.name) {
+                if let Some(name) = attr(&payload, 3)? {
+                    chains.push(nla::string(name)?);
+                }
+            }
+        }
+        Ok(chains)
+    }
+}
+
+/// Checks every name, comment and rule of `tx` before anything is sent.
+fn validate(tx: &Transaction) -> Result<(), FilterError> {
+    let table = tx.table();
+    validate_name("table name", &table.name)?;
+    let check_chain = |chain: &Chain| -> Result<(), FilterError> {
+        validate_name("chain name", &chain.name)?;
+        message::new_chain(table, chain).map(drop)
+    };
+    message::new_table(table)?;
+    for op in tx.ops() {
+        match op {
+            Op::EnsureChain(chain) => check_chain(chain)?,
+            Op::FlushChain(name) | Op::DeleteChain(name) => validate_name("chain name", name)?,
+            Op::DeleteRulesByComment { chain, .. } => validate_name("chain name", chain)?,
+            Op::AddRule(rule) => {
+                validate_name("chain name", &rule.chain)?;
+                if let Some(target) = rule.action.as_ref().and_then(|a| a.target_chain()) {
+                    validate_name("chain name", target)?;
+                }
+                message::new_rule(
+                    table,
+                    &rule.chain,
+                    &compile(rule, table.family)?,
+                    rule.comment.as_deref(),
+                )?;
+            }
+            Op::DeleteRule(rule) => drop(delete(table, rule)?),
+            Op::AddSet(set) => validate_name("set name", &set.name)?,
+            Op::AddElements { set, elements } | Op::DeleteElements { set, elements } => {
+                validate_name("set name", &set.name)?;
+                for element in elements {
+                    element.key_bytes(set)?;
+                }
+            }
+            Op::EnsureTable | Op::DeleteTable => {}
+        }
+    }
+    Ok(())
+}
+
+fn delete(table: &Table, rule: &ListedRule) -> Result<message::Request, FilterError> {
+    match &rule.handle {
+        RuleHandle::Nft(handle) => Ok(message::del_rule(table, &rule.chain, *handle)),
+        RuleHandle::Iptables(spec) => Err(FilterError::invalid(
+            "rule handle",
+            spec.clone(),
+            "was listed by the iptables backend",
+        )),
+    }
+}
+
+fn describe(table: &Table, rule: &ListedRule) -> String {
+    let handle = match &rule.handle {
+        RuleHandle::Nft(h) => h.to_string(),
+        RuleHandle::Iptables(spec) => spec.clone(),
+    };
+    format!("chain {table} {} (handle {handle})", rule.chain)
+}
+
+/// The first attribute `kind` of an nf_tables payload.
+fn attr(payload: &[u8], kind: u16) -> Result<Option<&[u8]>, FilterError> {
+    Ok(nla::parse(payload)?
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, v)| v))
+}

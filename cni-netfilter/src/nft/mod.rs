@@ -1,0 +1,34 @@
+//! The nftables backend, speaking nf_tables' netlink protocol itself
+//! (`NETLINK_NETFILTER`, subsystem `NFNL_SUBSYS_NFTABLES`): no `nft`
+//! binary at run time, so a static plugin works on a minimal host.
+//!
+//! - [`NftBackend`] (`backend.rs`): the [`Backend`](crate::Backend); one
+//!   batch per transaction, deletions by comment tied to the ruleset
+//!   generation they were listed in.
+//! - [`compile`] (`compile.rs`): a [`Rule`](crate::Rule) as the
+//!   expressions nft itself would make of the same rule text.
+//! - [`Expr`] (`expr.rs`): the expressions (payload, meta, cmp, bitwise,
+//!   immediate and verdicts, lookup, nat, masq, fib, ct, counter) and
+//!   their encoding, in libnftnl's attribute order.
+//! - `message.rs`: tables, chains, rules, sets and the batch around them;
+//!   `socket.rs`: acknowledgements, bounded dumps, interrupted dumps read
+//!   again; `udata.rs`: comments as libnftnl stores them; `nla.rs`:
+//!   attributes.
+
+mod backend;
+mod compile;
+mod expr;
+mod message;
+mod nla;
+mod socket;
+mod udata;
+
+#[cfg(test)]
+mod tests;
+
+pub use backend::NftBackend;
+pub use compile::compile;
+pub use expr::{
+    fib, CmpOp, CtKey, Expr, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
+};
+pub use udata::MAX_COMMENT_LEN;
