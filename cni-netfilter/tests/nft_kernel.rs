@@ -262,3 +262,25 @@ fn set_elements_come_and_go_without_touching_the_rule_that_looks_them_up() {
     );
     assert!(text.contains("ip saddr @blocked drop"), "{text}");
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_invalid_rule_anywhere_in_a_transaction_is_refused_before_the_first_change() {
+    let ns = netns("nf-invalid");
+    let mut tx = Transaction::new(Table::new(Family::Ip, "t"));
+    tx.ensure_table()
+        .ensure_chain(Chain::new("c"))
+        .add_rule(tagged("c", "fine"))
+        .add_rule(
+            Rule::new("c")
+                .matching(Match::source(net("fd00::1")))
+                .comment("v6 in ip"),
+        );
+    let err = try_nft(&ns, |nft| nft.apply(&tx)).unwrap_err();
+    assert!(matches!(err, FilterError::Invalid { .. }), "{err:?}");
+    assert_eq!(
+        cni_types::Error::from(err).code,
+        cni_types::Code::INVALID_NETWORK_CONFIG
+    );
+    assert_eq!(ruleset(&ns), serde_json::json!({"nftables": []}));
+}

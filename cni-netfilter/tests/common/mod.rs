@@ -101,3 +101,20 @@ pub fn try_nft<T: Send>(
     });
     opened.unwrap()
 }
+
+/// Runs `f` with an iptables backend of `variant` inside `netns`: the
+/// commands it starts run in the namespace of the thread that starts them.
+pub fn try_iptables<T: Send>(
+    netns: &TempNetns,
+    variant: cni_netfilter::iptables::Variant,
+    f: impl FnOnce(
+            &mut cni_netfilter::iptables::IptablesBackend,
+        ) -> Result<T, cni_netfilter::FilterError>
+        + Send,
+) -> Result<T, cni_netfilter::FilterError> {
+    let ran = netns.run(|_| {
+        let mut backend = cni_netfilter::iptables::IptablesBackend::with_variant(variant);
+        Ok::<_, BoxError>(f(&mut backend))
+    });
+    ran.unwrap()
+}
