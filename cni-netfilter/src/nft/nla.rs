@@ -122,6 +122,6 @@ mod tests {
         assert_eq!(parsed[0], (1, &b"t\0"[..]));
         assert_eq!(string(parsed[0].1).unwrap(), "t");
         assert_eq!(parsed[1].0, 4);
-        assert_eq!(number(&parse(parsed[1].1).unwrap()[0].1).unwrap(), 0x10);
+        assert_eq!(number(parse(parsed[1].1).unwrap()[0].1).unwrap(), 0x10);
     }
 }
