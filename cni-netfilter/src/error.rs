@@ -123,19 +123,14 @@ impl From<FilterError> for Error {
     /// [`FilterError::Unsupported`]: both come from what the configuration
     /// asked for. Code 999 (internal) for the rest, as the reference
     /// plugins answer for a failed `iptables` or `nft`. `details` carries
-    /// the cause (`No such file or directory (os error 2)`), when there is
-    /// one.
+    /// the cause (`caused by: No such file or directory (os error 2)`),
+    /// as [`Error::internal`] gives it.
     fn from(err: FilterError) -> Error {
-        let code = match &err {
-            FilterError::Invalid { .. } | FilterError::Unsupported { .. } => {
-                Code::INVALID_NETWORK_CONFIG
-            }
-            _ => Code::INTERNAL,
-        };
-        let details = std::error::Error::source(&err)
-            .map(|s| s.to_string())
-            .unwrap_or_default();
-        Error::new(code, err.to_string()).with_details(details)
+        let mut cni = Error::internal(&err);
+        if let FilterError::Invalid { .. } | FilterError::Unsupported { .. } = err {
+            cni.code = Code::INVALID_NETWORK_CONFIG;
+        }
+        cni
     }
 }
 

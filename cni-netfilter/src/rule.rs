@@ -304,19 +304,7 @@ impl Action {
 /// Checks an interface name of a match: 1 to 15 bytes (`IFNAMSIZ` less
 /// its NUL) of printable ASCII without quotes or backslash.
 pub(crate) fn validate_ifname(name: &str) -> Result<(), crate::FilterError> {
-    let reason = if name.is_empty() {
-        "is empty".to_string()
-    } else if name.len() > 15 {
-        "is longer than 15 bytes".to_string()
-    } else if let Some(c) = name
-        .chars()
-        .find(|c| !c.is_ascii_graphic() || matches!(c, '"' | '\'' | '\\'))
-    {
-        format!("contains {c:?}")
-    } else {
-        return Ok(());
-    };
-    Err(crate::FilterError::invalid("interface name", name, reason))
+    crate::table::validate_word("interface name", name, 15)
 }
 
 /// Checks a comment: at most `max` bytes, no control characters, and no

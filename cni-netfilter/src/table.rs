@@ -273,13 +273,21 @@ pub(crate) const MAX_NAME_LEN: usize = 255;
 /// (iptables would read an option). The iptables backend also checks its
 /// own, shorter limit.
 pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), FilterError> {
-    let reason = if name.is_empty() {
+    if name.starts_with(['-', '!']) {
+        return Err(FilterError::invalid(what, name, "starts with '-' or '!'"));
+    }
+    validate_word(what, name, MAX_NAME_LEN)
+}
+
+/// Checks one word of a rule (a name, an interface): 1 to `max` bytes of
+/// printable ASCII without whitespace, quotes or backslash, so that both
+/// backends read it back as it was given.
+pub(crate) fn validate_word(what: &'static str, word: &str, max: usize) -> Result<(), FilterError> {
+    let reason = if word.is_empty() {
         "is empty".to_string()
-    } else if name.len() > MAX_NAME_LEN {
-        format!("is longer than {MAX_NAME_LEN} bytes")
-    } else if name.starts_with(['-', '!']) {
-        "starts with '-' or '!'".to_string()
-    } else if let Some(c) = name
+    } else if word.len() > max {
+        format!("is longer than {max} bytes")
+    } else if let Some(c) = word
         .chars()
         .find(|c| !c.is_ascii_graphic() || matches!(c, '"' | '\'' | '\\'))
     {
@@ -287,7 +295,7 @@ pub(crate) fn validate_name(what: &'static str, name: &str) -> Result<(), Filter
     } else {
         return Ok(());
     };
-    Err(FilterError::invalid(what, name, reason))
+    Err(FilterError::invalid(what, word, reason))
 }
 
 #[cfg(test)]

@@ -1,17 +1,11 @@
 //! [`NftBackend`]: transactions as one nf_tables batch each.
 
-use std::collections::HashMap;
-
-use super::compile::compile;
-use super::expr::Expr;
-use super::message::{self, Batch, Kind};
+use super::message::{Batch, Kind};
 use super::nla::{self, Attrs};
+use super::plan;
 use super::socket::NftSocket;
 use super::udata::comment_of;
-use crate::table::validate_name;
-use crate::{
-    Backend, BackendKind, Chain, FilterError, ListedRule, Op, RuleHandle, Table, Transaction,
-};
+use crate::{Backend, BackendKind, FilterError, ListedRule, Op, RuleHandle, Table, Transaction};
 
 /// How often a transaction that depends on a listing is tried when the
 /// ruleset changed between the listing and the batch.
@@ -75,7 +69,7 @@ impl NftBackend {
     }
 
     fn run(&mut self, tx: &Transaction, commit: bool) -> Result<(), FilterError> {
-        validate(tx)?;
+        plan::validate(tx)?;
         let lists = tx.ops().iter().any(|op| {
             matches!(
                 op,
@@ -97,7 +91,7 @@ impl NftBackend {
                 None
             };
             let begin = self.socket.reserve(0);
-            let batch = self.build(tx, Batch::new(begin, genid))?.finish(commit);
+            let batch = plan::build(self, tx, Batch::new(begin, genid))?.finish(commit);
             self.socket.reserve(batch.described.len() + 1);
             if batch.described.is_empty() {
                 return Ok(());
@@ -116,99 +110,6 @@ impl NftBackend {
             return Err(FilterError::kernel(op, object, refusal.errno));
         }
         unreachable!("the loop returns")
-    }
-
-    /// The batch for `tx`, with listings done now.
-    fn build(&mut self, tx: &Transaction, mut batch: Batch) -> Result<Batch, FilterError> {
-        let table = tx.table();
-        let mut set_ids = HashMap::new();
-        let chain_of = |name: &str| format!("chain {table} {name}");
-        for op in tx.ops() {
-            match op {
-                Op::EnsureTable => {
-                    batch.push(message::new_table(table)?, "add", format!("table {table}"))
-                }
-                Op::DeleteTable => {
-                    if self.list_tables(table.family)?.contains(&table.name) {
-                        batch.push(
-                            message::del_table(table),
-                            "delete",
-                            format!("table {table}"),
-                        );
-                    }
-                }
-                Op::EnsureChain(chain) => batch.push(
-                    message::new_chain(table, chain)?,
-                    "add",
-                    chain_of(&chain.name),
-                ),
-                Op::FlushChain(name) => {
-                    batch.push(message::flush_chain(table, name), "flush", chain_of(name))
-                }
-                Op::DeleteChain(name) => {
-                    if self.list_chains(table)?.contains(name) {
-                        batch.push(message::flush_chain(table, name), "flush", chain_of(name));
-                        batch.push(message::del_chain(table, name), "delete", chain_of(name));
-                    }
-                }
-                Op::AddRule(rule) => {
-                    let mut exprs = compile(rule, table.family)?;
-                    for expr in &mut exprs {
-                        if let Expr::Lookup { set, set_id, .. } = expr {
-                            *set_id = set_ids.get(set.as_str()).copied();
-                        }
-                    }
-                    let req =
-                        message::new_rule(table, &rule.chain, &exprs, rule.comment.as_deref())?;
-                    let object = match &rule.comment {
-                        Some(c) => format!("{} (comment {c:?})", chain_of(&rule.chain)),
-                        None => chain_of(&rule.chain),
-                    };
-                    batch.push(req, "add rule to", object);
-                }
-                Op::DeleteRule(rule) => batch.push(
-                    delete(table, rule)?,
-                    "delete rule of",
-                    describe(table, rule),
-                ),
-                Op::DeleteRulesByComment { chain, comment } => {
-                    for rule in self.find_rules(table, chain, comment)? {
-                        batch.push(
-                            delete(table, &rule)?,
-                            "delete rule of",
-                            describe(table, &rule),
-                        );
-                    }
-                }
-                Op::AddSet(set) => {
-                    let id = set_ids.len() as u32 + 1;
-                    set_ids.insert(set.name.as_str(), id);
-                    batch.push(
-                        message::new_set(table, set, id),
-                        "add",
-                        format!("set {table} {}", set.name),
-                    );
-                }
-                Op::AddElements { set, elements } | Op::DeleteElements { set, elements } => {
-                    let add = matches!(op, Op::AddElements { .. });
-                    let keys = elements
-                        .iter()
-                        .map(|e| e.key_bytes(set))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let verb = if add {
-                        "add elements to"
-                    } else {
-                        "delete elements of"
-                    };
-                    batch.push(
-                        message::set_elements(table, set, &keys, add),
-                        verb,
-                        format!("set {table} {}", set.name),
-                    );
-                }
-            }
-        }
-        Ok(batch)
     }
 }
 
@@ -273,65 +174,6 @@ impl Backend for NftBackend {
         }
         Ok(chains)
     }
-}
-
-/// Checks every name, comment and rule of `tx` before anything is sent.
-fn validate(tx: &Transaction) -> Result<(), FilterError> {
-    let table = tx.table();
-    validate_name("table name", &table.name)?;
-    let check_chain = |chain: &Chain| -> Result<(), FilterError> {
-        validate_name("chain name", &chain.name)?;
-        message::new_chain(table, chain).map(drop)
-    };
-    message::new_table(table)?;
-    for op in tx.ops() {
-        match op {
-            Op::EnsureChain(chain) => check_chain(chain)?,
-            Op::FlushChain(name) | Op::DeleteChain(name) => validate_name("chain name", name)?,
-            Op::DeleteRulesByComment { chain, .. } => validate_name("chain name", chain)?,
-            Op::AddRule(rule) => {
-                validate_name("chain name", &rule.chain)?;
-                if let Some(target) = rule.action.as_ref().and_then(|a| a.target_chain()) {
-                    validate_name("chain name", target)?;
-                }
-                message::new_rule(
-                    table,
-                    &rule.chain,
-                    &compile(rule, table.family)?,
-                    rule.comment.as_deref(),
-                )?;
-            }
-            Op::DeleteRule(rule) => drop(delete(table, rule)?),
-            Op::AddSet(set) => validate_name("set name", &set.name)?,
-            Op::AddElements { set, elements } | Op::DeleteElements { set, elements } => {
-                validate_name("set name", &set.name)?;
-                for element in elements {
-                    element.key_bytes(set)?;
-                }
-            }
-            Op::EnsureTable | Op::DeleteTable => {}
-        }
-    }
-    Ok(())
-}
-
-fn delete(table: &Table, rule: &ListedRule) -> Result<message::Request, FilterError> {
-    match &rule.handle {
-        RuleHandle::Nft(handle) => Ok(message::del_rule(table, &rule.chain, *handle)),
-        RuleHandle::Iptables(spec) => Err(FilterError::invalid(
-            "rule handle",
-            spec.clone(),
-            "was listed by the iptables backend",
-        )),
-    }
-}
-
-fn describe(table: &Table, rule: &ListedRule) -> String {
-    let handle = match &rule.handle {
-        RuleHandle::Nft(h) => h.to_string(),
-        RuleHandle::Iptables(spec) => spec.clone(),
-    };
-    format!("chain {table} {} (handle {handle})", rule.chain)
 }
 
 /// The first attribute `kind` of an nf_tables payload.

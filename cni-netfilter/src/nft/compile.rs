@@ -5,8 +5,9 @@ use std::net::IpAddr;
 
 use cni_types::IpNetwork;
 
-use super::expr::{
-    fib, CmpOp, CtKey, Expr, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
+use super::expr::Expr;
+use super::keys::{
+    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
 };
 use crate::rule::validate_ifname;
 use crate::{Action, Family, FilterError, Match, Protocol, Rule};

@@ -9,8 +9,10 @@
 //!   expressions nft itself would make of the same rule text.
 //! - [`Expr`] (`expr.rs`): the expressions (payload, meta, cmp, bitwise,
 //!   immediate and verdicts, lookup, nat, masq, fib, ct, counter) and
-//!   their encoding, in libnftnl's attribute order.
-//! - `message.rs`: tables, chains, rules, sets and the batch around them;
+//!   their encoding, in libnftnl's attribute order; their operands
+//!   ([`Register`], [`MetaKey`], [`Verdict`] ..) in `keys.rs`.
+//! - `plan.rs`: a transaction checked whole, then turned into one batch;
+//!   `message.rs`: tables, chains, rules, sets and the batch around them;
 //!   `socket.rs`: acknowledgements, bounded dumps, interrupted dumps read
 //!   again; `udata.rs`: comments as libnftnl stores them; `nla.rs`:
 //!   attributes.
@@ -18,8 +20,10 @@
 mod backend;
 mod compile;
 mod expr;
+mod keys;
 mod message;
 mod nla;
+mod plan;
 mod socket;
 mod udata;
 
@@ -28,7 +32,8 @@ mod tests;
 
 pub use backend::NftBackend;
 pub use compile::compile;
-pub use expr::{
-    fib, CmpOp, CtKey, Expr, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
+pub use expr::Expr;
+pub use keys::{
+    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
 };
 pub use udata::MAX_COMMENT_LEN;
