@@ -92,9 +92,10 @@ impl FilterError {
 
     /// The CNI error for this, with the plugin's own code.
     pub fn with_code(self, code: Code) -> Error {
-        let mut err = Error::from(self);
-        err.code = code;
-        err
+        Error {
+            code,
+            ..Error::from(self)
+        }
     }
 
     pub(crate) fn invalid(
