@@ -76,7 +76,8 @@ impl NftBackend {
                 Op::DeleteRulesByComment { .. } | Op::DeleteChain(_) | Op::DeleteTable
             )
         });
-        for attempt in 1.. {
+        let mut attempt = 1;
+        loop {
             let genid = if lists {
                 Some(
                     self.socket
@@ -100,16 +101,18 @@ impl NftBackend {
                 return Ok(());
             };
             if refusal.index == 0 && refusal.errno == ERESTART && attempt < ATTEMPTS {
+                // Another writer committed since the listing: list again.
+                attempt += 1;
                 continue;
             }
-            let (op, object) = match refusal.index.checked_sub(1) {
-                Some(i) => batch.described.get(i).cloned(),
-                None => Some(("apply", format!("a batch on table {}", tx.table()))),
-            }
-            .unwrap_or(("apply", format!("a batch on table {}", tx.table())));
+            // Index 0 is the batch itself (a past generation, no permission).
+            let (op, object) = refusal
+                .index
+                .checked_sub(1)
+                .and_then(|i| batch.described.get(i).cloned())
+                .unwrap_or(("apply", format!("a batch on table {}", tx.table())));
             return Err(FilterError::kernel(op, object, refusal.errno));
         }
-        unreachable!("the loop returns")
     }
 }
 

@@ -242,8 +242,21 @@ impl Batch {
         }
     }
 
-    /// Adds a request, described for errors as `op object`.
-    pub(crate) fn push(&mut self, req: Request, op: &'static str, object: String) {
+    /// Adds a request, described for errors as `op object`; one with an
+    /// attribute too long for netlink is refused.
+    pub(crate) fn push(
+        &mut self,
+        req: Request,
+        op: &'static str,
+        object: String,
+    ) -> Result<(), FilterError> {
+        if req.attrs.overflow {
+            return Err(FilterError::invalid(
+                "request",
+                format!("{op} {object}"),
+                "has an attribute over 65535 bytes; split it",
+            ));
+        }
         let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
         encode(
             &mut self.bytes,
@@ -255,6 +268,7 @@ impl Batch {
             &req.attrs.buf,
         );
         self.described.push((op, object));
+        Ok(())
     }
 
     /// The finished batch; without `BATCH_END` (`commit == false`) the

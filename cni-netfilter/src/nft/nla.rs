@@ -13,6 +13,9 @@ const NLA_F_NET_BYTEORDER: u16 = 0x4000;
 #[derive(Debug, Default)]
 pub(crate) struct Attrs {
     pub(crate) buf: Vec<u8>,
+    /// An attribute outgrew the 16-bit length field: the buffer is not
+    /// to be sent.
+    pub(crate) overflow: bool,
 }
 
 impl Attrs {
@@ -57,7 +60,10 @@ impl Attrs {
 
     /// Writes the length (without padding), then pads.
     fn finish(&mut self, start: usize) {
-        let len = (self.buf.len() - start) as u16;
+        let len = u16::try_from(self.buf.len() - start).unwrap_or_else(|_| {
+            self.overflow = true;
+            u16::MAX
+        });
         self.buf[start..start + 2].copy_from_slice(&len.to_ne_bytes());
         self.buf.resize(self.buf.len().next_multiple_of(4), 0);
     }
@@ -108,6 +114,15 @@ pub(crate) fn malformed(reason: impl Into<String>) -> FilterError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attribute_too_long_for_its_length_field_is_flagged_not_wrapped() {
+        let mut attrs = Attrs::default();
+        attrs.bytes(1, &[0; 65531]);
+        assert!(!attrs.overflow, "65535 bytes with the header fit");
+        attrs.bytes(1, &[0; 65532]);
+        assert!(attrs.overflow);
+    }
 
     #[test]
     fn attributes_are_padded_and_nested_ones_flagged() {

@@ -81,7 +81,7 @@ pub(super) fn build(
     for op in tx.ops() {
         match op {
             Op::EnsureTable => {
-                batch.push(message::new_table(table)?, "add", format!("table {table}"))
+                batch.push(message::new_table(table)?, "add", format!("table {table}"))?
             }
             Op::DeleteTable => {
                 if nft.list_tables(table.family)?.contains(&table.name) {
@@ -89,21 +89,21 @@ pub(super) fn build(
                         message::del_table(table),
                         "delete",
                         format!("table {table}"),
-                    );
+                    )?;
                 }
             }
             Op::EnsureChain(chain) => batch.push(
                 message::new_chain(table, chain)?,
                 "add",
                 chain_of(&chain.name),
-            ),
+            )?,
             Op::FlushChain(name) => {
-                batch.push(message::flush_chain(table, name), "flush", chain_of(name))
+                batch.push(message::flush_chain(table, name), "flush", chain_of(name))?
             }
             Op::DeleteChain(name) => {
                 if nft.list_chains(table)?.contains(name) {
-                    batch.push(message::flush_chain(table, name), "flush", chain_of(name));
-                    batch.push(message::del_chain(table, name), "delete", chain_of(name));
+                    batch.push(message::flush_chain(table, name), "flush", chain_of(name))?;
+                    batch.push(message::del_chain(table, name), "delete", chain_of(name))?;
                 }
             }
             Op::AddRule(rule) => {
@@ -118,20 +118,20 @@ pub(super) fn build(
                     Some(c) => format!("{} (comment {c:?})", chain_of(&rule.chain)),
                     None => chain_of(&rule.chain),
                 };
-                batch.push(req, "add rule to", object);
+                batch.push(req, "add rule to", object)?;
             }
             Op::DeleteRule(rule) => batch.push(
                 delete(table, rule)?,
                 "delete rule of",
                 describe(table, rule),
-            ),
+            )?,
             Op::DeleteRulesByComment { chain, comment } => {
                 for rule in nft.find_rules(table, chain, comment)? {
                     batch.push(
                         delete(table, &rule)?,
                         "delete rule of",
                         describe(table, &rule),
-                    );
+                    )?;
                 }
             }
             Op::AddSet(set) => {
@@ -141,7 +141,7 @@ pub(super) fn build(
                     message::new_set(table, set, id),
                     "add",
                     format!("set {table} {}", set.name),
-                );
+                )?;
             }
             Op::AddElements { set, elements } | Op::DeleteElements { set, elements } => {
                 let add = matches!(op, Op::AddElements { .. });
@@ -158,7 +158,7 @@ pub(super) fn build(
                     message::set_elements(table, set, &keys, add),
                     verb,
                     format!("set {table} {}", set.name),
-                );
+                )?;
             }
         }
     }

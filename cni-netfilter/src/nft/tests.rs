@@ -80,3 +80,36 @@ fn rules_a_table_cannot_hold_are_refused_before_encoding() {
     });
     assert!(compile(&v4_dnat_in_ip6, Family::Ip6).is_err());
 }
+
+/// What the retry of a listing transaction relies on: a batch tied to a
+/// generation that has passed is refused whole, at its begin message,
+/// with `ERESTART`.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_batch_tied_to_a_past_generation_is_refused_whole() {
+    use super::message::{new_table, Batch};
+    use super::socket::NftSocket;
+
+    let netns = cni_net::testing::TempNetns::new("nf-genid").unwrap();
+    let refusal = netns
+        .run(|_| {
+            let mut socket = NftSocket::open()?;
+            let listed = socket.generation()?;
+            let send = |socket: &mut NftSocket, name: &str, genid| {
+                let mut batch = Batch::new(socket.reserve(2), Some(genid));
+                batch
+                    .push(
+                        new_table(&Table::new(Family::Ip, name)).unwrap(),
+                        "add",
+                        name.into(),
+                    )
+                    .unwrap();
+                socket.send_batch(&batch.finish(true)).unwrap()
+            };
+            assert_eq!(send(&mut socket, "first", listed), None);
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(send(&mut socket, "second", listed))
+        })
+        .unwrap();
+    let refusal = refusal.expect("the second batch is refused");
+    assert_eq!((refusal.index, refusal.errno), (0, 85));
+}
