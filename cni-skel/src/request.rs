@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use cni_types::{CniArgs, Code, Error, NetConf, Result100, ValidAttachments};
+use cni_types::{CniArgs, Error, NetConf, Result100, ValidAttachments};
 use cni_version::peek_fields;
 use serde::de::DeserializeOwned;
 
@@ -44,9 +44,9 @@ use crate::{Command, TraceContext};
 ///             .unwrap()
 ///         });
 ///         assert_eq!(ifname, "eth0");
-///         Ok(Reply::Empty)
+///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
 ///     }
-///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
 /// }
 ///
 /// let out = TestRequest::new("ADD")
@@ -118,9 +118,9 @@ impl<C> Request<'_, C> {
     ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
     ///         let args: Args = req.cni_args_as()?;
     ///         req.log(format_args!("pod {:?}", args.K8S_POD_NAME));
-    ///         Ok(Reply::Empty)
+    ///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
     ///     }
-    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     ///
     /// let out = TestRequest::new("ADD")
@@ -170,15 +170,15 @@ impl<C> Request<'_, C> {
     /// struct Gc;
     /// impl Plugin for Gc {
     ///     type Config = NetConf;
-    ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
-    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
-    ///     fn gc(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+    ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into()) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
+    ///     fn gc(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
     ///         let valid = req.valid_attachments()?;
     ///         if valid.is_unspecified() {
     ///             req.log("GC: no cni.dev/valid-attachments, releasing nothing");
     ///         }
     ///         assert!(valid.keeps("c1", "eth0"));
-    ///         Ok(Reply::Empty)
+    ///         Ok(())
     ///     }
     /// }
     /// let out: Outcome = cni_skel::TestRequest::new("GC")
@@ -193,14 +193,12 @@ impl<C> Request<'_, C> {
             &self.stdin,
             ["cni.dev/valid-attachments", "cni.dev/attachments"],
         )
-        .map_err(|e| Error::new(Code::DECODING_FAILURE, e.to_string()))?;
+        .map_err(|e| Error::decoding("the network configuration", e))?;
         let given = |v: Option<serde_json::Value>| v.filter(|v| !v.is_null());
         match given(valid).or(given(legacy)) {
             None => Ok(ValidAttachments::Unspecified),
-            Some(v) => serde_json::from_value(v).map_err(|e| {
-                Error::new(Code::DECODING_FAILURE, "invalid cni.dev/valid-attachments")
-                    .with_details(e.to_string())
-            }),
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| Error::decoding("cni.dev/valid-attachments", e)),
         }
     }
 
@@ -239,7 +237,7 @@ impl<T> Request<'_, NetConf<T>> {
     ///         }
     ///         Ok(result.into())
     ///     }
-    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     ///
     /// let add = TestRequest::new("ADD")
@@ -370,27 +368,25 @@ mod tests {
     struct LogsFromTwoThreads;
     impl Plugin for LogsFromTwoThreads {
         type Config = NetConf;
-        fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+        fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
+            Err("not used".into())
+        }
+        fn del(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
             req.log("main 1");
             std::thread::scope(|s| s.spawn(|| req.log("other")).join())
                 .map_err(|_| "the scoped thread panicked")?;
             req.log("main 2");
             std::thread::scope(|s| s.spawn(|| req.log("other, last")).join())
                 .map_err(|_| "the scoped thread panicked")?;
-            Ok(Reply::Empty)
-        }
-        fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
-            Ok(Reply::Empty)
+            Ok(())
         }
     }
 
     #[test]
     fn lines_logged_on_another_thread_reach_stderr_in_order() {
-        let out = TestRequest::new("ADD")
+        let out = TestRequest::new("DEL")
             .env("CNI_CONTAINERID", "c1")
             .env("CNI_IFNAME", "eth0")
-            .env("CNI_NETNS", "/run/netns/x")
-            .env("CNI_NETNS_OVERRIDE", "1")
             .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"t"}"#)
             .run(&LogsFromTwoThreads, &PluginInfo::all());
         assert_eq!(out.exit_code, 0);
