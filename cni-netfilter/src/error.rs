@@ -120,18 +120,25 @@ impl FilterError {
 }
 
 impl From<FilterError> for Error {
-    /// Code 7 (invalid network config) for [`FilterError::Invalid`] and
-    /// [`FilterError::Unsupported`]: both come from what the configuration
-    /// asked for. Code 999 (internal) for the rest, as the reference
-    /// plugins answer for a failed `iptables` or `nft`. `details` carries
-    /// the cause (`caused by: No such file or directory (os error 2)`),
-    /// as [`Error::internal`] gives it.
+    /// Code 7 (invalid network config) for [`FilterError::Invalid`]
+    /// ([`Error::invalid_config`]: `msg` names what, `details` the value
+    /// and why) and [`FilterError::Unsupported`]: both come from what the
+    /// configuration asked for. Code 999 (internal) for the rest, as the
+    /// reference plugins answer for a failed `iptables` or `nft`, with the
+    /// cause in `details` as [`Error::internal`] gives it.
     fn from(err: FilterError) -> Error {
-        let mut cni = Error::internal(&err);
-        if let FilterError::Invalid { .. } | FilterError::Unsupported { .. } = err {
-            cni.code = Code::INVALID_NETWORK_CONFIG;
+        match err {
+            FilterError::Invalid {
+                what,
+                value,
+                reason,
+            } => Error::invalid_config(what, format!("{value:?}: {reason}")),
+            FilterError::Unsupported { .. } => Error {
+                code: Code::INVALID_NETWORK_CONFIG,
+                ..Error::internal(&err)
+            },
+            other => Error::internal(&other),
         }
-        cni
     }
 }
 
@@ -154,8 +161,13 @@ mod tests {
 
     #[test]
     fn descriptions_a_backend_cannot_apply_are_configuration_errors() {
-        let bad = FilterError::invalid("chain name", "a b", "contains whitespace");
-        assert_eq!(Error::from(bad).code, Code::INVALID_NETWORK_CONFIG);
+        let bad = FilterError::invalid("chain name", "a b", "contains ' '");
+        let cni = Error::from(bad);
+        assert_eq!(cni.code, Code::INVALID_NETWORK_CONFIG);
+        assert_eq!(
+            (cni.msg.as_str(), cni.details.as_str()),
+            ("invalid chain name", "\"a b\": contains ' '")
+        );
         let unsupported = FilterError::Unsupported {
             backend: BackendKind::Iptables,
             what: "an inet table".into(),
