@@ -49,6 +49,17 @@ pub enum Op {
     DeleteChain(String),
     /// Appends a rule to its chain.
     AddRule(Rule),
+    /// Appends a rule given as nf_tables expressions (nftables only): the
+    /// escape hatch for what [`Match`](crate::Match) and
+    /// [`Action`](crate::Action) do not say.
+    AddNftRule {
+        /// The chain it goes into.
+        chain: String,
+        /// Its expressions, in order.
+        exprs: Vec<crate::nft::Expr>,
+        /// The comment it is found again by.
+        comment: Option<String>,
+    },
     /// Deletes a rule found by [`Backend::list_rules`](crate::Backend::list_rules).
     DeleteRule(ListedRule),
     /// Deletes the rules of a chain whose comment matches, found when the

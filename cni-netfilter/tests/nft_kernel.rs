@@ -139,6 +139,17 @@ fn ensuring_tables_and_chains_again_keeps_them_and_their_rules() {
             )
             .with_comment("dnat"),
         );
+        tx.ensure_chain(cni_netfilter::Chain::base(
+            "forward",
+            cni_netfilter::BaseChain {
+                policy: Some(cni_netfilter::Policy::Drop),
+                ..cni_netfilter::BaseChain::new(
+                    cni_netfilter::ChainType::Filter,
+                    cni_netfilter::Hook::Forward,
+                    cni_netfilter::priority::FILTER,
+                )
+            },
+        ));
         tx
     };
     let mut first = ensure();
@@ -283,4 +294,35 @@ fn an_invalid_rule_anywhere_in_a_transaction_is_refused_before_the_first_change(
         cni_types::Code::INVALID_NETWORK_CONFIG
     );
     assert_eq!(ruleset(&ns), serde_json::json!({"nftables": []}));
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_rule_given_as_expressions_lands_as_written_with_its_comment() {
+    use cni_netfilter::nft::{CmpOp, CtKey, Expr, Register, Verdict};
+    let ns = netns("nf-raw");
+    let mut tx = skeleton(Family::Ip);
+    tx.push(cni_netfilter::Op::AddNftRule {
+        chain: "c".into(),
+        exprs: vec![
+            Expr::Ct {
+                key: CtKey::Mark,
+                dreg: Register::R1,
+            },
+            Expr::Cmp {
+                op: CmpOp::Eq,
+                sreg: Register::R1,
+                data: 1u32.to_ne_bytes().to_vec(),
+            },
+            Expr::Counter,
+            Expr::Verdict(Verdict::Accept),
+        ],
+        comment: Some("raw".into()),
+    });
+    with_nft(&ns, |nft| Ok(nft.apply(&tx)?));
+    let text = run_in(&ns, "nft", &["list", "ruleset"], "");
+    assert!(
+        text.contains("ct mark 0x00000001 counter packets 0 bytes 0 accept comment \"raw\""),
+        "{text}"
+    );
 }

@@ -131,6 +131,7 @@ impl IptablesBackend {
                     }
                 }
                 Op::DeleteTable
+                | Op::AddNftRule { .. }
                 | Op::AddSet(_)
                 | Op::AddElements { .. }
                 | Op::DeleteElements { .. } => return Err(unsupported(format!("{op:?}"))),

@@ -36,6 +36,14 @@ pub(super) fn validate(tx: &Transaction) -> Result<(), FilterError> {
                     rule.comment.as_deref(),
                 )?;
             }
+            Op::AddNftRule {
+                chain,
+                exprs,
+                comment,
+            } => {
+                validate_name("chain name", chain)?;
+                message::new_rule(table, chain, exprs, comment.as_deref())?;
+            }
             Op::DeleteRule(rule) => drop(delete(table, rule)?),
             Op::AddSet(set) => validate_name("set name", &set.name)?,
             Op::AddElements { set, elements } | Op::DeleteElements { set, elements } => {
@@ -107,18 +115,19 @@ pub(super) fn build(
                 }
             }
             Op::AddRule(rule) => {
-                let mut exprs = compile(rule, table.family)?;
-                for expr in &mut exprs {
-                    if let Expr::Lookup { set, set_id, .. } = expr {
-                        *set_id = set_ids.get(set.as_str()).copied();
-                    }
-                }
-                let req = message::new_rule(table, &rule.chain, &exprs, rule.comment.as_deref())?;
-                let object = match &rule.comment {
-                    Some(c) => format!("{} (comment {c:?})", chain_of(&rule.chain)),
-                    None => chain_of(&rule.chain),
-                };
-                batch.push(req, "add rule to", object)?;
+                let exprs = compile(rule, table.family)?;
+                let comment = rule.comment.as_deref();
+                let req = add_rule(table, &rule.chain, exprs, comment, &set_ids)?;
+                batch.push(req, "add rule to", rule_object(table, &rule.chain, comment))?;
+            }
+            Op::AddNftRule {
+                chain,
+                exprs,
+                comment,
+            } => {
+                let comment = comment.as_deref();
+                let req = add_rule(table, chain, exprs.clone(), comment, &set_ids)?;
+                batch.push(req, "add rule to", rule_object(table, chain, comment))?;
             }
             Op::DeleteRule(rule) => batch.push(
                 delete(table, rule)?,
@@ -163,4 +172,31 @@ pub(super) fn build(
         }
     }
     Ok(batch)
+}
+
+/// A rule's message, its lookups naming the sets created earlier in the
+/// batch by their id too.
+fn add_rule(
+    table: &Table,
+    chain: &str,
+    mut exprs: Vec<Expr>,
+    comment: Option<&str>,
+    set_ids: &HashMap<&str, u32>,
+) -> Result<message::Request, FilterError> {
+    for expr in &mut exprs {
+        if let Expr::Lookup { set, set_id, .. } = expr {
+            if let Some(id) = set_ids.get(set.as_str()) {
+                *set_id = Some(*id);
+            }
+        }
+    }
+    message::new_rule(table, chain, &exprs, comment)
+}
+
+/// `chain FAMILY TABLE CHAIN (comment "...")`, for errors.
+fn rule_object(table: &Table, chain: &str, comment: Option<&str>) -> String {
+    match comment {
+        Some(c) => format!("chain {table} {chain} (comment {c:?})"),
+        None => format!("chain {table} {chain}"),
+    }
 }
