@@ -173,6 +173,10 @@ impl Backend for IptablesBackend {
                 None
             };
             let script = self.script(tx, saved.as_ref())?;
+            if script.lines().count() == 2 {
+                // Only `*table` and `COMMIT`: nothing to change.
+                return Ok(());
+            }
             match command::run(
                 &program,
                 &["--noflush", "-w"],

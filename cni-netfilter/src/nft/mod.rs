@@ -10,7 +10,9 @@
 //! - [`Expr`] (`expr.rs`): the expressions (payload, meta, cmp, bitwise,
 //!   immediate and verdicts, lookup, nat, masq, fib, ct, counter) and
 //!   their encoding, in libnftnl's attribute order; their operands
-//!   ([`Register`], [`MetaKey`], [`Verdict`] ..) in `keys.rs`.
+//!   ([`Register`], [`MetaKey`], [`Verdict`] ..) in `keys.rs`. A rule
+//!   can also be given as expressions
+//!   ([`Op::AddNftRule`](crate::Op::AddNftRule)).
 //! - `plan.rs`: a transaction checked whole, then turned into one batch;
 //!   `message.rs`: tables, chains, rules, sets and the batch around them;
 //!   `socket.rs`: acknowledgements, bounded dumps, interrupted dumps read
