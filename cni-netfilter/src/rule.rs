@@ -125,6 +125,10 @@ pub enum Match {
     /// `tcp dport N` / `--dport N`; needs a [`Match::Protocol`] of TCP,
     /// UDP or SCTP before it.
     DestinationPort(u16),
+    /// `tcp dport { N, M }` / `-m multiport --dports N,M`: any of the
+    /// ports (nft makes an anonymous set of them); needs a
+    /// [`Match::Protocol`] of TCP, UDP or SCTP before it.
+    DestinationPorts(Vec<u16>),
     /// `iifname NAME` / `-i NAME`.
     InInterface {
         /// The interface name.

@@ -59,6 +59,8 @@ fn hostport(id: &str, port: u16, container: &str) -> Transaction {
         )
         .add_rule(
             Rule::new("CNI-HOSTPORT-DNAT")
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPorts(vec![port, port + 100]))
                 .then(Action::Jump(chain))
                 .comment(format!("dnat name: \"cni0\" id: \"{id}\"")),
         );
@@ -92,8 +94,8 @@ fn rules_land_as_iptables_save_prints_them_and_go_by_comment_with_both_variants(
                 "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
                 "-A CNI-DN-a -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.5:80",
                 "-A CNI-DN-b -p tcp -m tcp --dport 8081 -j DNAT --to-destination 10.88.0.6:80",
-                "-A CNI-HOSTPORT-DNAT -m comment --comment \"dnat name: \\\"cni0\\\" id: \\\"a\\\"\" -j CNI-DN-a",
-                "-A CNI-HOSTPORT-DNAT -m comment --comment \"dnat name: \\\"cni0\\\" id: \\\"b\\\"\" -j CNI-DN-b",
+                "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"cni0\\\" id: \\\"a\\\"\" -m multiport --dports 8080,8180 -j CNI-DN-a",
+                "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"cni0\\\" id: \\\"b\\\"\" -m multiport --dports 8081,8181 -j CNI-DN-b",
             ],
             "{variant:?}"
         );

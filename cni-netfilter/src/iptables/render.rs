@@ -48,6 +48,19 @@ pub(crate) fn render(rule: &Rule, family: Family) -> Result<Vec<String>, FilterE
                 extensions.push(port.to_string());
                 flag
             }
+            Match::DestinationPorts(ports) => {
+                if !protocol.is_some_and(|p| p.has_ports()) || ports.is_empty() {
+                    return Err(FilterError::invalid(
+                        "port list",
+                        format!("{ports:?}"),
+                        "needs ports and a TCP, UDP or SCTP protocol match before it",
+                    ));
+                }
+                let list: Vec<_> = ports.iter().map(u16::to_string).collect();
+                extensions.extend(["-m", "multiport", "--dports"].map(String::from));
+                extensions.push(list.join(","));
+                "--dports"
+            }
             Match::LocalDestination => {
                 extensions.extend(["-m", "addrtype", "--dst-type", "LOCAL"].map(String::from));
                 "--dst-type"
@@ -213,6 +226,16 @@ mod tests {
         assert_eq!(
             rendered(dnat, Family::Ip),
             "-p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.5:80"
+        );
+        // portmap's entry rule: comment before the multiport match.
+        let entry = Rule::new("CNI-HOSTPORT-DNAT")
+            .matching(Match::Protocol(Protocol::Tcp))
+            .matching(Match::DestinationPorts(vec![8080, 8081]))
+            .then(Action::Jump("CNI-DN-x".into()))
+            .comment("dnat name: \"cni0\" id: \"abc\"");
+        assert_eq!(
+            rendered(entry, Family::Ip),
+            r#"-p tcp -m comment --comment "dnat name: \"cni0\" id: \"abc\"" -m multiport --dports 8080,8081 -j CNI-DN-x"#
         );
         // ipmasq's masquerade rule, with its comment after the address.
         let masq = Rule::new("CNI-x")

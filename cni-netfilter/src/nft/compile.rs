@@ -10,14 +10,35 @@ use super::keys::{
     fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
 };
 use crate::rule::validate_ifname;
-use crate::{Action, Family, FilterError, Match, Protocol, Rule};
+use crate::{Action, Family, FilterError, Match, Protocol, Rule, SetKey};
+
+/// A rule's expressions, and the anonymous sets its lookups need (nft's
+/// `tcp dport { 80, 443 }`), to be created in the same batch before it.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    pub(crate) exprs: Vec<Expr>,
+    pub(crate) sets: Vec<AnonymousSet>,
+}
+
+/// An anonymous set: constant, bound to the one rule that looks it up.
+#[derive(Debug)]
+pub(crate) struct AnonymousSet {
+    /// The index of its lookup in the rule's expressions.
+    pub(crate) lookup: usize,
+    pub(crate) key: SetKey,
+    pub(crate) elements: Vec<Vec<u8>>,
+}
+
+/// The name nft gives every anonymous set; the kernel numbers it.
+pub(crate) const ANONYMOUS_SET: &str = "__set%d";
 
 /// The expressions of `rule` in a table of `family`, or why it cannot be
 /// one (an IPv6 address in an `ip` table, a port without a protocol).
-pub fn compile(rule: &Rule, family: Family) -> Result<Vec<Expr>, FilterError> {
+pub(crate) fn compile(rule: &Rule, family: Family) -> Result<Compiled, FilterError> {
     let mut c = Compiler {
         family,
         out: Vec::new(),
+        sets: Vec::new(),
         nfproto: None,
         l4: None,
     };
@@ -30,12 +51,16 @@ pub fn compile(rule: &Rule, family: Family) -> Result<Vec<Expr>, FilterError> {
     if let Some(action) = &rule.action {
         c.action(action)?;
     }
-    Ok(c.out)
+    Ok(Compiled {
+        exprs: c.out,
+        sets: c.sets,
+    })
 }
 
 struct Compiler {
     family: Family,
     out: Vec<Expr>,
+    sets: Vec<AnonymousSet>,
     /// The IP version already checked (`meta nfproto`), in an inet table.
     nfproto: Option<bool>,
     /// The protocol matched so far, which ports need.
@@ -62,6 +87,7 @@ impl Compiler {
             }
             Match::SourcePort(port) => self.port(0, *port),
             Match::DestinationPort(port) => self.port(2, *port),
+            Match::DestinationPorts(ports) => self.ports(2, ports),
             Match::InInterface { name, negate } => self.ifname(MetaKey::Iifname, name, *negate),
             Match::OutInterface { name, negate } => self.ifname(MetaKey::Oifname, name, *negate),
             Match::LocalDestination => {
@@ -213,6 +239,32 @@ impl Compiler {
         self.payload(PayloadBase::Transport, offset, 2);
         self.cmp(CmpOp::Eq, port.to_be_bytes().to_vec());
         Ok(())
+    }
+
+    /// `tcp dport { 80, 443 }`: one port is a comparison, several a
+    /// lookup in an anonymous set.
+    fn ports(&mut self, offset: u32, ports: &[u16]) -> Result<(), FilterError> {
+        match ports {
+            [] => Err(FilterError::invalid("port list", "[]", "names no port")),
+            [port] => self.port(offset, *port),
+            [first, ..] => {
+                // Checks the protocol as a single port would.
+                self.port(offset, *first)?;
+                self.out.pop();
+                self.sets.push(AnonymousSet {
+                    lookup: self.out.len(),
+                    key: SetKey::InetService,
+                    elements: ports.iter().map(|p| p.to_be_bytes().to_vec()).collect(),
+                });
+                self.out.push(Expr::Lookup {
+                    sreg: Register::R1,
+                    set: ANONYMOUS_SET.to_string(),
+                    set_id: None,
+                    invert: false,
+                });
+                Ok(())
+            }
+        }
     }
 
     /// `iifname NAME`: nft compares all 16 bytes (`IFNAMSIZ`), the name

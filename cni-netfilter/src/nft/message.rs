@@ -1,10 +1,11 @@
 //! nf_tables messages (tables, chains, rules, sets) and the batch that
 //! carries them to the kernel as one transaction.
 
+use super::compile::ANONYMOUS_SET;
 use super::expr::Expr;
 use super::nla::Attrs;
 use super::udata::comment_udata;
-use crate::{Chain, Family, FilterError, Policy, Set, Table};
+use crate::{Chain, Family, FilterError, Policy, Set, SetKey, Table};
 
 /// `NFNL_SUBSYS_NFTABLES`: the high byte of every nf_tables message type.
 const SUBSYS_NFTABLES: u16 = 10;
@@ -18,6 +19,8 @@ pub(crate) const NLM_F_ACK: u16 = 0x4;
 pub(crate) const NLM_F_DUMP: u16 = 0x300;
 const NLM_F_CREATE: u16 = 0x400;
 const NLM_F_APPEND: u16 = 0x800;
+const NFT_SET_ANONYMOUS: u32 = 0x1;
+const NFT_SET_CONSTANT: u32 = 0x2;
 
 /// The nf_tables message types used here (`NFT_MSG_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +170,28 @@ pub(crate) fn new_set(table: &Table, set: &Set, id: u32) -> Request {
     req
 }
 
-/// `add element` / `delete element`.
-pub(crate) fn set_elements(table: &Table, set: &Set, keys: &[Vec<u8>], add: bool) -> Request {
+/// An anonymous set as nft makes one: constant, named by the kernel,
+/// known to the rule of the same batch by `id`.
+pub(crate) fn new_anonymous_set(table: &Table, key: SetKey, id: u32, size: u32) -> Request {
+    let mut req = Request::new(Kind::NewSet, NLM_F_CREATE, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, ANONYMOUS_SET);
+    req.attrs.u32(3, NFT_SET_ANONYMOUS | NFT_SET_CONSTANT);
+    req.attrs.u32(4, key.datatype());
+    req.attrs.u32(5, key.len());
+    req.attrs.u32(10, id);
+    req.attrs.nested(9, |desc| desc.u32(1, size));
+    req
+}
+
+/// `add element` / `delete element`; `id` names a set of the same batch.
+pub(crate) fn set_elements(
+    table: &Table,
+    set: &str,
+    id: Option<u32>,
+    keys: &[Vec<u8>],
+    add: bool,
+) -> Request {
     let (kind, flags) = if add {
         (Kind::NewSetElem, NLM_F_CREATE)
     } else {
@@ -176,7 +199,10 @@ pub(crate) fn set_elements(table: &Table, set: &Set, keys: &[Vec<u8>], add: bool
     };
     let mut req = Request::new(kind, flags, table.family);
     req.attrs.str(1, &table.name);
-    req.attrs.str(2, &set.name);
+    req.attrs.str(2, set);
+    if let Some(id) = id {
+        req.attrs.u32(4, id);
+    }
     req.attrs.nested(3, |list| {
         for key in keys {
             list.nested(1, |elem| elem.nested(1, |k| k.bytes(1, key)));

@@ -5,8 +5,9 @@
 //! - [`NftBackend`] (`backend.rs`): the [`Backend`](crate::Backend); one
 //!   batch per transaction, deletions by comment tied to the ruleset
 //!   generation they were listed in.
-//! - [`compile`] (`compile.rs`): a [`Rule`](crate::Rule) as the
-//!   expressions nft itself would make of the same rule text.
+//! - `compile.rs`: a [`Rule`](crate::Rule) as the expressions nft itself
+//!   would make of the same rule text (and the anonymous sets of its
+//!   port lists).
 //! - [`Expr`] (`expr.rs`): the expressions (payload, meta, cmp, bitwise,
 //!   immediate and verdicts, lookup, nat, masq, fib, ct, counter) and
 //!   their encoding, in libnftnl's attribute order; their operands
@@ -33,7 +34,6 @@ mod udata;
 mod tests;
 
 pub use backend::NftBackend;
-pub use compile::compile;
 pub use expr::Expr;
 pub use keys::{
     fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,

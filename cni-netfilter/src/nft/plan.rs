@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::compile::compile;
+use super::compile::{compile, ANONYMOUS_SET};
 use super::expr::Expr;
 use super::message::{self, Batch};
 use super::NftBackend;
@@ -32,7 +32,7 @@ pub(super) fn validate(tx: &Transaction) -> Result<(), FilterError> {
                 message::new_rule(
                     table,
                     &rule.chain,
-                    &compile(rule, table.family)?,
+                    &compile(rule, table.family)?.exprs,
                     rule.comment.as_deref(),
                 )?;
             }
@@ -85,6 +85,7 @@ pub(super) fn build(
 ) -> Result<Batch, FilterError> {
     let table = tx.table();
     let mut set_ids = HashMap::new();
+    let mut anonymous = 0;
     let chain_of = |name: &str| format!("chain {table} {name}");
     for op in tx.ops() {
         match op {
@@ -115,7 +116,23 @@ pub(super) fn build(
                 }
             }
             Op::AddRule(rule) => {
-                let exprs = compile(rule, table.family)?;
+                let compiled = compile(rule, table.family)?;
+                let mut exprs = compiled.exprs;
+                for set in compiled.sets {
+                    // Ids after the named sets' and the earlier rules' sets.
+                    let id = set_ids.len() as u32 + anonymous + 1;
+                    anonymous += 1;
+                    let size = set.elements.len() as u32;
+                    let object = format!("an anonymous set in table {table}");
+                    let req = message::new_anonymous_set(table, set.key, id, size);
+                    batch.push(req, "add", object.clone())?;
+                    let req =
+                        message::set_elements(table, ANONYMOUS_SET, Some(id), &set.elements, true);
+                    batch.push(req, "add elements to", object)?;
+                    if let Some(Expr::Lookup { set_id, .. }) = exprs.get_mut(set.lookup) {
+                        *set_id = Some(id);
+                    }
+                }
                 let comment = rule.comment.as_deref();
                 let req = add_rule(table, &rule.chain, exprs, comment, &set_ids)?;
                 batch.push(req, "add rule to", rule_object(table, &rule.chain, comment))?;
@@ -164,7 +181,7 @@ pub(super) fn build(
                     "delete elements of"
                 };
                 batch.push(
-                    message::set_elements(table, set, &keys, add),
+                    message::set_elements(table, &set.name, None, &keys, add),
                     verb,
                     format!("set {table} {}", set.name),
                 )?;
