@@ -15,7 +15,9 @@
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
-use tests::{global_addrs, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
+use tests::{
+    global_addrs, ip, ours_with_reference_host_local, plugin_bin_dir, reference_plugin_dir, NetNs,
+};
 
 const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
 /// The MAC a scenario asks for; kept in results, unlike generated ones.
@@ -30,9 +32,9 @@ enum Side {
 
 fn dirs(side: Side) -> NetDirs {
     // Ours first: our `bridge`, `tuning`, `loopback` shadow the reference
-    // ones; `host-local` comes from the reference directory either way.
+    // ones; `host-local` is the reference's on both sides.
     let path = match side {
-        Side::Ours => vec![plugin_bin_dir(), reference_plugin_dir()],
+        Side::Ours => ours_with_reference_host_local(),
         Side::Reference => vec![reference_plugin_dir()],
     };
     NetDirs::new("vs-reference-", path)
