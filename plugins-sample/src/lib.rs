@@ -42,6 +42,7 @@ pub mod agent;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+mod ipmasq;
 pub mod loopback;
 pub mod noop;
 pub mod ptp;

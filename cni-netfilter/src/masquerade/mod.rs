@@ -43,7 +43,7 @@ mod iptables;
 mod names;
 mod nftables;
 
-use cni_types::{IpNetwork, ValidAttachments};
+use cni_types::{Error, IpNetwork, ValidAttachments};
 
 pub use names::{chain_name, iptables_comment, nft_comment};
 pub use nftables::{table as nft_table, CHECKS as NFT_CHECKS_CHAIN, TABLE as NFT_TABLE};
@@ -60,6 +60,25 @@ pub struct Attachment<'a> {
     pub ifname: &'a str,
     /// `CNI_CONTAINERID`.
     pub container_id: &'a str,
+}
+
+/// Reads a plugin's `ipMasqBackend`: `None` when absent (the default),
+/// else the backend; anything but `"iptables"` and `"nftables"` is code 7
+/// naming the field, before anything changes.
+///
+/// Go: plugins `ip.SetupIPMasqForNetworks` ("unknown ipmasq backend"),
+/// which refuses it only once the container is set up.
+pub fn requested_backend(ip_masq_backend: Option<&str>) -> Result<Option<BackendKind>, Error> {
+    ip_masq_backend
+        .map(|b| {
+            b.parse::<BackendKind>().map_err(|_| {
+                Error::invalid_config(
+                    "ipMasqBackend",
+                    format!("{b:?}: must be \"iptables\" or \"nftables\""),
+                )
+            })
+        })
+        .transpose()
 }
 
 /// Masquerades traffic from each of `addresses` (the container's, with

@@ -38,11 +38,7 @@ pub fn chain_name(network: &str, container_id: &str) -> String {
 ///
 /// Go: plugins `utils.FormatComment`.
 pub fn iptables_comment(network: &str, container_id: &str) -> String {
-    format!(
-        "name: {} id: {}",
-        go_quote(network),
-        go_quote(container_id)
-    )
+    format!("name: {} id: {}", go_quote(network), go_quote(container_id))
 }
 
 /// The hash that starts the nftables comments of every attachment of

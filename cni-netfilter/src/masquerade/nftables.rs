@@ -9,8 +9,8 @@ use super::names::{instance_hash, network_hash, nft_comment};
 use super::Attachment;
 use crate::nft::NftBackend;
 use crate::{
-    priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, FilterError, Hook,
-    Match, Rule, Table, Transaction,
+    priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, FilterError, Hook, Match,
+    Rule, Table, Transaction,
 };
 
 /// The table's name.

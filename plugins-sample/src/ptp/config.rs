@@ -1,6 +1,6 @@
 //! ptp's configuration, validated before anything changes.
 
-use cni_netfilter::BackendKind;
+use cni_netfilter::{masquerade, BackendKind};
 use cni_types::Error;
 use serde::Deserialize;
 
@@ -42,30 +42,12 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     let ipam = ipam_type(req).ok_or_else(|| {
         Error::invalid_config("ipam.type", "missing: ptp gets its addresses from IPAM")
     })?;
-    let backend = masquerade_backend(req)?;
+    let backend = masquerade::requested_backend(f.ip_masq_backend.as_deref())?;
     Ok(Plan {
         ipam,
         mtu,
         masquerade: f.ip_masq.then_some(backend),
     })
-}
-
-/// `ipMasqBackend`, parsed: code 7 naming the field for anything but
-/// `iptables` and `nftables`.
-fn masquerade_backend(req: &Req) -> Result<Option<BackendKind>, Error> {
-    req.config
-        .plugin
-        .ip_masq_backend
-        .as_deref()
-        .map(|b| {
-            b.parse::<BackendKind>().map_err(|_| {
-                Error::invalid_config(
-                    "ipMasqBackend",
-                    format!("{b:?}: must be \"iptables\" or \"nftables\""),
-                )
-            })
-        })
-        .transpose()
 }
 
 /// `ipam.type`, when there is one.

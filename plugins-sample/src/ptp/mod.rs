@@ -44,9 +44,11 @@
 //! Go: containernetworking/plugins `plugins/main/ptp`.
 
 use cni_net::{LinkKind, Netlink, Netns};
-use cni_netfilter::masquerade::{self, Attachment};
+use cni_netfilter::masquerade;
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Error, Interface, IpNetwork, NetConf, Result100, SpecVersion};
+use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
+
+use crate::ipmasq::{addresses, attachment};
 
 mod config;
 mod setup;
@@ -62,15 +64,6 @@ pub const ABOUT: &str = "CNI ptp sample plugin v0.1.0";
 pub struct Ptp;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
-
-/// The attachment whose masquerading this request names.
-fn attachment<'a>(req: &'a Req) -> Attachment<'a> {
-    Attachment {
-        network: &req.config.name,
-        ifname: &req.ifname,
-        container_id: &req.container_id,
-    }
-}
 
 impl Plugin for Ptp {
     type Config = NetConf<Fields>;
@@ -113,7 +106,9 @@ impl Plugin for Ptp {
     fn del(&self, req: &Req) -> Result<(), BoxError> {
         // A namespace that is gone took the pair with it.
         let removed = Netns::of_for_del(req).and_then(|netns| match netns {
-            Some(netns) => Ok(delete_container_end(&mut netns.socket()?, &req.ifname)?),
+            Some(netns) => Ok(netns
+                .socket()?
+                .delete_link_returning_addresses(&req.ifname)?),
             None => Ok(Vec::new()),
         });
         // The reservation and the rules go whatever became of the pair.
@@ -179,11 +174,6 @@ impl Plugin for Ptp {
     }
 }
 
-/// The addresses of a result, with their prefix.
-fn addresses(result: &Result100) -> Vec<IpNetwork> {
-    result.ips.iter().map(|ip| ip.address).collect()
-}
-
 /// Everything after the pair exists: addresses and routes on both ends,
 /// masquerading, and the result's interfaces and DNS.
 fn attach(
@@ -218,44 +208,6 @@ fn attach(
         result.dns = dns;
     }
     Ok(())
-}
-
-/// Deletes the container end, returning its global unicast addresses
-/// (what the masquerading was set up for); none when it is gone.
-///
-/// Go: `ip.DelLinkByNameAddr`.
-fn delete_container_end(inside: &mut Netlink, ifname: &str) -> Result<Vec<IpNetwork>, Error> {
-    let Some(link) = inside.find_link(ifname)? else {
-        return Ok(Vec::new());
-    };
-    let addresses = inside.addresses(Some(link.index))?;
-    inside.delete_link(link.index)?;
-    Ok(addresses
-        .into_iter()
-        .map(|a| a.network)
-        .filter(|n| is_global_unicast(n.addr()))
-        .collect())
-}
-
-/// Go's `net.IP.IsGlobalUnicast`: not unspecified, loopback, multicast,
-/// link-local or the IPv4 broadcast address.
-fn is_global_unicast(ip: std::net::IpAddr) -> bool {
-    use std::net::IpAddr;
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_unspecified()
-                || v4.is_loopback()
-                || v4.is_multicast()
-                || v4.is_link_local()
-                || v4.is_broadcast())
-        }
-        IpAddr::V6(v6) => {
-            !(v6.is_unspecified()
-                || v6.is_loopback()
-                || v6.is_multicast()
-                || v6.is_unicast_link_local())
-        }
-    }
 }
 
 #[cfg(test)]
