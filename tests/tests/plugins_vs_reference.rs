@@ -171,7 +171,16 @@ fn links(args: &[&str]) -> Value {
 
 /// Routes of a namespace, link-local ones left out.
 fn routes(ns: &NetNs, family: &str) -> Value {
-    let out = ip(&["-n", ns.name(), "-j", family, "route", "show"]);
+    route_list(&["-n", ns.name(), "-j", family, "route", "show"])
+}
+
+/// The routes `ip ARGS` lists (null when it fails: the link is gone),
+/// link-local ones left out, sorted.
+fn route_list(args: &[&str]) -> Value {
+    let out = ip(args);
+    if !out.success() {
+        return json!(null);
+    }
     let mut routes: Vec<Value> = out
         .stdout_json()
         .as_array()
@@ -193,24 +202,6 @@ fn sysctl(ns: &NetNs, key: &str) -> Value {
         &format!("/proc/sys/{}", key.replace('.', "/")),
     ]);
     json!(out.stdout_str().trim())
-}
-
-/// The host's routes through link `name` (null when it is gone).
-fn host_routes(name: &str, family: &str) -> Value {
-    let out = ip(&["-j", family, "route", "show", "dev", name]);
-    if !out.success() {
-        return json!(null);
-    }
-    let mut routes: Vec<Value> = out
-        .stdout_json()
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| !r["dst"].as_str().unwrap_or("").starts_with("fe80"))
-        .map(|r| json!({"dst": r["dst"], "gateway": r["gateway"], "scope": r["scope"]}))
-        .collect();
-    routes.sort_by_key(|r| r.to_string());
-    json!(routes)
 }
 
 /// The host's `nat` rules (both families, as `iptables-save` prints
@@ -249,8 +240,8 @@ fn kernel(ns: &NetNs, bridge: Option<&str>, host: Option<(&str, &str)>) -> Value
     }
     if let Some((name, cid)) = host {
         state["host_end"] = links(&["-j", "-d", "addr", "show", "dev", name]);
-        state["host_routes4"] = host_routes(name, "-4");
-        state["host_routes6"] = host_routes(name, "-6");
+        state["host_routes4"] = route_list(&["-j", "-4", "route", "show", "dev", name]);
+        state["host_routes6"] = route_list(&["-j", "-6", "route", "show", "dev", name]);
         state["masquerade"] = masquerade_rules(cid);
     }
     state

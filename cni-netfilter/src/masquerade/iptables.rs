@@ -51,10 +51,9 @@ fn rules(net: &IpNetwork, at: &Attachment) -> [Rule; 3] {
 
 /// The addresses of one family.
 fn of_family(addresses: &[IpNetwork], family: Family) -> Vec<IpNetwork> {
-    let wanted = family == Family::Ip6;
     addresses
         .iter()
-        .filter(|a| !a.is_ipv4() == wanted)
+        .filter(|a| family.carries(!a.is_ipv4()))
         .copied()
         .collect()
 }

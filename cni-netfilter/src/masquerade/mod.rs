@@ -13,7 +13,7 @@
 //!   SUBNET masquerade` with the comment [`nft_comment`]: hashes of the
 //!   network and of the attachment, then a readable tail.
 //!
-//! [`setup`] uses one backend (asked for, or [`choose`](crate::choose)'s);
+//! [`setup`] uses one backend (asked for, or [`choose`]'s);
 //! [`teardown`] and [`gc`] clean both, as the reference does, since the
 //! rules may come from another version or configuration.
 //!
