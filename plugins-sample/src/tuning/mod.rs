@@ -3,37 +3,59 @@
 //!
 //! Chained after an interface plugin (a `prevResult` is required, code 7
 //! otherwise). ADD writes each `sysctl` (`net.*` only; `IFNAME` in a key
-//! stands for `CNI_IFNAME`), then saves the link's current MAC, MTU,
-//! promiscuous and all-multicast modes to `<dataDir>/<id>_<ifname>.json`
-//! (the reference's file, default directory `/run/cni/tuning`) and sets
-//! what the configuration asks; it returns `prevResult` with the new MAC.
-//! `args.cni` may override `sysctl` (merged), `mac`, `mtu`, `promisc` and
-//! `allmulti`; the MAC follows [`requested_mac`] with the reference
-//! tuning's precedence. DEL restores the saved values and removes the file.
-//! CHECK verifies every setting.
+//! stands for `CNI_IFNAME`, see [`cni_net::sysctl_for_ifname`]), then
+//! saves the link's current MAC, MTU, promiscuous and all-multicast modes
+//! to `<dataDir>/<id>_<ifname>.json` (the reference's file, default
+//! directory `/run/cni/tuning`) and sets what the configuration asks; it
+//! returns `prevResult` with the new MAC. `args.cni` may override `sysctl`
+//! (merged), `mac`, `mtu`, `promisc` and `allmulti`; the MAC follows
+//! [`requested_mac`](cni_types::conventions::requested_mac) with the
+//! reference tuning's precedence. DEL restores the saved values and
+//! removes the file. CHECK verifies every setting.
 //!
 //! ```json
 //! {"type": "tuning", "mtu": 1400, "mac": "02:00:00:00:00:07", "promisc": true,
 //!  "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}}
 //! ```
 //!
-//! Where we deliberately differ: a bad sysctl name or MAC is code 7 before
-//! anything changes (the reference fails half-way with code 999); `IFNAME`
-//! is replaced in CHECK too, and a dotted interface name works in a key;
-//! DEL removes the saved file when the namespace or link is gone (the
-//! reference leaves it behind); the result's MAC changes only on the
-//! container's interface, never on a host-side namesake.
+//! The modules: `config.rs` reads and validates the configuration,
+//! `backup.rs` keeps the values to restore, `apply.rs` sets, restores and
+//! compares the link's settings.
+//!
+//! Where we deliberately differ:
+//! - Everything is checked before anything changes, each failure code 7
+//!   naming the key: a sysctl name outside `net.*`, a sysctl value with a
+//!   newline or NUL, a sysctl the namespace lacks, a MAC no interface can
+//!   take (group or all-zero), an MTU outside 68..=65535, a `dataDir` that
+//!   is not a directory; a missing `CNI_IFNAME` is the link's error, also
+//!   first. The reference fails half-way, with code 999.
+//! - `IFNAME` is replaced in CHECK too, as v1.9 does (Debian's 1.1.1
+//!   reads `/proc/sys/net/ipv4/conf/IFNAME/...` and fails).
+//! - `txQLen` (reference v1.2 on) is code 2: this plugin does not set it.
+//! - The backup is written to a temporary file (mode 0600) and then given
+//!   its name, never in place; a second ADD keeps the values the first
+//!   saved and only adds new ones; a backup that is a link, a FIFO, too
+//!   long or not the reference's JSON is code 5 naming it (the reference
+//!   silently ignores it and leaves it behind). See `backup.rs`.
+//! - DEL removes the saved file when the namespace or link is gone (the
+//!   reference leaves it behind), and tries to restore every value even
+//!   when one fails.
+//! - The result's MAC changes only on the container's interface, never on
+//!   a host-side namesake.
 //!
 //! Go: containernetworking/plugins `plugins/meta/tuning`.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use cni_net::{Link, NetError, Netns};
+use cni_net::{Link, Netlink, Netns};
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{Code, Error, Mac, NetConf, Result100};
-use serde::{Deserialize, Serialize};
+use cni_types::{Code, Error, NetConf, Result100};
+
+mod apply;
+mod backup;
+mod config;
+
+use self::backup::Backup;
+pub use self::config::Fields;
+use self::config::{data_dir, Wanted};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI tuning sample plugin v0.1.0";
@@ -41,131 +63,11 @@ pub const ABOUT: &str = "CNI tuning sample plugin v0.1.0";
 /// Where the reference keeps the values to restore.
 pub const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
 
-/// The plugin's own configuration keys, as the reference names them.
-#[derive(Debug, Default, Deserialize)]
-pub struct Fields {
-    /// Where the original values are saved.
-    #[serde(rename = "dataDir", default)]
-    pub data_dir: Option<PathBuf>,
-    /// `net.*` sysctls to set in the namespace.
-    #[serde(default)]
-    pub sysctl: BTreeMap<String, String>,
-    /// The MAC address for the interface.
-    #[serde(default)]
-    pub mac: Option<String>,
-    /// Promiscuous mode on (false leaves it alone).
-    #[serde(default)]
-    pub promisc: bool,
-    /// The interface's MTU (0 leaves it alone).
-    #[serde(default)]
-    pub mtu: u32,
-    /// All-multicast mode on or off.
-    #[serde(default)]
-    pub allmulti: Option<bool>,
-}
-
-/// `args.cni`: per-attachment overrides of the same keys.
-#[derive(Debug, Default, Deserialize)]
-struct Overrides {
-    #[serde(default)]
-    sysctl: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    promisc: Option<bool>,
-    #[serde(default)]
-    mtu: Option<u32>,
-    #[serde(default)]
-    allmulti: Option<bool>,
-}
-
 /// The plugin.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Tuning;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
-
-/// What to set, validated: sysctl names resolved for `CNI_IFNAME`.
-#[derive(Debug, Clone)]
-struct Wanted {
-    sysctl: Vec<(String, String)>,
-    mac: Option<Mac>,
-    promisc: bool,
-    mtu: Option<u32>,
-    allmulti: Option<bool>,
-    data_dir: PathBuf,
-}
-
-impl Wanted {
-    /// Reads and validates the request; nothing has changed yet.
-    fn read(req: &Req) -> Result<Wanted, Error> {
-        let conf = &req.config;
-        let overrides: Overrides = match conf.args.as_ref().and_then(|a| a.0.get("cni")) {
-            None => Overrides::default(),
-            Some(cni) => Overrides::deserialize(cni).map_err(|e| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid args.cni")
-                    .with_details(e.to_string())
-            })?,
-        };
-        let mut sysctl = conf.plugin.sysctl.clone();
-        sysctl.extend(overrides.sysctl.unwrap_or_default());
-        // sysctl(8) writes a dot inside an interface name as '/'.
-        let ifname = req.ifname.replace('.', "/");
-        let sysctl = sysctl
-            .into_iter()
-            .map(|(key, value)| {
-                let name = key.replacen("IFNAME", &ifname, 1);
-                cni_net::sysctl_path(&name)?;
-                Ok((name, value))
-            })
-            .collect::<Result<_, NetError>>()?;
-        let mac = requested_mac(
-            conf,
-            &req.args,
-            conf.plugin.mac.as_deref(),
-            MacPrecedence::Tuning,
-        )?;
-        Ok(Wanted {
-            sysctl,
-            mac: mac.map(|m| m.mac),
-            promisc: overrides.promisc.unwrap_or(conf.plugin.promisc),
-            mtu: Some(overrides.mtu.unwrap_or(conf.plugin.mtu)).filter(|m| *m != 0),
-            allmulti: overrides.allmulti.or(conf.plugin.allmulti),
-            data_dir: data_dir(&conf.plugin),
-        })
-    }
-
-    fn changes_the_link(&self) -> bool {
-        self.mac.is_some() || self.mtu.is_some() || self.promisc || self.allmulti.is_some()
-    }
-}
-
-/// The values to restore on DEL, in the reference's file format
-/// (`configToRestore`).
-#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
-struct Saved {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    mac: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    promisc: Option<bool>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    mtu: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    allmulti: Option<bool>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// `dataDir`, else the reference's default.
-fn data_dir(fields: &Fields) -> PathBuf {
-    let dir = fields.data_dir.clone();
-    dir.filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or_else(|| DEFAULT_DATA_DIR.into())
-}
-
-fn saved_path(data_dir: &Path, req: &Req) -> PathBuf {
-    data_dir.join(format!("{}_{}.json", req.container_id, req.ifname))
-}
 
 fn previous(req: &Req) -> Result<Result100, BoxError> {
     let prev = req.config.prev_result.as_ref().ok_or_else(|| {
@@ -175,6 +77,36 @@ fn previous(req: &Req) -> Result<Result100, BoxError> {
     Ok(prev.to_current()?)
 }
 
+/// Code 7 for the first sysctl `netns` does not have.
+fn check_sysctls_exist(netns: &Netns, wanted: &Wanted) -> Result<(), Error> {
+    for s in &wanted.sysctl {
+        if !netns.has_sysctl(&s.name)? {
+            return Err(Error::new(
+                Code::INVALID_NETWORK_CONFIG,
+                format!(
+                    "sysctl {} does not exist in {}",
+                    s.key,
+                    netns.path().display()
+                ),
+            )
+            .with_details(format!(
+                "no file {}",
+                cni_net::sysctl_path(&s.name)?.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// DEL's way into the container: its socket and `CNI_IFNAME`, or `None`
+/// when there is nothing to restore on (no `CNI_NETNS`, a namespace that
+/// cannot be opened, no such link).
+fn container_link(req: &Req) -> Option<(Netlink, Link)> {
+    let mut nl = Netns::open(req.netns.as_ref()?).ok()?.socket().ok()?;
+    let link = nl.link_by_name(&req.ifname).ok()??;
+    Some((nl, link))
+}
+
 impl Plugin for Tuning {
     type Config = NetConf<Fields>;
 
@@ -182,15 +114,26 @@ impl Plugin for Tuning {
         let wanted = Wanted::read(req)?;
         let mut result = previous(req)?;
         let netns = Netns::of(req)?;
-        for (name, value) in &wanted.sysctl {
-            netns.set_sysctl(name, value)?;
-        }
+        check_sysctls_exist(&netns, &wanted)?;
+        let mut link_change = None;
         if wanted.changes_the_link() {
             let mut nl = netns.socket()?;
             let link = nl.link(&req.ifname)?;
-            save(&wanted, &link, &saved_path(&wanted.data_dir, req))?;
+            backup::prepare_dir(&wanted.data_dir)?;
+            let path = backup::path(&wanted.data_dir, req);
+            let earlier = Backup::read(&path)?;
+            link_change = Some((nl, link, path, earlier));
+        }
+        // Everything is checked: changes start here.
+        if let Some((_, link, path, earlier)) = &link_change {
+            Backup::merged(earlier.as_ref(), &wanted, link).save(path, earlier.as_ref())?;
+        }
+        for s in &wanted.sysctl {
+            netns.set_sysctl(&s.name, &s.value)?;
+        }
+        if let Some((mut nl, link, ..)) = link_change {
+            apply::apply(&mut nl, &link, &wanted)?;
             if let Some(mac) = wanted.mac {
-                nl.set_mac(link.index, mac)?;
                 let sandbox = netns.path().display().to_string();
                 for iface in &mut result.interfaces {
                     if iface.name == req.ifname
@@ -200,15 +143,6 @@ impl Plugin for Tuning {
                     }
                 }
             }
-            if wanted.promisc {
-                nl.set_promisc(link.index, true)?;
-            }
-            if let Some(mtu) = wanted.mtu {
-                nl.set_mtu(link.index, mtu)?;
-            }
-            if let Some(on) = wanted.allmulti {
-                nl.set_allmulti(link.index, on)?;
-            }
         }
         Ok(result.into())
     }
@@ -216,128 +150,60 @@ impl Plugin for Tuning {
     /// DEL reads only `dataDir` and the saved file: a configuration that
     /// ADD would refuse still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        let path = saved_path(&data_dir(&req.config.plugin), req);
-        let Ok(text) = std::fs::read(&path) else {
+        let path = backup::path(&data_dir(&req.config.plugin), req);
+        let Some(backup) = Backup::read(&path).transpose() else {
             return Ok(());
         };
-        let socket = req
-            .netns
-            .as_ref()
-            .and_then(|p| Netns::open(p).ok()?.socket().ok());
-        if let Some(mut nl) = socket {
-            if let Ok(Some(link)) = nl.link_by_name(&req.ifname) {
-                // A file we cannot read restores nothing rather than
-                // failing: a DEL that always fails blocks the runtime.
-                let saved: Saved = serde_json::from_slice(&text).unwrap_or_default();
-                restore(&mut nl, &link, &saved).map_err(|e| {
-                    Error::new(Code::INTERNAL, "failed to restore the interface")
-                        .with_details(e.to_string())
-                })?;
-            }
+        // With the namespace or the link gone there is nothing to restore
+        // on, and the file goes, even a bad one.
+        if let Some((mut nl, link)) = container_link(req) {
+            apply::restore(&mut nl, &link, &backup?)?;
         }
-        // Restored, or nothing left to restore it on.
-        std::fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
-        Ok(())
+        Ok(backup::remove(&path)?)
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let wanted = Wanted::read(req)?;
         previous(req)?;
         let netns = Netns::of(req)?;
-        let differs = |what: String| Error::new(Code::INTERNAL, what);
-        for (name, value) in &wanted.sysctl {
-            let live = netns.sysctl(name)?;
-            if live != *value {
-                return Err(differs(format!(
-                    "tuning configured value of {name} is {value}, current value is {live}"
-                ))
+        for s in &wanted.sysctl {
+            let live = netns.sysctl(&s.name)?;
+            if live != s.value {
+                return Err(Error::new(
+                    Code::INTERNAL,
+                    format!(
+                        "tuning configured value of {} is {}, current value is {live}",
+                        s.name, s.value
+                    ),
+                )
                 .into());
             }
         }
         let link = netns.socket()?.link(&req.ifname)?;
-        let ifname = &req.ifname;
-        if let Some(mac) = wanted.mac {
-            if link.mac != Some(mac) {
-                let live = link.mac.map(|m| m.to_string()).unwrap_or_default();
-                return Err(differs(format!(
-                    "tuning configured MAC of {ifname} is {mac}, current value is {live}"
-                ))
-                .into());
-            }
-        }
-        if link.promisc != wanted.promisc {
-            return Err(differs(format!(
-                "tuning configured promiscuous mode of {ifname} is {}, current value is {}",
-                wanted.promisc, link.promisc
-            ))
-            .into());
-        }
-        if let Some(mtu) = wanted.mtu.filter(|m| *m != link.mtu) {
-            return Err(differs(format!(
-                "tuning configured MTU of {ifname} is {mtu}, current value is {}",
-                link.mtu
-            ))
-            .into());
-        }
-        if let Some(on) = wanted.allmulti.filter(|on| *on != link.allmulti) {
-            return Err(differs(format!(
-                "tuning configured all-multicast mode of {ifname} is {on}, current value is {}",
-                link.allmulti
-            ))
-            .into());
-        }
-        Ok(())
+        Ok(apply::compare(&link, &wanted)?)
     }
-}
-
-/// Saves what `wanted` is about to change, as the reference does.
-fn save(wanted: &Wanted, link: &Link, path: &Path) -> Result<(), Error> {
-    let saved = Saved {
-        mac: wanted
-            .mac
-            .and(link.mac)
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-        promisc: wanted.promisc.then_some(link.promisc),
-        mtu: if wanted.mtu.is_some() { link.mtu } else { 0 },
-        allmulti: wanted.allmulti.map(|_| link.allmulti),
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-    let json = serde_json::to_vec_pretty(&saved).map_err(|e| Error::internal(&e))?;
-    std::fs::write(path, json).map_err(|e| Error::io("write", path, e))
-}
-
-/// Puts the saved values back.
-fn restore(nl: &mut cni_net::Netlink, link: &Link, saved: &Saved) -> Result<(), NetError> {
-    if saved.mtu != 0 {
-        nl.set_mtu(link.index, saved.mtu)?;
-    }
-    if let Ok(mac) = saved.mac.parse::<Mac>() {
-        nl.set_mac(link.index, mac)?;
-    }
-    if let Some(on) = saved.promisc {
-        nl.set_promisc(link.index, on)?;
-    }
-    if let Some(on) = saved.allmulti {
-        nl.set_allmulti(link.index, on)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
     use cni_net::testing::TempNetns;
     use cni_version::PluginInfo;
     use serde_json::{json, Value};
 
     use super::*;
 
-    /// A namespace with a veth pair, `eth0` inside.
-    fn netns() -> TempNetns {
+    /// A namespace with a veth pair, `ifname` inside.
+    fn netns_with(ifname: &str) -> TempNetns {
         let ns = TempNetns::new("tuning").unwrap();
-        ns.add_veth("eth0", "peer0", None).unwrap();
+        ns.add_veth(ifname, "peer0", None).unwrap();
         ns
+    }
+
+    fn netns() -> TempNetns {
+        netns_with("eth0")
     }
 
     fn conf(dir: &Path, fields: Value) -> String {
@@ -352,13 +218,34 @@ mod tests {
         conf.to_string()
     }
 
+    fn run_on(ns: &TempNetns, cmd: &str, ifname: &str, conf: &str) -> cni_skel::Outcome {
+        ns.request(cmd, ifname)
+            .stdin(conf.to_owned())
+            .run(&Tuning, &PluginInfo::all())
+    }
+
     fn run(ns: &TempNetns, cmd: &str, conf: &str) -> cni_skel::Outcome {
-        ns.request(cmd, "eth0")
+        run_on(ns, cmd, "eth0", conf)
+    }
+
+    /// The backup of `eth0` in `ns`.
+    fn backup_of(ns: &TempNetns, dir: &Path) -> std::path::PathBuf {
+        dir.join(format!("{}_eth0.json", ns.name()))
+    }
+
+    /// A request whose namespace does not exist: what is refused before
+    /// the namespace is opened is refused without root.
+    fn outside(cmd: &str, conf: &str) -> cni_skel::Outcome {
+        cni_skel::TestRequest::new(cmd)
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/tuning-test-absent")
+            .env("CNI_IFNAME", "eth0")
             .stdin(conf.to_owned())
             .run(&Tuning, &PluginInfo::all())
     }
 
     #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
     fn add_sets_the_link_and_sysctls_and_del_restores_the_link() {
         let ns = netns();
         let dir = tempfile::tempdir().unwrap();
@@ -396,6 +283,27 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn ifname_in_a_sysctl_key_takes_any_name_the_kernel_takes() {
+        for ifname in ["a+0", "a@x", "a\u{e9}", "eth0.100"] {
+            let ns = netns_with(ifname);
+            let dir = tempfile::tempdir().unwrap();
+            let conf = conf(
+                dir.path(),
+                json!({"sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1"}}),
+            );
+            let out = run_on(&ns, "ADD", ifname, &conf);
+            assert_eq!(out.exit_code, 0, "{ifname}: {:?}", out.error());
+            let file = format!("/proc/sys/net/ipv4/conf/{ifname}/arp_notify");
+            let live =
+                ns.run(|_| std::fs::read_to_string(&file).map_err(|e| Error::io("read", &file, e)));
+            assert_eq!(live.unwrap(), "1\n", "{ifname}");
+            assert_eq!(run_on(&ns, "CHECK", ifname, &conf).exit_code, 0, "{ifname}");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
     fn check_names_the_setting_that_drifted() {
         let ns = netns();
         let dir = tempfile::tempdir().unwrap();
@@ -413,37 +321,187 @@ mod tests {
     }
 
     #[test]
-    fn bad_input_is_code_7_and_changes_nothing() {
-        let ns = netns();
+    fn bad_values_are_refused_naming_the_key_before_the_namespace_is_opened() {
         let dir = tempfile::tempdir().unwrap();
-        for (fields, msg) in [
+        for (fields, code, msg) in [
             (
-                json!({"sysctl": {"kernel.hostname": "x"}, "mtu": 1300}),
+                json!({"sysctl": {"kernel.hostname": "x"}}),
+                7,
                 "kernel.hostname",
             ),
             (
-                json!({"mac": "02:00:00:00:00", "mtu": 1300}),
+                json!({"sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1\n"}}),
+                7,
+                "net.ipv4.conf.IFNAME.arp_notify",
+            ),
+            (
+                json!({"sysctl": {"net.ipv4.ip_forward": "1\u{0}"}}),
+                7,
+                "net.ipv4.ip_forward",
+            ),
+            (
+                json!({"args": {"cni": {"sysctl": {"net.ipv4.ip_forward": "0\n1"}}}}),
+                7,
+                "net.ipv4.ip_forward",
+            ),
+            (
+                json!({"mac": "02:00:00:00:00"}),
+                7,
                 "invalid MAC address in mac",
             ),
+            (
+                json!({"mac": "00:00:00:00:00:00"}),
+                7,
+                "invalid MAC address in mac",
+            ),
+            (json!({"mtu": 67}), 7, "invalid mtu"),
+            (json!({"args": {"cni": {"mtu": 65536}}}), 7, "invalid mtu"),
+            (json!({"txQLen": 1000}), 2, "txQLen"),
         ] {
-            let err = run(&ns, "ADD", &conf(dir.path(), fields)).error().unwrap();
-            assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
-            assert!(
-                format!("{} {}", err.msg, err.details).contains(msg),
-                "{err:?}"
-            );
+            let err = outside("ADD", &conf(dir.path(), fields.clone()))
+                .error()
+                .unwrap();
+            assert_eq!(err.code, Code(code), "{fields}: {err:?}");
+            assert!(err.msg.contains(msg), "{fields}: {err:?}");
         }
         let no_prev = json!({"cniVersion": "1.0.0", "name": "n", "type": "tuning"}).to_string();
-        let err = run(&ns, "ADD", &no_prev).error().unwrap();
+        let err = outside("ADD", &no_prev).error().unwrap();
         assert_eq!(
             (err.code, err.msg.as_str()),
             (Code::INVALID_NETWORK_CONFIG, "Required prevResult missing")
         );
-        assert_ne!(ns.socket().unwrap().link("eth0").unwrap().mtu, 1300);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_refused_add_changes_nothing() {
+        let ns = netns();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        let lo_key = "net.ipv4.conf.lo.arp_notify";
+        let lo = ns.sysctl(lo_key).unwrap();
+        let sysctl = json!({lo_key: if lo == "1" { "0" } else { "1" }});
+        for (ifname, fields, code, msg) in [
+            ("eth0", json!({"mtu": 20}), 7, "invalid mtu"),
+            (
+                "eth0",
+                json!({"mac": "00:00:00:00:00:00"}),
+                7,
+                "invalid MAC",
+            ),
+            (
+                "eth0",
+                json!({"mtu": 1300, "dataDir": file}),
+                7,
+                "is not a directory",
+            ),
+            (
+                "eth0",
+                json!({"mtu": 1300, "sysctl": {"net.ipv4.conf.IFNAME.no_such": "1"}}),
+                7,
+                "does not exist",
+            ),
+            ("eth9", json!({"mtu": 1300}), 999, "link \"eth9\" not found"),
+        ] {
+            let mut fields = fields;
+            let map = fields.as_object_mut().unwrap();
+            let own = map.remove("sysctl");
+            map.insert("sysctl".into(), own.unwrap_or_else(|| sysctl.clone()));
+            let err = run_on(&ns, "ADD", ifname, &conf(dir.path(), fields.clone()))
+                .error()
+                .unwrap();
+            assert_eq!(err.code, Code(code), "{fields}: {err:?}");
+            assert!(err.msg.contains(msg), "{fields}: {err:?}");
+            assert_eq!(ns.sysctl(lo_key).unwrap(), lo, "{fields}");
+            assert_ne!(ns.socket().unwrap().link("eth0").unwrap().mtu, 1300);
+            assert_eq!(
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                1,
+                "{fields}"
+            );
+        }
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_second_add_keeps_the_first_backup_so_del_restores_the_originals() {
+        let ns = netns();
+        let dir = tempfile::tempdir().unwrap();
+        let before = ns.socket().unwrap().link("eth0").unwrap();
+        let first = conf(dir.path(), json!({"mtu": 1300}));
+        assert_eq!(run(&ns, "ADD", &first).exit_code, 0);
+        let second = conf(dir.path(), json!({"mtu": 1280, "mac": "02:00:00:00:00:09"}));
+        assert_eq!(run(&ns, "ADD", &second).exit_code, 0);
+        assert_eq!(run(&ns, "DEL", &second).exit_code, 0);
+        let after = ns.socket().unwrap().link("eth0").unwrap();
+        assert_eq!((after.mtu, after.mac), (before.mtu, before.mac));
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn the_backup_is_private_and_never_written_through_a_link() {
+        let ns = netns();
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("tuning");
+        let conf = conf(&dir, json!({"mtu": 1300}));
+        assert_eq!(run(&ns, "ADD", &conf).exit_code, 0);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        let backup = backup_of(&ns, &dir);
+        assert_eq!(mode(&backup), 0o600);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        assert_eq!(run(&ns, "DEL", &conf).exit_code, 0);
+
+        let victim = top.path().join("victim");
+        std::fs::write(&victim, "{}").unwrap();
+        std::os::unix::fs::symlink(&victim, &backup).unwrap();
+        let err = run(&ns, "ADD", &conf).error().unwrap();
+        assert_eq!(err.code, Code::IO_FAILURE, "{err:?}");
+        assert!(err.msg.contains(&backup.display().to_string()), "{err:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "{}");
+        assert_ne!(ns.socket().unwrap().link("eth0").unwrap().mtu, 1300);
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn del_reports_a_truncated_or_oversized_backup_naming_it() {
+        let ns = netns();
+        let dir = tempfile::tempdir().unwrap();
+        let before = ns.socket().unwrap().link("eth0").unwrap().mtu;
+        let conf = conf(dir.path(), json!({"mtu": 1300}));
+        assert_eq!(run(&ns, "ADD", &conf).exit_code, 0);
+        let backup = backup_of(&ns, dir.path());
+        let whole = std::fs::read_to_string(&backup).unwrap();
+        let oversized = format!("{}{whole}", " ".repeat(5000));
+        for bad in [&whole[..whole.len() - 3], &oversized] {
+            std::fs::write(&backup, bad).unwrap();
+            let err = run(&ns, "DEL", &conf).error().unwrap();
+            assert_eq!(err.code, Code::IO_FAILURE, "{err:?}");
+            assert!(err.msg.contains(&backup.display().to_string()), "{err:?}");
+            assert!(backup.exists(), "a bad backup stays for the operator");
+        }
+        std::fs::write(&backup, whole).unwrap();
+        assert_eq!(run(&ns, "DEL", &conf).exit_code, 0);
+        assert_eq!(ns.socket().unwrap().link("eth0").unwrap().mtu, before);
+    }
+
+    #[test]
+    fn del_after_the_namespace_is_gone_removes_the_backup_even_a_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let backup = dir.path().join("c1_eth0.json");
+        std::fs::write(&backup, "{\"mtu\": 15").unwrap();
+        let out = outside("DEL", &conf(dir.path(), json!({})));
+        assert_eq!(out.exit_code, 0, "{:?}", out.error());
+        assert!(!backup.exists());
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
     fn del_of_a_configuration_add_refuses_still_succeeds() {
         let ns = netns();
         let dir = tempfile::tempdir().unwrap();
