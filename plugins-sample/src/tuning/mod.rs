@@ -45,6 +45,8 @@
 //!
 //! Go: containernetworking/plugins `plugins/meta/tuning`.
 
+use std::path::PathBuf;
+
 use cni_net::{Link, Netlink, Netns};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Code, Error, NetConf, Result100};
@@ -98,6 +100,35 @@ fn check_sysctls_exist(netns: &Netns, wanted: &Wanted) -> Result<(), Error> {
     Ok(())
 }
 
+/// What ADD finds before it changes the link: the link, and the backup
+/// that an earlier ADD left.
+struct LinkChange {
+    nl: Netlink,
+    link: Link,
+    /// The backup file's path.
+    backup: PathBuf,
+    earlier: Option<Backup>,
+}
+
+impl LinkChange {
+    /// Finds `CNI_IFNAME` and reads its backup, making `dataDir` if needed:
+    /// no link, a `dataDir` that is no directory or a bad backup fails
+    /// here, before anything changes.
+    fn prepare(netns: &Netns, req: &Req, wanted: &Wanted) -> Result<LinkChange, Error> {
+        let mut nl = netns.socket()?;
+        let link = nl.link(&req.ifname)?;
+        backup::prepare_dir(&wanted.data_dir)?;
+        let backup = backup::path(&wanted.data_dir, req);
+        let earlier = Backup::read(&backup)?;
+        Ok(LinkChange {
+            nl,
+            link,
+            backup,
+            earlier,
+        })
+    }
+}
+
 /// DEL's way into the container: its socket and `CNI_IFNAME`, or `None`
 /// when there is nothing to restore on (no `CNI_NETNS`, a namespace that
 /// cannot be opened, no such link).
@@ -115,24 +146,21 @@ impl Plugin for Tuning {
         let mut result = previous(req)?;
         let netns = Netns::of(req)?;
         check_sysctls_exist(&netns, &wanted)?;
-        let mut link_change = None;
-        if wanted.changes_the_link() {
-            let mut nl = netns.socket()?;
-            let link = nl.link(&req.ifname)?;
-            backup::prepare_dir(&wanted.data_dir)?;
-            let path = backup::path(&wanted.data_dir, req);
-            let earlier = Backup::read(&path)?;
-            link_change = Some((nl, link, path, earlier));
-        }
+        let link_change = if wanted.changes_the_link() {
+            Some(LinkChange::prepare(&netns, req, &wanted)?)
+        } else {
+            None
+        };
         // Everything is checked: changes start here.
-        if let Some((_, link, path, earlier)) = &link_change {
-            Backup::merged(earlier.as_ref(), &wanted, link).save(path, earlier.as_ref())?;
+        if let Some(change) = &link_change {
+            let backup = Backup::merged(change.earlier.as_ref(), &wanted, &change.link);
+            backup.save(&change.backup, change.earlier.as_ref())?;
         }
         for s in &wanted.sysctl {
             netns.set_sysctl(&s.name, &s.value)?;
         }
-        if let Some((mut nl, link, ..)) = link_change {
-            apply::apply(&mut nl, &link, &wanted)?;
+        if let Some(mut change) = link_change {
+            apply::apply(&mut change.nl, &change.link, &wanted)?;
             if let Some(mac) = wanted.mac {
                 let sandbox = netns.path().display().to_string();
                 for iface in &mut result.interfaces {
