@@ -62,9 +62,9 @@ pub(super) fn prepare_dir(data_dir: &Path) -> Result<(), Error> {
     match fs::metadata(data_dir) {
         Ok(meta) if meta.is_dir() => return Ok(()),
         Ok(_) => {
-            return Err(Error::new(
-                Code::INVALID_NETWORK_CONFIG,
-                format!("dataDir {} is not a directory", data_dir.display()),
+            return Err(Error::invalid_config(
+                "dataDir",
+                format_args!("{}: not a directory", data_dir.display()),
             ))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -88,10 +88,9 @@ impl Wanted {
         let conf = &req.config;
         let overrides: Overrides = match conf.args.as_ref().and_then(|a| a.0.get("cni")) {
             None => Overrides::default(),
-            Some(cni) => Overrides::deserialize(cni).map_err(|e| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid args.cni")
-                    .with_details(e.to_string())
-            })?,
+            Some(cni) => {
+                Overrides::deserialize(cni).map_err(|e| Error::invalid_config("args.cni", e))?
+            }
         };
         if let Some(asked) = conf.plugin.tx_qlen.as_ref().or(overrides.tx_qlen.as_ref()) {
             return Err(
@@ -118,17 +117,14 @@ impl Wanted {
         if let Some(zero) = mac.as_ref().filter(|m| m.mac == Mac([0; 6])) {
             // The kernel refuses it (EADDRNOTAVAIL), as it refuses a group
             // address, which requested_mac has refused already.
-            return Err(Error::new(
-                Code::INVALID_NETWORK_CONFIG,
-                format!("invalid MAC address in {}", zero.source),
-            )
-            .with_details(format!("{}: no interface can take it", zero.mac)));
+            return Err(Error::invalid_config(
+                &format!("MAC address in {}", zero.source),
+                format_args!("{}: no interface can take it", zero.mac),
+            ));
         }
         let mtu = Some(overrides.mtu.unwrap_or(conf.plugin.mtu)).filter(|m| *m != 0);
         if let Some(mtu) = mtu {
-            cni_net::validate_mtu(mtu).map_err(|e| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
-            })?;
+            cni_net::validate_mtu(mtu).map_err(|e| Error::invalid_config("mtu", e))?;
         }
         Ok(Wanted {
             sysctl,

@@ -83,18 +83,15 @@ fn previous(req: &Req) -> Result<Result100, BoxError> {
 fn check_sysctls_exist(netns: &Netns, wanted: &Wanted) -> Result<(), Error> {
     for s in &wanted.sysctl {
         if !netns.has_sysctl(&s.name)? {
-            return Err(Error::new(
-                Code::INVALID_NETWORK_CONFIG,
-                format!(
-                    "sysctl {} does not exist in {}",
-                    s.key,
+            let file = cni_net::sysctl_path(&s.name)?;
+            return Err(Error::invalid_config(
+                &format!("sysctl {}", s.key),
+                format_args!(
+                    "{} does not exist in {}",
+                    file.display(),
                     netns.path().display()
                 ),
-            )
-            .with_details(format!(
-                "no file {}",
-                cni_net::sysctl_path(&s.name)?.display()
-            )));
+            ));
         }
     }
     Ok(())
@@ -422,13 +419,13 @@ mod tests {
                 "eth0",
                 json!({"mtu": 1300, "dataDir": file}),
                 7,
-                "is not a directory",
+                "invalid dataDir",
             ),
             (
                 "eth0",
                 json!({"mtu": 1300, "sysctl": {"net.ipv4.conf.IFNAME.no_such": "1"}}),
                 7,
-                "does not exist",
+                "invalid sysctl net.ipv4.conf.IFNAME.no_such",
             ),
             ("eth9", json!({"mtu": 1300}), 999, "link \"eth9\" not found"),
         ] {
