@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use cni_types::IpConfig;
 
-use crate::{validate_ifname, NetError, Netns};
+use crate::{validate_ifname, NetError, Netns, Op};
 
 /// The word a configuration writes in a sysctl name for the interface the
 /// plugin works on (`net.ipv4.conf.IFNAME.arp_notify`), as the reference
@@ -21,12 +21,12 @@ const IFNAME: &str = "IFNAME";
 
 /// The file under `/proc/sys` of the sysctl `name` (`net.ipv4.ip_forward`).
 ///
-/// Only `net.*` names are taken (the rest is not per namespace). A part
-/// is any text but white space and control characters, as an interface
-/// name may be (`a+0`, `a@x`, `aé`); `/` in a part stands for a dot in
-/// the file's name, as in sysctl(8) (`net.ipv4.conf.eth0/100.forwarding`).
-/// A part that would read as `.` or `..` is refused, so no name leaves
-/// `/proc/sys/net`.
+/// Only `net.*` names are taken (the rest is not per namespace). Each
+/// dot-separated part is letters, digits, `_` and `-`, or `/`, which
+/// stands for a dot inside an interface name as in sysctl(8)
+/// (`net.ipv4.conf.eth0/100.forwarding`), or any interface name
+/// [`validate_ifname`] takes (`a+0`, `a@x`, `aé`); a part that would read
+/// as `.` or `..` is refused, so no name leaves `/proc/sys/net`.
 pub fn sysctl_path(name: &str) -> Result<PathBuf, NetError> {
     let invalid = |reason| NetError::InvalidSysctl {
         name: name.to_owned(),
@@ -40,12 +40,16 @@ pub fn sysctl_path(name: &str) -> Result<PathBuf, NetError> {
         if part.is_empty() {
             return Err(invalid("empty part"));
         }
-        if part.contains(|c: char| c.is_whitespace() || c.is_control()) {
-            return Err(invalid("a part holds white space or a control character"));
-        }
         let file = part.replace('/', ".");
         if file == "." || file == ".." {
             return Err(invalid("a part reads as '.' or '..'"));
+        }
+        // Any interface name is a part too (`net.ipv4.conf.a+0.arp_notify`).
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '/');
+        if !part.chars().all(plain) && validate_ifname(&file).is_err() {
+            return Err(invalid(
+                "parts may hold only letters, digits, '_', '-' and '/', or be an interface name",
+            ));
         }
         path.push(file);
     }
@@ -110,7 +114,7 @@ impl Netns {
     pub fn sysctl(&self, name: &str) -> Result<String, NetError> {
         let path = sysctl_path(name)?;
         let text = self.on_thread(|| {
-            std::fs::read_to_string(&path).map_err(NetError::kernel("read sysctl", name))
+            std::fs::read_to_string(&path).map_err(NetError::kernel(Op::ReadSysctl, name))
         })?;
         Ok(text.trim_end_matches('\n').to_owned())
     }
@@ -123,7 +127,7 @@ impl Netns {
         self.on_thread(|| match std::fs::metadata(&path) {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(NetError::kernel("look up sysctl", name)(e)),
+            Err(e) => Err(NetError::kernel(Op::ReadSysctl, name)(e)),
         })
     }
 
@@ -136,7 +140,7 @@ impl Netns {
         validate_sysctl_value(name, value)?;
         self.on_thread(|| {
             std::fs::write(&path, value).map_err(NetError::kernel(
-                "write sysctl",
+                Op::WriteSysctl,
                 format!("{name} = {value:?}"),
             ))
         })
@@ -170,6 +174,18 @@ mod tests {
         assert_eq!(
             sysctl_path("net.ipv4.conf.eth0/100.forwarding").unwrap(),
             PathBuf::from("/proc/sys/net/ipv4/conf/eth0.100/forwarding")
+        );
+    }
+
+    #[test]
+    fn any_interface_name_the_kernel_takes_is_a_part() {
+        assert_eq!(
+            sysctl_path("net.ipv4.conf.a+0.arp_notify").unwrap(),
+            PathBuf::from("/proc/sys/net/ipv4/conf/a+0/arp_notify")
+        );
+        assert_eq!(
+            sysctl_path("net.ipv6.conf.a\u{e9}/1.accept_dad").unwrap(),
+            PathBuf::from("/proc/sys/net/ipv6/conf/a\u{e9}.1/accept_dad")
         );
     }
 

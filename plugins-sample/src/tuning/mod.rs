@@ -37,9 +37,9 @@
 //!   saved and only adds new ones; a backup that is a link, a FIFO, too
 //!   long or not the reference's JSON is code 5 naming it (the reference
 //!   silently ignores it and leaves it behind). See `backup.rs`.
-//! - DEL removes the saved file when the namespace or link is gone (the
-//!   reference leaves it behind), and tries to restore every value even
-//!   when one fails.
+//! - DEL removes the saved file when the namespace ([`Netns::of_for_del`])
+//!   or the link is gone (the reference leaves it behind), and tries to
+//!   restore every value even when one fails.
 //! - The result's MAC changes only on the container's interface, never on
 //!   a host-side namesake.
 //!
@@ -127,12 +127,14 @@ impl LinkChange {
 }
 
 /// DEL's way into the container: its socket and `CNI_IFNAME`, or `None`
-/// when there is nothing to restore on (no `CNI_NETNS`, a namespace that
-/// cannot be opened, no such link).
-fn container_link(req: &Req) -> Option<(Netlink, Link)> {
-    let mut nl = Netns::open(req.netns.as_ref()?).ok()?.socket().ok()?;
-    let link = nl.link_by_name(&req.ifname).ok()??;
-    Some((nl, link))
+/// when there is nothing to restore on: the namespace is gone (the one
+/// rule of [`Netns::of_for_del`]) or has no such link.
+fn container_link(req: &Req) -> Result<Option<(Netlink, Link)>, Error> {
+    let Some(netns) = Netns::of_for_del(req)? else {
+        return Ok(None);
+    };
+    let mut nl = netns.socket()?;
+    Ok(nl.find_link(&req.ifname)?.map(|link| (nl, link)))
 }
 
 impl Plugin for Tuning {
@@ -181,7 +183,7 @@ impl Plugin for Tuning {
         };
         // With the namespace or the link gone there is nothing to restore
         // on, and the file goes, even a bad one.
-        if let Some((mut nl, link)) = container_link(req) {
+        if let Some((mut nl, link)) = container_link(req)? {
             apply::restore(&mut nl, &link, &backup?)?;
         }
         Ok(backup::remove(&path)?)
@@ -518,11 +520,22 @@ mod tests {
     #[test]
     fn del_after_the_namespace_is_gone_removes_the_backup_even_a_bad_one() {
         let dir = tempfile::tempdir().unwrap();
-        let backup = dir.path().join("c1_eth0.json");
-        std::fs::write(&backup, "{\"mtu\": 15").unwrap();
-        let out = outside("DEL", &conf(dir.path(), json!({})));
-        assert_eq!(out.exit_code, 0, "{:?}", out.error());
-        assert!(!backup.exists());
+        // Absent, or the empty mount point a runtime leaves after
+        // unmounting the namespace.
+        let unmounted = dir.path().join("unmounted");
+        std::fs::write(&unmounted, "").unwrap();
+        for netns in [Path::new("/run/netns/tuning-test-absent"), &unmounted] {
+            let backup = dir.path().join("c1_eth0.json");
+            std::fs::write(&backup, "{\"mtu\": 15").unwrap();
+            let out = cni_skel::TestRequest::new("DEL")
+                .env("CNI_CONTAINERID", "c1")
+                .env("CNI_NETNS", netns)
+                .env("CNI_IFNAME", "eth0")
+                .stdin(conf(dir.path(), json!({})))
+                .run(&Tuning, &PluginInfo::all());
+            assert_eq!(out.exit_code, 0, "{netns:?}: {:?}", out.error());
+            assert!(!backup.exists(), "{netns:?}");
+        }
     }
 
     #[test]
