@@ -80,6 +80,17 @@ impl StoreConfig {
         let data_dir = opt_str(section, "dataDir", "ipam")?
             .filter(|d| !d.is_empty())
             .unwrap_or(DEFAULT_DATA_DIR);
+        // host-local takes a relative path from its working directory,
+        // which is the runtime's: two runtimes (or one restarted elsewhere)
+        // would keep two stores and hand out one address twice.
+        if !data_dir.starts_with('/') {
+            return Err(invalid(
+                "ipam.dataDir",
+                data_dir,
+                "a relative path; give an absolute one (a relative one would be taken from the \
+                 runtime's working directory, which differs between runtimes)",
+            ));
+        }
         let file = StoreConfig::File {
             data_dir: PathBuf::from(data_dir),
         };
@@ -121,6 +132,19 @@ impl EtcdConfig {
             let url = item
                 .as_str()
                 .ok_or_else(|| invalid(&here, item, "expected a string"))?;
+            // Checked first, so that no message ever shows them.
+            if let Some((_, host)) = url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.split('/').next()?.rsplit_once('@'))
+            {
+                return Err(invalid(
+                    &here,
+                    format!("http://<credentials>@{host}").as_str(),
+                    "credentials in an endpoint URL are refused, never sent: this store does not \
+                     authenticate to etcd, so give an endpoint that needs no credentials \
+                     (reachable only from the nodes)",
+                ));
+            }
             let rest = url.strip_prefix("http://").ok_or_else(|| {
                 invalid(
                     &here,
@@ -134,10 +158,7 @@ impl EtcdConfig {
             }
             endpoints.push(format!("http://{host}"));
         }
-        let prefix = opt_str(obj, "prefix", "ipam.store")?
-            .unwrap_or(DEFAULT_ETCD_PREFIX)
-            .trim_end_matches('/')
-            .to_owned();
+        let prefix = read_prefix(obj)?;
         let node = opt_str(obj, "node", "ipam.store")?
             .filter(|n| !n.is_empty())
             .map(str::to_owned);
@@ -152,6 +173,34 @@ impl EtcdConfig {
             node,
         })
     }
+}
+
+/// `prefix`: non-empty once trailing slashes are removed, of letters,
+/// digits and `/`, `-`, `_`, `.` only, so that every key is printable and
+/// no two prefixes name one key space.
+fn read_prefix(obj: &Extra) -> Result<String, Error> {
+    let Some(given) = opt_str(obj, "prefix", "ipam.store")? else {
+        return Ok(DEFAULT_ETCD_PREFIX.to_owned());
+    };
+    let prefix = given.trim_end_matches('/');
+    if prefix.is_empty() {
+        return Err(invalid(
+            "ipam.store.prefix",
+            given,
+            "empty: keys would be at the root of etcd's key space; give one such as \"/cni-ipam\"",
+        ));
+    }
+    if let Some(c) = prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.')))
+    {
+        return Err(invalid(
+            "ipam.store.prefix",
+            given,
+            &format!("{c:?} is not allowed: use letters, digits and / - _ . only"),
+        ));
+    }
+    Ok(prefix.to_owned())
 }
 
 impl IpamConfig {
@@ -406,6 +455,31 @@ fn read_range(obj: &Extra, field: &str) -> Result<Range, Error> {
     let gateway = in_subnet("gateway", first)?;
     let start = in_subnet("rangeStart", first)?;
     let end = in_subnet("rangeEnd", last)?;
+    // host-local's defaults leave out the network address (`::` in `::/0`)
+    // and the IPv4 broadcast; it hands them out when rangeStart or rangeEnd
+    // names them, and no container can use them: refused instead.
+    if bits(start) == bits(subnet.network()) {
+        return Err(invalid(
+            &format!("{field}.rangeStart"),
+            &start.to_string(),
+            &format!(
+                "the network address of {subnet} cannot be allocated; the first allocatable \
+                 address is {}",
+                from_bits(first, v4)
+            ),
+        ));
+    }
+    if v4 && bits(end) == last + 1 {
+        return Err(invalid(
+            &format!("{field}.rangeEnd"),
+            &end.to_string(),
+            &format!(
+                "the broadcast address of {subnet} cannot be allocated; the last allocatable \
+                 address is {}",
+                from_bits(last, v4)
+            ),
+        ));
+    }
     if bits(start) > bits(end) {
         return Err(invalid(
             &format!("{field}.rangeStart"),

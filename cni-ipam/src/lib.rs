@@ -37,8 +37,6 @@
 //! ```
 //!
 //! # Where we deliberately differ from host-local
-//! - A repeated ADD returns the address held; host-local fails it
-//!   ("duplicate allocation is not allowed").
 //! - GC and STATUS exist. GC without `cni.dev/valid-attachments` releases
 //!   nothing: the runtime did not say what is in use.
 //! - An entry of the store named like an address that no plugin wrote
@@ -73,8 +71,7 @@ pub use plugin::Ipam;
 
 use cni_types::Code;
 
-/// A requested address is reserved by another attachment, or the
-/// attachment already holds a different one in that range set.
+/// A requested address is already reserved.
 pub const ADDRESS_UNAVAILABLE: Code = Code(100);
 /// A requested address is in no range, is a gateway, or shares a range set
 /// with another requested address.
@@ -83,3 +80,12 @@ pub const ADDRESS_NOT_ALLOCATABLE: Code = Code(101);
 pub const RANGE_EXHAUSTED: Code = Code(102);
 /// CHECK found no reservation for the attachment.
 pub const NOT_RESERVED: Code = Code(103);
+/// ADD for an attachment that already holds an address in a range set:
+/// refused, and nothing changed. SPEC-1.0.0: "A runtime should not call
+/// `ADD` twice (without an intervening DEL) for the same
+/// `(CNI_CONTAINERID, CNI_IFNAME)` tuple." Refusing it (as host-local does,
+/// "duplicate allocation is not allowed", with code 999) keeps a caller
+/// that cleans up after a failed ADD (`cni_invoke::add_with_cleanup`) from
+/// releasing the address of the live attachment: the repeated ADD fails
+/// here, before anything could be cleaned up.
+pub const DUPLICATE_ALLOCATION: Code = Code(104);

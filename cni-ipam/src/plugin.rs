@@ -4,10 +4,14 @@
 //!   gateways, the configured `routes`, and the DNS of `resolvConf` when
 //!   given (host-local's only DNS source), in the configuration's version.
 //!   An attachment `(CNI_CONTAINERID, CNI_IFNAME)` that already holds an
-//!   address gets it again. Addresses can be requested through `args.cni.ips`
+//!   address is refused with [`DUPLICATE_ALLOCATION`](crate::DUPLICATE_ALLOCATION),
+//!   as host-local refuses it, and keeps what it holds. Addresses can be requested through `args.cni.ips`
 //!   or `runtimeConfig.ips`, else `CNI_ARGS` `IP=`; see
 //!   [`crate::config::requested_ips`].
 //! - **DEL** releases the attachment's reservations; nothing held is fine.
+//!   An entry of the store that cannot be read (it may be the attachment's)
+//!   fails it with code 5 naming the entry, releasing nothing, so that the
+//!   runtime retries.
 //! - **CHECK** fails with [`NOT_RESERVED`] unless the attachment holds an
 //!   address in every range set.
 //! - **GC** releases the reservations of attachments that are not valid
@@ -33,6 +37,13 @@ use crate::{dns, gc, NOT_RESERVED};
 /// How long an ADD keeps re-planning when addresses it chose are taken by
 /// other nodes meanwhile; then code 11.
 const CONTENTION_LIMIT: Duration = Duration::from_secs(10);
+/// How many races an ADD may lose before giving up with code 11, however
+/// quickly: each loss is another node's success, and more than this many
+/// contenders for one range at once is not contention but a fault.
+const MAX_LOST_RACES: u32 = 32;
+/// The longest pause between two attempts; the pause doubles from 2 ms
+/// with each race lost, and a random part of it is taken.
+const MAX_BACKOFF: Duration = Duration::from_millis(100);
 
 /// An IPAM plugin keeping its reservations in a store of type `S`.
 ///
@@ -78,19 +89,31 @@ impl<S: Store> Ipam<S> {
     }
 }
 
+/// A random number below `below` (at least 1), drawn anew for `lost`.
+fn draw(lost: u32, below: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded per process: a different draw in every plugin.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(lost);
+    h.finish() % below.max(1)
+}
+
 /// How far past the next free address to look after losing `lost` races:
 /// 0 at first (host-local's order), then a random distance in a window
 /// that doubles, up to 64, so that contenders spread out.
 fn spread(lost: u32) -> usize {
-    use std::hash::{BuildHasher, Hasher};
     if lost == 0 {
         return 0;
     }
-    // RandomState is seeded per process: a different draw in every plugin.
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(lost);
-    let window = 4usize << lost.min(4);
-    (h.finish() % window as u64) as usize
+    draw(lost, 4u64 << lost.min(4)) as usize
+}
+
+/// The pause after losing `lost` races (at least one): a random part of a
+/// window doubling from 2 ms up to [`MAX_BACKOFF`], so that contenders do
+/// not read and write again all at once.
+fn backoff(lost: u32) -> Duration {
+    let window = (2u64 << lost.min(16)).min(MAX_BACKOFF.as_millis() as u64);
+    Duration::from_millis(window / 2 + draw(lost.wrapping_add(1 << 20), window / 2 + 1))
 }
 
 impl<S: Store> Plugin for Ipam<S> {
@@ -109,6 +132,7 @@ impl<S: Store> Plugin for Ipam<S> {
         let sets = cfg.range_sets.len();
         let started = Instant::now();
         let mut state = self.read(req, &mut store, sets)?;
+        plan::refuse_duplicate(&cfg, &state, &attachment)?;
         // Under a lock, a planned address is free unless something ignores
         // the lock; without one (etcd), another node may have won it. Either
         // way it now shows as held: read again and re-plan.
@@ -121,16 +145,28 @@ impl<S: Store> Plugin for Ipam<S> {
             }
             match store.reserve(&new, &attachment)? {
                 Reserved::Done => break plan,
-                Reserved::Taken(_) if started.elapsed() < CONTENTION_LIMIT => {
+                Reserved::Taken(_)
+                    if lost + 1 < MAX_LOST_RACES
+                        && started.elapsed() + MAX_BACKOFF < CONTENTION_LIMIT =>
+                {
                     lost += 1;
+                    std::thread::sleep(backoff(lost));
                     state = store.read(sets)?;
                 }
                 Reserved::Taken(ip) => {
                     return Err(Error::new(
                         Code::TRY_AGAIN_LATER,
-                        format!("addresses kept being taken while reserving (last {ip})"),
+                        format!(
+                            "the addresses chosen kept being taken by others: {} races lost \
+                             (the last for {ip})",
+                            lost + 1
+                        ),
                     )
-                    .with_details(format!("in {} for {CONTENTION_LIMIT:?}", store.describe()))
+                    .with_details(format!(
+                        "in {} within {:?} (at most {MAX_LOST_RACES} races, {CONTENTION_LIMIT:?})",
+                        store.describe(),
+                        started.elapsed()
+                    ))
                     .into())
                 }
             }
@@ -158,6 +194,19 @@ impl<S: Store> Plugin for Ipam<S> {
             return Ok(());
         };
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
+        if let Some(unreadable) = state.unreadable.first() {
+            // It may be this attachment's: succeeding would leave it held
+            // for good. Failing makes the runtime retry the DEL.
+            return Err(Error::new(
+                Code::IO_FAILURE,
+                format!(
+                    "cannot read {}, which may be this attachment's reservation",
+                    unreadable.entry
+                ),
+            )
+            .with_details(format!("{}; nothing was released", unreadable.why))
+            .into());
+        }
         let mut mine: Vec<&Reservation> = state
             .held
             .iter()
@@ -436,11 +485,25 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_add_returns_the_address_held() {
+    fn a_repeated_add_is_refused_and_the_live_reservation_kept() {
         let dir = TempDir::new();
         let a = address(&run("ADD", "c1", &v4(&dir)), 0);
-        assert_eq!(address(&run("ADD", "c1", &v4(&dir)), 0), a);
-        assert_eq!(dir.files().len(), 3, "{:?}", dir.files());
+        let before = dir.files();
+        let e = err(&run("ADD", "c1", &v4(&dir)));
+        assert_eq!(e.code, crate::DUPLICATE_ALLOCATION, "{e:?}");
+        assert!(e.msg.contains(a.trim_end_matches("/24")), "{e:?}");
+        assert!(e.msg.contains("duplicate allocation"), "{e:?}");
+        assert_eq!(dir.files(), before);
+        ok(&run("CHECK", "c1", &v4(&dir)));
+        // Another interface of the container is another attachment.
+        let other = TestRequest::new("ADD")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/var/run/netns/x")
+            .env("CNI_IFNAME", "eth1")
+            .stdin(v4(&dir).as_str())
+            .run(&IpamFile, &PluginInfo::all());
+        assert_eq!(address(&other, 0), "10.1.2.3/24");
     }
 
     #[test]
@@ -526,9 +589,9 @@ mod tests {
         assert_eq!(address(&out, 0), "10.1.2.42/24");
         let out = run_args("ADD", "c2", &v4(&dir), "K8S_POD_NAME=x;IP=10.1.2.43");
         assert_eq!(address(&out, 0), "10.1.2.43/24");
-        // The same request again is the same reservation.
+        // The same request again is a duplicate, refused.
         let out = run_args("ADD", "c2", &v4(&dir), "IP=10.1.2.43");
-        assert_eq!(address(&out, 0), "10.1.2.43/24");
+        assert_eq!(err(&out).code, crate::DUPLICATE_ALLOCATION);
     }
 
     #[test]
@@ -687,6 +750,31 @@ mod tests {
                 "5",
             ),
             (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "dataDir": "var/lib/cni"}),
+                "invalid ipam.dataDir",
+                "relative",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24", "rangeStart": "10.1.2.0"}]]}),
+                "invalid ipam.ranges[0][0].rangeStart",
+                "network address of 10.1.2.0/24",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24", "rangeEnd": "10.1.2.255"}]]}),
+                "invalid ipam.ranges[0][0].rangeEnd",
+                "broadcast address of 10.1.2.0/24",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "::/0", "rangeStart": "::"}]]}),
+                "invalid ipam.ranges[0][0].rangeStart",
+                "network address of ::/0",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "2001:db8::/64", "rangeStart": "2001:db8::"}]]}),
+                "invalid ipam.ranges[0][0].rangeStart",
+                "network address",
+            ),
+            (
                 json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["http://127.0.0.1:2379"]}}),
                 "invalid ipam.store.type",
                 "ipam-etcd",
@@ -705,6 +793,21 @@ mod tests {
                 json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": []}}),
                 "invalid ipam.store.endpoints",
                 "non-empty",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["http://root:s3cret@127.0.0.1:2379"]}}),
+                "invalid ipam.store.endpoints[0]",
+                "http://<credentials>@127.0.0.1:2379",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["http://e:2379"], "prefix": "/"}}),
+                "invalid ipam.store.prefix",
+                "empty",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.1.2.0/24"}]], "store": {"type": "etcd", "endpoints": ["http://e:2379"], "prefix": "/cni\nipam"}}),
+                "invalid ipam.store.prefix",
+                "not allowed",
             ),
         ] {
             let e = err(&run(

@@ -108,6 +108,10 @@ pub struct State {
     /// them on stderr). Entries named like an address are also in `held`,
     /// as [`Owner::Unknown`].
     pub skipped: Vec<Skipped>,
+    /// Entries named like an address whose content could not be read (also
+    /// in `held` as [`Owner::Unknown`] and in `skipped`): any attachment's,
+    /// so a DEL fails rather than miss its own.
+    pub unreadable: Vec<Skipped>,
 }
 
 /// An entry of the store that is not what its name says, skipped.

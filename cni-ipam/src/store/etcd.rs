@@ -23,10 +23,14 @@
 //! name). DEL, CHECK, GC and a repeated ADD only see their own node's
 //! reservations as held by an attachment; every node's are taken.
 //!
-//! **Faults.** Each request waits at most [`REQUEST_TIMEOUT`] per endpoint
-//! (connect and answer), and endpoints are tried in order: an unreachable
-//! etcd is code 11 (try again later) after at most that long per endpoint,
-//! naming the endpoints, with nothing written. Only a transaction whose
+//! **Faults.** Each request to etcd has one deadline, [`REQUEST_TIMEOUT`],
+//! across all endpoints: they are tried in order, each given an equal share
+//! of the time left (an endpoint that refuses at once leaves its share to
+//! the next). An unreachable etcd is code 11 (try again later) within that
+//! time, naming the endpoints, with nothing written. An answer that is not
+//! etcd's (no `header`, a failed transaction naming no taken address) is
+//! code 11 quoting it, never read as a lost race. What etcd answers is
+//! quoted in errors up to [`MAX_QUOTED`] bytes, with the size of the rest. Only a transaction whose
 //! answer was lost (etcd died between applying it and answering) may have
 //! been applied although the ADD answered code 11: it names the
 //! attachment, so the DEL the runtime "must still" execute after a failed
@@ -38,8 +42,9 @@
 //! blocking client: the plugin stays synchronous, and needs no gRPC
 //! stack. TLS is not supported.
 
+use std::io::Read;
 use std::net::IpAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -51,8 +56,12 @@ use crate::config::{invalid, EtcdConfig, IpamConfig, StoreConfig};
 use crate::plan::{Assigned, Attachment};
 use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
 
-/// The longest a request waits for one endpoint, connecting and answering.
+/// The longest one request to etcd takes, connecting and answering,
+/// across all the endpoints it tries.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Most bytes of an answer quoted in an error; the rest is counted.
+pub const MAX_QUOTED: usize = 4096;
 
 /// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
 /// default, bounds each list of a transaction).
@@ -191,8 +200,9 @@ impl Store for EtcdStore {
             .iter()
             .map(|a| json!({"request_range": {"key": b64(&self.ip_key(a.ip)), "count_only": true}}))
             .collect();
-        let Some(counts) = self.client.txn_else(compare, success, count)? else {
-            return Ok(Reserved::Done);
+        let failed = match self.client.txn_else(compare, success, count)? {
+            Txn::Succeeded => return Ok(Reserved::Done),
+            Txn::Failed(failed) => failed,
         };
         self.linearizable = true;
         // The gateway leaves out a zero count.
@@ -200,12 +210,24 @@ impl Store for EtcdStore {
             r.pointer("/response_range/count")
                 .is_some_and(|c| c.as_str() != Some("0") && !c.is_null())
         };
-        let taken = new
-            .iter()
-            .zip(&counts)
-            .find(|(_, r)| has_key(r))
-            .map_or(first.ip, |(a, _)| a.ip);
-        Ok(Reserved::Taken(taken))
+        let responses = match failed.answer.get("responses") {
+            Some(Value::Array(responses)) => responses.as_slice(),
+            _ => &[],
+        };
+        match new.iter().zip(responses).find(|(_, r)| has_key(r)) {
+            Some((a, _)) => Ok(Reserved::Taken(a.ip)),
+            // A comparison failed, yet none of the keys exists: not what
+            // etcd answers. Re-planning would only repeat it.
+            None => Err(not_etcd(
+                &failed.endpoint,
+                "/v3/kv/txn",
+                &format!(
+                    "a failed reservation of {} that names no taken address",
+                    first.ip
+                ),
+                &failed.text,
+            )),
+        }
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
@@ -233,13 +255,18 @@ impl Store for EtcdStore {
         let delete = |(key, _): &(String, String)| json!({"request_delete_range": {"key": key}});
         for batch in owned.chunks(MAX_TXN_KEYS) {
             let all_at_once = batch.len() > 1
-                && self.client.txn(
-                    batch.iter().map(still).collect(),
-                    batch.iter().map(delete).collect(),
-                )?;
+                && matches!(
+                    self.client.txn_else(
+                        batch.iter().map(still).collect(),
+                        batch.iter().map(delete).collect(),
+                        Vec::new(),
+                    )?,
+                    Txn::Succeeded
+                );
             if !all_at_once {
                 for one in batch {
-                    self.client.txn(vec![still(one)], vec![delete(one)])?;
+                    self.client
+                        .txn_else(vec![still(one)], vec![delete(one)], Vec::new())?;
                 }
             }
         }
@@ -330,10 +357,26 @@ struct Client {
     endpoints: Vec<String>,
 }
 
+/// How a transaction went.
+enum Txn {
+    /// Its comparisons held and `success` ran.
+    Succeeded,
+    /// They did not: `failure` ran.
+    Failed(Answer),
+}
+
+/// A JSON answer of etcd, and where it came from (for messages).
+struct Answer {
+    endpoint: String,
+    answer: Value,
+    /// The answer as text, at most [`MAX_QUOTED`] bytes and the size of
+    /// the rest.
+    text: String,
+}
+
 impl Client {
     fn new(cfg: &EtcdConfig) -> Client {
         let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(REQUEST_TIMEOUT))
             .http_status_as_error(false)
             // etcd is reached directly, never through a proxy from the
             // runtime's environment.
@@ -358,11 +401,13 @@ impl Client {
         if let Some(last) = end.last_mut() {
             *last += 1;
         }
-        let answer = self.call(
-            "/v3/kv/range",
-            &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
-                    "serializable": !linearizable}),
-        )?;
+        let answer = self
+            .call(
+                "/v3/kv/range",
+                &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
+                        "serializable": !linearizable}),
+            )?
+            .answer;
         let kvs = answer.get("kvs").and_then(Value::as_array);
         let decode = |v: Option<&Value>| -> Vec<u8> {
             v.and_then(Value::as_str)
@@ -379,44 +424,45 @@ impl Client {
             .collect())
     }
 
-    /// A transaction; whether its comparisons held (and `success` ran).
-    fn txn(&self, compare: Vec<Value>, success: Vec<Value>) -> Result<bool, Error> {
-        self.txn_else(compare, success, Vec::new())
-            .map(|failed| failed.is_none())
-    }
-
-    /// A transaction that runs `failure` when its comparisons do not hold:
-    /// `None` when `success` ran, else the answers to `failure`, in order.
+    /// A transaction that runs `failure` when its comparisons do not hold.
     fn txn_else(
         &self,
         compare: Vec<Value>,
         success: Vec<Value>,
         failure: Vec<Value>,
-    ) -> Result<Option<Vec<Value>>, Error> {
+    ) -> Result<Txn, Error> {
         let answer = self.call(
             "/v3/kv/txn",
             &json!({"compare": compare, "success": success, "failure": failure}),
         )?;
         // The gateway leaves out false booleans.
-        if answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
-            return Ok(None);
+        if answer.answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
+            return Ok(Txn::Succeeded);
         }
-        Ok(Some(match answer.get("responses") {
-            Some(Value::Array(responses)) => responses.clone(),
-            _ => Vec::new(),
-        }))
+        Ok(Txn::Failed(answer))
     }
 
-    /// POSTs `body` to the first endpoint that answers. Unreachable, or a
-    /// server-side failure (no leader, timeout), is code 11.
-    fn call(&self, path: &str, body: &Value) -> Result<Value, Error> {
+    /// POSTs `body` to the first endpoint that answers, all within
+    /// [`REQUEST_TIMEOUT`]. Unreachable, a server-side failure (no leader,
+    /// timeout) or an answer that is not etcd's is code 11.
+    fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
         let body = body.to_string();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
         let mut failures = Vec::new();
-        for endpoint in &self.endpoints {
-            let url = format!("{endpoint}{path}");
+        for (i, endpoint) in self.endpoints.iter().enumerate() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                failures.push(format!("{endpoint}: not tried, {REQUEST_TIMEOUT:?} spent"));
+                continue;
+            }
+            // An equal share of what is left for each endpoint not tried yet.
+            let share = left / (self.endpoints.len() - i) as u32;
             let sent = self
                 .agent
-                .post(&url)
+                .post(&format!("{endpoint}{path}"))
+                .config()
+                .timeout_global(Some(share))
+                .build()
                 .header("content-type", "application/json")
                 .send(body.as_str());
             let mut response = match sent {
@@ -427,27 +473,43 @@ impl Client {
                 }
             };
             let status = response.status().as_u16();
-            let bytes = response
-                .body_mut()
-                .with_config()
-                .limit(MAX_ANSWER)
-                .read_to_vec();
-            let bytes = match bytes {
+            let mut reader = response.body_mut().with_config().limit(MAX_ANSWER).reader();
+            let bytes = match read_bounded(&mut reader, status == 200) {
                 Ok(b) => b,
                 Err(e) => {
                     failures.push(format!("{endpoint}: {e}"));
                     continue;
                 }
             };
-            let text = String::from_utf8_lossy(&bytes);
+            let text = bytes.quote();
             if status == 200 {
-                return serde_json::from_slice(&bytes).map_err(|e| {
-                    Error::new(
-                        Code::INTERNAL,
-                        format!("etcd {endpoint}: unreadable answer"),
-                    )
-                    .with_details(format!("{e}: {text}"))
-                });
+                match serde_json::from_slice::<Value>(&bytes.head) {
+                    // Every etcd answer has a header (cluster, member,
+                    // revision); `{}` or `[]` is something else.
+                    Ok(answer) if answer.get("header").is_some_and(Value::is_object) => {
+                        return Ok(Answer {
+                            endpoint: endpoint.clone(),
+                            answer,
+                            text,
+                        })
+                    }
+                    Ok(_) => {
+                        return Err(not_etcd(
+                            endpoint,
+                            path,
+                            "an answer without a header",
+                            &text,
+                        ))
+                    }
+                    Err(e) => {
+                        return Err(not_etcd(
+                            endpoint,
+                            path,
+                            &format!("unreadable JSON ({e})"),
+                            &text,
+                        ))
+                    }
+                }
             }
             if status >= 500 {
                 failures.push(format!("{endpoint}: HTTP {status}: {text}"));
@@ -464,4 +526,54 @@ impl Client {
         )
         .with_details(failures.join("; ")))
     }
+}
+
+/// Code 11: `endpoint` answered `path` with something that is not etcd's
+/// answer, quoted.
+fn not_etcd(endpoint: &str, path: &str, what: &str, text: &str) -> Error {
+    Error::new(
+        Code::TRY_AGAIN_LATER,
+        format!("etcd {endpoint} answered {path} with {what}"),
+    )
+    .with_details(format!("the server answered: {text}"))
+}
+
+/// An answer read: all of it (`whole`) or its first [`MAX_QUOTED`] bytes
+/// and its size.
+struct Bytes {
+    head: Vec<u8>,
+    size: u64,
+}
+
+impl Bytes {
+    /// The answer as text for a message: at most [`MAX_QUOTED`] bytes, then
+    /// how many more there were.
+    fn quote(&self) -> String {
+        let shown = &self.head[..self.head.len().min(MAX_QUOTED)];
+        let text = String::from_utf8_lossy(shown);
+        match self.size - shown.len() as u64 {
+            0 => text.into_owned(),
+            more => format!("{text}... ({more} more bytes, {} in all)", self.size),
+        }
+    }
+}
+
+/// Reads an answer: whole when `whole` (bounded by the reader's limit),
+/// else its first [`MAX_QUOTED`] bytes, the rest only counted.
+fn read_bounded(reader: &mut impl Read, whole: bool) -> std::io::Result<Bytes> {
+    let mut head = Vec::new();
+    if whole {
+        reader.read_to_end(&mut head)?;
+        let size = head.len() as u64;
+        return Ok(Bytes { head, size });
+    }
+    reader.take(MAX_QUOTED as u64).read_to_end(&mut head)?;
+    // Counted up to the reader's limit; past it (or on a broken
+    // connection), what was counted is the size given.
+    let (mut rest, mut buf) = (0u64, [0u8; 8192]);
+    while let Ok(n @ 1..) = reader.read(&mut buf) {
+        rest += n as u64;
+    }
+    let size = head.len() as u64 + rest;
+    Ok(Bytes { head, size })
 }

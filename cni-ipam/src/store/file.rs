@@ -10,6 +10,11 @@
 //!   from that range set, where the next search starts;
 //! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
 //!   host-local's go-filemutex does, so both plugins exclude each other.
+//!   A reader (CHECK, STATUS) takes it shared when it can open it, and reads
+//!   without it when it cannot (a read-only store): each reservation appears
+//!   whole or not at all, so a read needs no lock to be consistent. Nobody
+//!   waits for the lock longer than [`LOCK_TIMEOUT`] (host-local waits
+//!   forever): then code 11 naming the lock file.
 //!
 //! A reservation is written to a hidden temporary file and hard-linked to
 //! its final name, which fails if the name exists: a file of that name is
@@ -38,6 +43,7 @@ use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use cni_types::{Code, Error};
 use nix::errno::Errno;
@@ -58,6 +64,11 @@ pub const LOCK_FILE: &str = "lock";
 const TMP_PREFIX: &str = ".ipam-file-tmp.";
 /// Longest reservation file read; longer content is not a reservation.
 const MAX_RESERVATION: u64 = 4096;
+/// The longest an operation waits for the lock held by another process
+/// (every operation holds it for milliseconds); then code 11 naming the
+/// lock file, so that a stuck holder fails the runtime's call instead of
+/// hanging it.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A network's directory, locked for as long as this value lives: shared
 /// for [`Access::Read`], exclusive otherwise.
@@ -120,7 +131,7 @@ impl Store for FileStore {
     }
 
     fn read(&mut self, sets: usize) -> Result<State, Error> {
-        let held = self.reservations()?;
+        let (held, unreadable) = self.reservations()?;
         let mut skipped: Vec<Skipped> = held
             .iter()
             .filter_map(|r| match &r.owner {
@@ -143,6 +154,7 @@ impl Store for FileStore {
             held,
             last_reserved,
             skipped,
+            unreadable,
         })
     }
 
@@ -213,31 +225,22 @@ impl FileStore {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
         };
-        // Read-only is enough to flock; write is only needed to create it.
-        let mut file = match open(true) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
-            other => other,
-        }
-        .map_err(|e| io_error("cannot open lock file", &path, e))?;
-        let arg = if exclusive {
-            FlockArg::LockExclusive
+        let file = if exclusive {
+            // Read-only is enough to flock; write is only needed to create it.
+            match open(true) {
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
+                other => other,
+            }
+            .map_err(|e| io_error("cannot open lock file", &path, e))?
         } else {
-            FlockArg::LockShared
-        };
-        // Blocks until the holder is done; EINTR only means a signal came.
-        let lock = loop {
-            match Flock::lock(file, arg) {
-                Ok(lock) => break lock,
-                Err((f, Errno::EINTR)) => file = f,
-                Err((_, errno)) => {
-                    return Err(io_error(
-                        "cannot lock",
-                        &path,
-                        io::Error::from_raw_os_error(errno as i32),
-                    ))
-                }
+            match open(false) {
+                Ok(file) => file,
+                // Missing, not ours to open, or a read-only store: nobody
+                // can be changing it through this lock; read unlocked.
+                Err(_) => return Ok(FileStore { dir, lock: None }),
             }
         };
+        let lock = lock_within(file, exclusive, &path, LOCK_TIMEOUT)?;
         let store = FileStore {
             dir,
             lock: Some(lock),
@@ -253,31 +256,44 @@ impl FileStore {
         &self.dir
     }
 
-    /// Every entry whose name is an address. An entry that is not a regular
-    /// file, or whose content is not an owner, is [`Owner::Unknown`]: its
-    /// address is taken. Links are never followed.
-    fn reservations(&self) -> Result<Vec<Reservation>, Error> {
+    /// Every entry whose name is an address, and those of them whose
+    /// content could not be read. An entry that is not a regular file, or
+    /// whose content is not an owner, is [`Owner::Unknown`]: its address is
+    /// taken. Links are never followed.
+    fn reservations(&self) -> Result<(Vec<Reservation>, Vec<Skipped>), Error> {
         let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
-        let mut out = Vec::new();
+        let (mut out, mut unreadable) = (Vec::new(), Vec::new());
         for entry in entries {
             let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
             let Some(ip) = address_of(&entry) else {
                 continue;
             };
+            let mut cannot_read = |e: io::Error| {
+                let why = format!("cannot read it: {e}");
+                unreadable.push(Skipped {
+                    entry: entry.path().display().to_string(),
+                    why: why.clone(),
+                });
+                Owner::Unknown(why)
+            };
             let owner = match entry.file_type() {
                 Ok(t) if t.is_file() => match read_no_follow(&entry.path(), MAX_RESERVATION) {
-                    Ok(bytes) => parse_owner(&bytes),
+                    Ok(Content::Bytes(bytes)) => parse_owner(&bytes),
+                    Ok(Content::TooLong) => {
+                        Owner::Unknown(format!("longer than {MAX_RESERVATION} bytes"))
+                    }
+                    Ok(Content::NotRegular) => Owner::Unknown("not a regular file".to_owned()),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+                    Err(e) => cannot_read(e),
                 },
                 Ok(t) if t.is_dir() => Owner::Unknown("a directory".to_owned()),
                 Ok(t) if t.is_symlink() => Owner::Unknown("a symbolic link".to_owned()),
                 Ok(_) => Owner::Unknown("not a regular file".to_owned()),
-                Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+                Err(e) => cannot_read(e),
             };
             out.push(Reservation::new(ip, owner));
         }
-        Ok(out)
+        Ok((out, unreadable))
     }
 
     /// The address last handed out from range set `set`, if recorded.
@@ -288,7 +304,9 @@ impl FileStore {
             why,
         };
         let bytes = match read_no_follow(&path, 64) {
-            Ok(bytes) => bytes,
+            Ok(Content::Bytes(bytes)) => bytes,
+            Ok(Content::TooLong) => return Err(skipped("longer than 64 bytes".to_owned())),
+            Ok(Content::NotRegular) => return Err(skipped("not a regular file".to_owned())),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(skipped(format!("cannot read it: {e}"))),
         };
@@ -419,22 +437,81 @@ fn address_of(entry: &fs::DirEntry) -> Option<IpAddr> {
     entry.file_name().to_str()?.parse().ok()
 }
 
+/// What a file of the store holds, read.
+enum Content {
+    /// Its bytes, at most the limit.
+    Bytes(Vec<u8>),
+    /// More than the limit.
+    TooLong,
+    /// Not a regular file (swapped in after the directory was listed).
+    NotRegular,
+}
+
 /// At most `limit` bytes of the regular file at `path`; a symbolic link is
 /// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
-fn read_no_follow(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = OpenOptions::new()
+/// An error means the content could not be read.
+fn read_no_follow(path: &Path, limit: u64) -> io::Result<Content> {
+    let file = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+        .open(path)
+    {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Content::NotRegular),
+        other => other?,
+    };
     if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
+        return Ok(Content::NotRegular);
     }
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
-        return Err(io::Error::other(format!("longer than {limit} bytes")));
+        return Ok(Content::TooLong);
     }
-    Ok(bytes)
+    Ok(Content::Bytes(bytes))
+}
+
+/// `file` flocked (exclusive or shared) within `timeout`, else code 11
+/// naming `path`. Polled: a blocking flock cannot be given a deadline
+/// without a signal or a thread left waiting for it.
+fn lock_within(
+    mut file: File,
+    exclusive: bool,
+    path: &Path,
+    timeout: Duration,
+) -> Result<Flock<File>, Error> {
+    let arg = if exclusive {
+        FlockArg::LockExclusiveNonblock
+    } else {
+        FlockArg::LockSharedNonblock
+    };
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match Flock::lock(file, arg) {
+            Ok(lock) => return Ok(lock),
+            Err((f, Errno::EWOULDBLOCK | Errno::EINTR)) => file = f,
+            Err((_, errno)) => {
+                return Err(io_error(
+                    "cannot lock",
+                    path,
+                    io::Error::from_raw_os_error(errno as i32),
+                ))
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::new(
+                Code::TRY_AGAIN_LATER,
+                format!("timed out waiting for the lock {}", path.display()),
+            )
+            .with_details(format!(
+                "another process held it for {timeout:?}; if none is running, it is stuck \
+                 holding it"
+            )));
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
 }
 
 /// Code 5 naming the path.
