@@ -55,7 +55,20 @@
 //! - A failed ADD leaves `last_reserved_ip` untouched; host-local may have
 //!   advanced it for addresses it then released.
 //! - Errors carry CNI codes (7 for configuration, 5 for I/O, 100.. below)
-//!   where host-local answers 999 for all.
+//!   where host-local answers 999 for all; a repeated ADD, which both
+//!   refuse, is [`DUPLICATE_ALLOCATION`].
+//! - A relative `dataDir` is refused (code 7): host-local takes it from its
+//!   working directory, the runtime's, so two runtimes would keep two
+//!   stores and hand one address out twice.
+//! - A `rangeStart` on the network address (`::` in `::/0`) or a
+//!   `rangeEnd` on the IPv4 broadcast address is refused (code 7 naming
+//!   it); host-local's defaults leave both out, but it hands them out when
+//!   named.
+//! - The file store's lock is waited for at most
+//!   [`LOCK_TIMEOUT`](store::file::LOCK_TIMEOUT), then code 11; host-local
+//!   waits forever. CHECK and STATUS read a store they cannot write.
+//! - DEL fails (code 5 naming it) when an entry of the store cannot be
+//!   read: it may be the attachment's; host-local skips it and succeeds.
 
 pub mod config;
 pub mod dns;
