@@ -16,53 +16,12 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use cni_types::Error;
+use cni_types::{Attachment, Error};
 
 use crate::config::{IpamConfig, Requested};
 use crate::range::{bits, Range, RangeIter, RangeSet};
-use crate::store::{Reservation, State};
+use crate::store::{Assigned, Reservation, State};
 use crate::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, DUPLICATE_ALLOCATION, RANGE_EXHAUSTED};
-
-/// The attachment an ADD, CHECK or DEL is for: "a container id and an
-/// interface name" (SPEC-1.0.0 section 2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    /// `CNI_CONTAINERID`.
-    pub container_id: String,
-    /// `CNI_IFNAME`.
-    pub ifname: String,
-}
-
-impl Attachment {
-    /// The attachment `(container_id, ifname)`.
-    pub fn new(container_id: &str, ifname: &str) -> Attachment {
-        Attachment {
-            container_id: container_id.to_owned(),
-            ifname: ifname.to_owned(),
-        }
-    }
-
-    /// Whether `r` belongs to this attachment: written for it, or an older
-    /// reservation of its container (no interface recorded), on this node.
-    pub fn holds(&self, r: &Reservation) -> bool {
-        r.held_by(&self.container_id, &self.ifname) || r.held_by_legacy(&self.container_id)
-    }
-}
-
-/// An address for one range set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Assigned {
-    /// The range set's index.
-    pub set: usize,
-    /// The address.
-    pub ip: IpAddr,
-    /// The range's subnet prefix length.
-    pub prefix: u8,
-    /// The range's gateway.
-    pub gateway: IpAddr,
-    /// Whether it must be reserved now (else the attachment holds it).
-    pub new: bool,
-}
 
 /// Refuses an ADD for an attachment that already holds an address in one
 /// of the range sets ([`DUPLICATE_ALLOCATION`]), naming the address: "a
@@ -82,7 +41,7 @@ pub fn refuse_duplicate(
         let mut mine: Vec<IpAddr> = state
             .held
             .iter()
-            .filter(|r| r.held_by(id, ifname) && set.contains(r.ip))
+            .filter(|r| r.held_by(attachment) && set.contains(r.ip))
             .map(|r| r.ip)
             .collect();
         mine.sort_by_key(|ip| bits(*ip));
@@ -141,7 +100,7 @@ pub fn plan_skipping(
     for (i, set) in cfg.range_sets.iter().enumerate() {
         let mut mine: Vec<IpAddr> = held
             .iter()
-            .filter(|r| r.held_by(id, ifname) && set.contains(r.ip))
+            .filter(|r| r.held_by(attachment) && set.contains(r.ip))
             .map(|r| r.ip)
             .collect();
         mine.sort_by_key(|ip| bits(*ip));
@@ -309,7 +268,10 @@ mod tests {
     }
 
     fn c() -> Attachment {
-        Attachment::new("c", "eth0")
+        Attachment {
+            container_id: "c".into(),
+            ifname: "eth0".into(),
+        }
     }
 
     #[test]

@@ -27,11 +27,13 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Dns, Error, IpConfig, IpNetwork, NetConf, Result100, SpecVersion};
+use cni_types::{
+    Attachment, Code, Dns, Error, IpConfig, IpNetwork, NetConf, Result100, SpecVersion,
+};
 
 use crate::config::{self, IpamConfig};
-use crate::plan::{self, Assigned, Attachment};
-use crate::store::{Access, Reservation, Reserved, State, Store};
+use crate::plan;
+use crate::store::{Access, Assigned, Reservation, Reserved, State, Store};
 use crate::{dns, gc, NOT_RESERVED};
 
 /// How long an ADD keeps re-planning when addresses it chose are taken by
@@ -89,6 +91,14 @@ impl<S: Store> Ipam<S> {
     }
 }
 
+/// The attachment a request is for.
+fn attachment(req: &Request<NetConf>) -> Attachment {
+    Attachment {
+        container_id: req.container_id.clone(),
+        ifname: req.ifname.clone(),
+    }
+}
+
 /// A random number below `below` (at least 1), drawn anew for `lost`.
 fn draw(lost: u32, below: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
@@ -126,7 +136,7 @@ impl<S: Store> Plugin for Ipam<S> {
             Some(path) => dns::read_resolv_conf(path)?,
             None => Dns::default(),
         };
-        let attachment = Attachment::new(&req.container_id, &req.ifname);
+        let attachment = attachment(req);
         let mut store = S::open(&cfg, Access::Create)?
             .ok_or_else(|| Error::new(Code::INTERNAL, "store not created"))?;
         let sets = cfg.range_sets.len();
@@ -210,7 +220,7 @@ impl<S: Store> Plugin for Ipam<S> {
         let mut mine: Vec<&Reservation> = state
             .held
             .iter()
-            .filter(|r| r.held_by(&req.container_id, &req.ifname))
+            .filter(|r| r.held_by(&attachment(req)))
             .collect();
         if mine.is_empty() {
             // As host-local: reservations from before the interface name
@@ -229,7 +239,7 @@ impl<S: Store> Plugin for Ipam<S> {
 
     fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
-        let attachment = Attachment::new(&req.container_id, &req.ifname);
+        let attachment = attachment(req);
         let (held, place) = match S::open(&cfg, Access::Read)? {
             Some(mut store) => (
                 self.read(req, &mut store, cfg.range_sets.len())?.held,
@@ -237,7 +247,7 @@ impl<S: Store> Plugin for Ipam<S> {
             ),
             None => (Vec::new(), "the store".to_owned()),
         };
-        let mine: Vec<&Reservation> = held.iter().filter(|r| attachment.holds(r)).collect();
+        let mine: Vec<&Reservation> = held.iter().filter(|r| r.belongs_to(&attachment)).collect();
         for set in &cfg.range_sets {
             if !mine.iter().any(|r| set.contains(r.ip)) {
                 return Err(Error::new(

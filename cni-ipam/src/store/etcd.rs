@@ -48,13 +48,12 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use cni_types::{Code, Error};
+use cni_types::{Attachment, Code, Error};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::config::{invalid, EtcdConfig, IpamConfig, StoreConfig};
-use crate::plan::{Assigned, Attachment};
-use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
+use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
@@ -237,10 +236,7 @@ impl Store for EtcdStore {
             .filter(|r| r.local)
             .filter_map(|r| {
                 let value = match &r.owner {
-                    Owner::Attachment {
-                        container_id,
-                        ifname,
-                    } => self.value(container_id, Some(ifname)),
+                    Owner::Attachment(a) => self.value(&a.container_id, Some(&a.ifname)),
                     Owner::Container(container_id) => self.value(container_id, None),
                     Owner::Unknown(_) => return None,
                 };
@@ -302,10 +298,10 @@ impl EtcdStore {
                 ip,
                 local: record.node == self.node,
                 owner: match record.ifname {
-                    Some(ifname) => Owner::Attachment {
+                    Some(ifname) => Owner::Attachment(Attachment {
                         container_id: record.container_id,
                         ifname,
-                    },
+                    }),
                     None => Owner::Container(record.container_id),
                 },
             },

@@ -45,14 +45,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cni_types::{Code, Error};
+use cni_types::{Attachment, Code, Error};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use nix::libc;
 
 use crate::config::{invalid, IpamConfig, StoreConfig};
-use crate::plan::{Assigned, Attachment};
-use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
+use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// Prefix of the per-range-set round-robin files.
 pub const LAST_RESERVED_PREFIX: &str = "last_reserved_ip.";
@@ -424,10 +423,10 @@ pub fn parse_owner(bytes: &[u8]) -> Owner {
         Some(i) if !clean(i) => {
             Owner::Unknown("content is not a container id and interface".to_owned())
         }
-        Some(i) => Owner::Attachment {
+        Some(i) => Owner::Attachment(Attachment {
             container_id: id.to_owned(),
             ifname: i.to_owned(),
-        },
+        }),
         None => Owner::Container(id.to_owned()),
     }
 }
@@ -525,9 +524,11 @@ mod tests {
 
     #[test]
     fn reservation_content_is_read_as_host_local_writes_it() {
-        let attachment = |id: &str, ifname: &str| Owner::Attachment {
-            container_id: id.into(),
-            ifname: ifname.into(),
+        let attachment = |id: &str, ifname: &str| {
+            Owner::Attachment(Attachment {
+                container_id: id.into(),
+                ifname: ifname.into(),
+            })
         };
         assert_eq!(parse_owner(b"c1\r\neth0"), attachment("c1", "eth0"));
         assert_eq!(parse_owner(b" c1\r\neth0\n"), attachment("c1", "eth0"));

@@ -10,9 +10,9 @@ use std::net::IpAddr;
 
 use cni_ipam::config::IpamConfig;
 use cni_ipam::gc;
-use cni_ipam::plan::{self, Assigned, Attachment};
-use cni_ipam::store::{Access, Owner, Reservation, Reserved, Store};
-use cni_types::{NetConf, ValidAttachments};
+use cni_ipam::plan;
+use cni_ipam::store::{Access, Assigned, Owner, Reservation, Reserved, Store};
+use cni_types::{Attachment, NetConf, ValidAttachments};
 use serde_json::{json, Value};
 
 /// The network every test uses; each backend is a fresh store.
@@ -91,7 +91,7 @@ fn open<B: Backend>(cfg: &IpamConfig, access: Access) -> B::Store {
 /// Reserves `addresses` for `(id, ifname)`; panics unless done.
 fn reserve<B: Backend>(cfg: &IpamConfig, id: &str, ifname: &str, addresses: &[Assigned]) {
     let done = open::<B>(cfg, Access::Create)
-        .reserve(addresses, &Attachment::new(id, ifname))
+        .reserve(addresses, &attachment(id, ifname))
         .expect("reserve");
     assert_eq!(done, Reserved::Done, "{id}/{ifname}: {addresses:?}");
 }
@@ -109,11 +109,16 @@ fn held<B: Backend>(cfg: &IpamConfig) -> Vec<(IpAddr, Owner)> {
     held
 }
 
-fn at(id: &str, ifname: &str) -> Owner {
-    Owner::Attachment {
+/// The attachment `(id, ifname)`.
+pub fn attachment(id: &str, ifname: &str) -> Attachment {
+    Attachment {
         container_id: id.into(),
         ifname: ifname.into(),
     }
+}
+
+fn at(id: &str, ifname: &str) -> Owner {
+    Owner::Attachment(attachment(id, ifname))
 }
 
 /// Releases what `which` picks from a fresh read, as DEL and GC do.
@@ -144,11 +149,11 @@ pub fn a_reservation_is_read_back_with_its_owner_and_as_last_reserved<B: Backend
         state.last_reserved,
         [Some(ip("10.60.0.7")), Some(ip("2001:db8:60::7"))]
     );
-    let c1 = Attachment::new("c1", "eth0");
+    let c1 = attachment("c1", "eth0");
     let mut mine: Vec<IpAddr> = state
         .held
         .iter()
-        .filter(|r| c1.holds(r))
+        .filter(|r| r.belongs_to(&c1))
         .map(|r| r.ip)
         .collect();
     mine.sort();
@@ -168,7 +173,7 @@ pub fn a_reservation_is_all_or_nothing_when_one_address_is_taken<B: Backend>() {
     let taken = open::<B>(&cfg, Access::Create)
         .reserve(
             &[assigned(0, "10.60.0.3"), assigned(1, "2001:db8:60::3")],
-            &Attachment::new("c2", "eth0"),
+            &attachment("c2", "eth0"),
         )
         .expect("reserve");
     assert_eq!(taken, Reserved::Taken(ip("2001:db8:60::3")));
@@ -183,7 +188,7 @@ pub fn release_removes_exactly_the_attachment_given<B: Backend>() {
     reserve::<B>(&cfg, "c1", "net1", &[assigned(0, "10.60.0.3")]);
     reserve::<B>(&cfg, "c2", "eth0", &[assigned(0, "10.60.0.4")]);
     let before = b.bookkeeping();
-    release_where::<B>(&cfg, |r| r.held_by("c1", "eth0"));
+    release_where::<B>(&cfg, |r| r.held_by(&attachment("c1", "eth0")));
     assert_eq!(
         held::<B>(&cfg),
         [
@@ -193,7 +198,7 @@ pub fn release_removes_exactly_the_attachment_given<B: Backend>() {
     );
     assert_eq!(b.bookkeeping(), before);
     // Releasing it again changes nothing and is no error.
-    release_where::<B>(&cfg, |r| r.held_by("c1", "eth0"));
+    release_where::<B>(&cfg, |r| r.held_by(&attachment("c1", "eth0")));
     assert_eq!(held::<B>(&cfg).len(), 2);
 }
 
@@ -216,8 +221,8 @@ pub fn an_older_single_line_reservation_is_released_by_container_id<B: Backend>(
         .iter()
         .find(|r| r.ip == ip("10.60.0.9"))
         .expect("held");
-    assert!(Attachment::new("old", "eth7").holds(old));
-    assert!(!Attachment::new("c1", "eth0").holds(old));
+    assert!(old.belongs_to(&attachment("old", "eth7")));
+    assert!(!old.belongs_to(&attachment("c1", "eth0")));
     // ... and a DEL of any of its interfaces releases it.
     release_where::<B>(&cfg, |r| r.held_by_legacy("old"));
     assert_eq!(held::<B>(&cfg), [(ip("10.60.0.2"), at("c1", "eth0"))]);
@@ -229,14 +234,14 @@ pub fn the_next_search_starts_after_the_last_reserved_address<B: Backend>() {
     let next = |id: &str| {
         let mut store = open::<B>(&cfg, Access::Create);
         let state = store.read(1).expect("read");
-        let a = Attachment::new(id, "eth0");
+        let a = attachment(id, "eth0");
         let plan = plan::plan(&cfg, &state, &a, &[]).expect("plan");
         assert_eq!(store.reserve(&plan, &a).expect("reserve"), Reserved::Done);
         plan[0].ip
     };
     assert_eq!(next("c1"), ip("10.60.0.2"));
     assert_eq!(next("c2"), ip("10.60.0.3"));
-    release_where::<B>(&cfg, |r| r.held_by("c1", "eth0"));
+    release_where::<B>(&cfg, |r| r.held_by(&attachment("c1", "eth0")));
     // .2 is free again, but host-local's order goes on from .3.
     assert_eq!(next("c3"), ip("10.60.0.4"));
 }
@@ -259,7 +264,7 @@ pub fn a_stray_entry_is_taken_named_and_never_released<B: Backend>() {
         .expect("taken");
     assert!(matches!(stray.owner, Owner::Unknown(_)), "{stray:?}");
     // The planner moves past it, as host-local does past a file it cannot create.
-    let c1 = Attachment::new("c1", "eth0");
+    let c1 = attachment("c1", "eth0");
     let plan = plan::plan(&cfg, &state, &c1, &[]).expect("plan");
     assert_eq!(plan[0].ip, ip("10.60.0.3"));
     assert_eq!(store.reserve(&plan, &c1).expect("reserve"), Reserved::Done);
@@ -358,7 +363,7 @@ pub fn concurrent_reservers_never_share_an_address<B: Backend>() {
 /// An ADD as `cni_ipam::Ipam` does it: read, plan, reserve, and on a lost
 /// race read again and plan a little further on.
 fn add<B: Backend>(cfg: &IpamConfig, id: &str, worker: usize) -> IpAddr {
-    let a = Attachment::new(id, "eth0");
+    let a = attachment(id, "eth0");
     let mut store = open::<B>(cfg, Access::Create);
     for lost in 0..1000 {
         let state = store.read(1).expect("read");
