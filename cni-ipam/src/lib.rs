@@ -72,6 +72,7 @@
 
 pub mod config;
 pub mod dns;
+mod error;
 pub mod gc;
 pub mod plan;
 mod plugin;

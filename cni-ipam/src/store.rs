@@ -26,9 +26,7 @@ pub mod file;
 use std::fmt;
 use std::net::IpAddr;
 
-use cni_types::{Attachment, Error};
-
-use crate::config::IpamConfig;
+use cni_types::{Attachment, Error, Extra};
 
 /// A reserved address and who holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,11 +172,19 @@ pub enum Access {
 /// [`Store::open`] until it is dropped; one that does not (etcd) makes
 /// [`Store::reserve`] and [`Store::release`] conditional instead.
 pub trait Store: Sized {
-    /// Opens the store `cfg.store` names for network `cfg.name`. `None` for
+    /// This store's keys of the `ipam` section, validated.
+    type Config;
+
+    /// Reads this store's keys of the `ipam` section (`dataDir`; `store`),
+    /// before anything is touched. A `store` this type does not serve is
+    /// code 7 naming `ipam.store.type`; any other error, code 7 naming the
+    /// field.
+    fn config(ipam: &Extra) -> Result<Self::Config, Error>;
+
+    /// Opens the reservations of network `network`. `None` for
     /// [`Access::Change`] and [`Access::Read`] when nothing was ever
-    /// reserved (and then nothing is created). A `store` this type does not
-    /// serve is code 7 naming `ipam.store.type`.
-    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<Self>, Error>;
+    /// reserved (and then nothing is created).
+    fn open(network: &str, cfg: &Self::Config, access: Access) -> Result<Option<Self>, Error>;
 
     /// Where the reservations are, for messages (`/var/lib/cni/networks/net`).
     fn describe(&self) -> String;

@@ -45,12 +45,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cni_types::{Attachment, Code, Error};
+use cni_types::{Attachment, Code, Error, Extra};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use nix::libc;
 
-use crate::config::{invalid, IpamConfig, StoreConfig};
+use crate::config::opt_str;
+use crate::error::ConfigError;
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// Prefix of the per-range-set round-robin files.
@@ -69,22 +70,76 @@ const MAX_RESERVATION: u64 = 4096;
 /// hanging it.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Where reservations live when `dataDir` is not given, as in host-local.
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
+
+/// The file store's keys of the `ipam` section: `dataDir`, and `store`
+/// absent or `{"type": "file"}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileConfig {
+    /// `dataDir` (default [`DEFAULT_DATA_DIR`]), an absolute path; the
+    /// network's files are in `dataDir/<network>/`.
+    pub data_dir: PathBuf,
+}
+
+impl FileConfig {
+    /// Reads `dataDir` and `store`; errors name the field.
+    fn from_section(ipam: &Extra) -> Result<FileConfig, ConfigError> {
+        let data_dir = opt_str(ipam, "dataDir", "ipam")?
+            .filter(|d| !d.is_empty())
+            .unwrap_or(DEFAULT_DATA_DIR);
+        // host-local takes a relative path from its working directory,
+        // which is the runtime's: two runtimes (or one restarted elsewhere)
+        // would keep two stores and hand out one address twice.
+        if !data_dir.starts_with('/') {
+            return Err(ConfigError::invalid(
+                "ipam.dataDir",
+                data_dir,
+                "a relative path; give an absolute one (a relative one would be taken from the \
+                 runtime's working directory, which differs between runtimes)",
+            ));
+        }
+        if let Some(store) = ipam.get("store").filter(|v| !v.is_null()) {
+            let obj = store.as_object().ok_or_else(|| {
+                ConfigError::invalid("ipam.store", store, "expected an object with a type")
+            })?;
+            match opt_str(obj, "type", "ipam.store")? {
+                None | Some("file") => {}
+                Some("etcd") => {
+                    return Err(ConfigError::invalid(
+                        "ipam.store.type",
+                        "etcd",
+                        "this plugin keeps reservations in files; the etcd store is served by \
+                         ipam-etcd",
+                    ))
+                }
+                Some(other) => {
+                    return Err(ConfigError::invalid(
+                        "ipam.store.type",
+                        other,
+                        "unknown store type; expected \"file\" (ipam-file) or \"etcd\" (ipam-etcd)",
+                    ))
+                }
+            }
+        }
+        Ok(FileConfig {
+            data_dir: PathBuf::from(data_dir),
+        })
+    }
+}
+
 /// A network's directory, locked for as long as this value lives: shared
 /// for [`Access::Read`], exclusive otherwise.
 ///
 /// ```
-/// use cni_ipam::config::IpamConfig;
 /// use cni_ipam::store::{file::FileStore, Access, Store};
 ///
 /// let data = tempfile::tempdir().unwrap();
-/// let conf: cni_types::NetConf = cni_types::NetConf::from_value(serde_json::json!({
-///     "cniVersion": "1.1.0", "name": "net", "type": "bridge",
-///     "ipam": {"type": "ipam-file", "dataDir": data.path(), "ranges": [[{"subnet": "10.1.2.0/24"}]]}
-/// })).unwrap();
-/// let cfg = IpamConfig::from_conf(&conf).unwrap();
+/// let ipam = serde_json::json!({"type": "ipam-file", "dataDir": data.path()});
+/// let cfg = FileStore::config(ipam.as_object().unwrap()).unwrap();
 /// // Reading creates nothing.
-/// assert!(FileStore::open(&cfg, Access::Read).unwrap().is_none());
-/// let mut store = FileStore::open(&cfg, Access::Create).unwrap().unwrap();
+/// assert!(FileStore::open("net", &cfg, Access::Read).unwrap().is_none());
+/// let mut store = FileStore::open("net", &cfg, Access::Create).unwrap().unwrap();
 /// assert!(store.read(1).unwrap().held.is_empty());
 /// ```
 #[derive(Debug)]
@@ -94,33 +149,32 @@ pub struct FileStore {
 }
 
 impl Store for FileStore {
-    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<FileStore>, Error> {
-        let StoreConfig::File { data_dir } = &cfg.store else {
-            return Err(invalid(
-                "ipam.store.type",
-                "etcd",
-                "this plugin keeps reservations in files; the etcd store is served by ipam-etcd",
-            ));
-        };
-        let dir = data_dir.join(&cfg.name);
+    type Config = FileConfig;
+
+    fn config(ipam: &Extra) -> Result<FileConfig, Error> {
+        FileConfig::from_section(ipam).map_err(Error::from)
+    }
+
+    fn open(network: &str, cfg: &FileConfig, access: Access) -> Result<Option<FileStore>, Error> {
+        let dir = cfg.data_dir.join(network);
         match access {
             Access::Create => {
                 DirBuilder::new()
                     .recursive(true)
                     .mode(0o755)
                     .create(&dir)
-                    .map_err(|e| io_error("cannot create", &dir, e))?;
+                    .map_err(|e| Error::io("create", &dir, e))?;
                 FileStore::lock(dir, true).map(Some)
             }
             Access::Change | Access::Read => match fs::metadata(&dir) {
                 Ok(m) if m.is_dir() => FileStore::lock(dir, access == Access::Change).map(Some),
-                Ok(_) => Err(io_error(
-                    "not a directory:",
+                Ok(_) => Err(Error::io(
+                    "open the directory",
                     &dir,
                     io::Error::from(io::ErrorKind::NotADirectory),
                 )),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(io_error("cannot read", &dir, e)),
+                Err(e) => Err(Error::io("read", &dir, e)),
             },
         }
     }
@@ -158,10 +212,10 @@ impl Store for FileStore {
     }
 
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error> {
-        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::io("read", &self.dir, e))?;
         let mut out = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
+            let entry = entry.map_err(|e| Error::io("read", &self.dir, e))?;
             if let Some(ip) = address_of(&entry) {
                 out.push(ip);
             }
@@ -230,7 +284,7 @@ impl FileStore {
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
                 other => other,
             }
-            .map_err(|e| io_error("cannot open lock file", &path, e))?
+            .map_err(|e| Error::io("open the lock file", &path, e))?
         } else {
             match open(false) {
                 Ok(file) => file,
@@ -260,10 +314,10 @@ impl FileStore {
     /// whose content is not an owner, is [`Owner::Unknown`]: its address is
     /// taken. Links are never followed.
     fn reservations(&self) -> Result<(Vec<Reservation>, Vec<Skipped>), Error> {
-        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::io("read", &self.dir, e))?;
         let (mut out, mut unreadable) = (Vec::new(), Vec::new());
         for entry in entries {
-            let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
+            let entry = entry.map_err(|e| Error::io("read", &self.dir, e))?;
             let Some(ip) = address_of(&entry) else {
                 continue;
             };
@@ -326,7 +380,7 @@ impl FileStore {
         match linked {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_error("cannot write", &target, e)),
+            Err(e) => Err(Error::io("write", &target, e)),
         }
     }
 
@@ -338,7 +392,7 @@ impl FileStore {
         let target = self.dir.join(&name);
         fs::rename(&tmp, &target).map_err(|e| {
             let _ = fs::remove_file(&tmp);
-            io_error("cannot write", &target, e)
+            Error::io("write", &target, e)
         })
     }
 
@@ -346,9 +400,7 @@ impl FileStore {
     fn remove(&self, ip: IpAddr) -> Result<(), Error> {
         let path = self.dir.join(ip.to_string());
         match fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(io_error("cannot remove", &path, e))
-            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
             _ => Ok(()),
         }
     }
@@ -368,7 +420,7 @@ impl FileStore {
             Ok(()) => Ok(tmp),
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
-                Err(io_error("cannot write", &tmp, e))
+                Err(Error::io("write", &tmp, e))
             }
         }
     }
@@ -490,8 +542,8 @@ fn lock_within(
             Ok(lock) => return Ok(lock),
             Err((f, Errno::EWOULDBLOCK | Errno::EINTR)) => file = f,
             Err((_, errno)) => {
-                return Err(io_error(
-                    "cannot lock",
+                return Err(Error::io(
+                    "lock",
                     path,
                     io::Error::from_raw_os_error(errno as i32),
                 ))
@@ -511,11 +563,6 @@ fn lock_within(
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(20));
     }
-}
-
-/// Code 5 naming the path.
-fn io_error(what: &str, path: &Path, err: io::Error) -> Error {
-    Error::new(Code::IO_FAILURE, format!("{what} {}", path.display())).with_details(err.to_string())
 }
 
 #[cfg(test)]

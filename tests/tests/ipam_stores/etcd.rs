@@ -3,13 +3,12 @@
 
 use std::net::IpAddr;
 
-use cni_ipam::config::IpamConfig;
 use cni_ipam::store::etcd::EtcdStore;
 use cni_ipam::store::{Access, Assigned, Owner, Reservation, Reserved, Store};
 use serde_json::{json, Value};
 use tests::etcd::Etcd;
 
-use crate::suite::{assigned, attachment, config, ip, Backend, NETWORK};
+use crate::suite::{assigned, attachment, config, ip, Backend, Config, NETWORK};
 
 /// The node the suite's stores run as.
 const NODE: &str = "node-a";
@@ -63,10 +62,8 @@ impl Backend for Cluster {
 
 crate::store_suite!(Cluster);
 
-fn open(cfg: &IpamConfig) -> EtcdStore {
-    EtcdStore::open(cfg, Access::Change)
-        .expect("open")
-        .expect("a store")
+fn open(cfg: &Config) -> EtcdStore {
+    cfg.open::<EtcdStore>(Access::Change)
 }
 
 #[test]

@@ -60,9 +60,38 @@ pub fn assigned(set: usize, address: &str) -> Assigned {
     }
 }
 
+/// A network's configuration: the validated `ipam` section, and the keys
+/// its store reads.
+pub struct Config {
+    /// The section, validated.
+    pub ipam: IpamConfig,
+    /// The section as written, for the store's keys.
+    section: Value,
+}
+
+impl Config {
+    /// The store, opened for `access`; panics unless it exists.
+    pub fn open<S: Store>(&self, access: Access) -> S {
+        let section = self.section.as_object().expect("an ipam object");
+        let store = S::config(section).expect("a valid store section");
+        S::open(&self.ipam.name, &store, access)
+            .expect("open")
+            .expect("a store that was written")
+    }
+
+    /// How many range sets.
+    pub fn sets(&self) -> usize {
+        self.ipam.range_sets.len()
+    }
+}
+
 /// The configuration of `ranges` on the store `ipam` selects.
-pub fn config(ipam: &Value, ranges: Value) -> IpamConfig {
-    IpamConfig::from_conf(&conf(ipam, ranges, None)).expect("a valid ipam section")
+pub fn config(ipam: &Value, ranges: Value) -> Config {
+    let conf = conf(ipam, ranges, None);
+    Config {
+        ipam: IpamConfig::from_conf(&conf).expect("a valid ipam section"),
+        section: serde_json::to_value(&conf.ipam).expect("JSON"),
+    }
 }
 
 /// The network configuration, with `cni.dev/valid-attachments` when
@@ -78,18 +107,16 @@ fn conf(ipam: &Value, ranges: Value, valid: Option<Value>) -> NetConf {
 }
 
 /// One /24.
-fn v4<B: Backend>(b: &B) -> IpamConfig {
+fn v4<B: Backend>(b: &B) -> Config {
     config(&b.ipam(), json!([[{"subnet": "10.60.0.0/24"}]]))
 }
 
-fn open<B: Backend>(cfg: &IpamConfig, access: Access) -> B::Store {
-    B::Store::open(cfg, access)
-        .expect("open")
-        .expect("a store that was written")
+fn open<B: Backend>(cfg: &Config, access: Access) -> B::Store {
+    cfg.open::<B::Store>(access)
 }
 
 /// Reserves `addresses` for `(id, ifname)`; panics unless done.
-fn reserve<B: Backend>(cfg: &IpamConfig, id: &str, ifname: &str, addresses: &[Assigned]) {
+fn reserve<B: Backend>(cfg: &Config, id: &str, ifname: &str, addresses: &[Assigned]) {
     let done = open::<B>(cfg, Access::Create)
         .reserve(addresses, &attachment(id, ifname))
         .expect("reserve");
@@ -97,9 +124,9 @@ fn reserve<B: Backend>(cfg: &IpamConfig, id: &str, ifname: &str, addresses: &[As
 }
 
 /// What a fresh reader sees: address -> owner.
-fn held<B: Backend>(cfg: &IpamConfig) -> Vec<(IpAddr, Owner)> {
+fn held<B: Backend>(cfg: &Config) -> Vec<(IpAddr, Owner)> {
     let mut held: Vec<(IpAddr, Owner)> = open::<B>(cfg, Access::Read)
-        .read(cfg.range_sets.len())
+        .read(cfg.sets())
         .expect("read")
         .held
         .into_iter()
@@ -122,9 +149,9 @@ fn at(id: &str, ifname: &str) -> Owner {
 }
 
 /// Releases what `which` picks from a fresh read, as DEL and GC do.
-fn release_where<B: Backend>(cfg: &IpamConfig, which: impl Fn(&Reservation) -> bool) {
+fn release_where<B: Backend>(cfg: &Config, which: impl Fn(&Reservation) -> bool) {
     let mut store = open::<B>(cfg, Access::Change);
-    let state = store.read(cfg.range_sets.len()).expect("read");
+    let state = store.read(cfg.sets()).expect("read");
     let gone: Vec<&Reservation> = state.held.iter().filter(|r| which(r)).collect();
     store.release(&gone).expect("release");
 }
@@ -235,7 +262,7 @@ pub fn the_next_search_starts_after_the_last_reserved_address<B: Backend>() {
         let mut store = open::<B>(&cfg, Access::Create);
         let state = store.read(1).expect("read");
         let a = attachment(id, "eth0");
-        let plan = plan::plan(&cfg, &state, &a, &[]).expect("plan");
+        let plan = plan::plan(&cfg.ipam, &state, &a, &[]).expect("plan");
         assert_eq!(store.reserve(&plan, &a).expect("reserve"), Reserved::Done);
         plan[0].ip
     };
@@ -265,7 +292,7 @@ pub fn a_stray_entry_is_taken_named_and_never_released<B: Backend>() {
     assert!(matches!(stray.owner, Owner::Unknown(_)), "{stray:?}");
     // The planner moves past it, as host-local does past a file it cannot create.
     let c1 = attachment("c1", "eth0");
-    let plan = plan::plan(&cfg, &state, &c1, &[]).expect("plan");
+    let plan = plan::plan(&cfg.ipam, &state, &c1, &[]).expect("plan");
     assert_eq!(plan[0].ip, ip("10.60.0.3"));
     assert_eq!(store.reserve(&plan, &c1).expect("reserve"), Reserved::Done);
     // Releasing it, even by mistake, leaves it.
@@ -362,13 +389,13 @@ pub fn concurrent_reservers_never_share_an_address<B: Backend>() {
 
 /// An ADD as `cni_ipam::Ipam` does it: read, plan, reserve, and on a lost
 /// race read again and plan a little further on.
-fn add<B: Backend>(cfg: &IpamConfig, id: &str, worker: usize) -> IpAddr {
+fn add<B: Backend>(cfg: &Config, id: &str, worker: usize) -> IpAddr {
     let a = attachment(id, "eth0");
     let mut store = open::<B>(cfg, Access::Create);
     for lost in 0..1000 {
         let state = store.read(1).expect("read");
-        let plan =
-            plan::plan_skipping(cfg, &state, &a, &[], lost * (worker + 1) % 32).expect("plan");
+        let plan = plan::plan_skipping(&cfg.ipam, &state, &a, &[], lost * (worker + 1) % 32)
+            .expect("plan");
         if store.reserve(&plan, &a).expect("reserve") == Reserved::Done {
             return plan[0].ip;
         }
