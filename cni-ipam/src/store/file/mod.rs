@@ -38,20 +38,25 @@
 //!
 //! Go: host-local's `backend/disk` (`Store`, `FileLock`).
 
+mod config;
+mod format;
+mod lock;
+
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-use cni_types::{Attachment, Code, Error, Extra};
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
+use cni_types::{Attachment, Error, Extra};
+use nix::fcntl::Flock;
 use nix::libc;
 
-use crate::config::opt_str;
-use crate::error::ConfigError;
+pub use self::config::{FileConfig, DEFAULT_DATA_DIR};
+use self::format::{address_of, read_no_follow, Content};
+pub use self::format::{owner_key, parse_owner};
+use self::lock::lock_within;
+pub use self::lock::LOCK_TIMEOUT;
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// Prefix of the per-range-set round-robin files.
@@ -64,70 +69,6 @@ pub const LOCK_FILE: &str = "lock";
 const TMP_PREFIX: &str = ".ipam-file-tmp.";
 /// Longest reservation file read; longer content is not a reservation.
 const MAX_RESERVATION: u64 = 4096;
-/// The longest an operation waits for the lock held by another process
-/// (every operation holds it for milliseconds); then code 11 naming the
-/// lock file, so that a stuck holder fails the runtime's call instead of
-/// hanging it.
-pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Where reservations live when `dataDir` is not given, as in host-local.
-pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
-
-/// The file store's keys of the `ipam` section: `dataDir`, and `store`
-/// absent or `{"type": "file"}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileConfig {
-    /// `dataDir` (default [`DEFAULT_DATA_DIR`]), an absolute path; the
-    /// network's files are in `dataDir/<network>/`.
-    pub data_dir: PathBuf,
-}
-
-impl FileConfig {
-    /// Reads `dataDir` and `store`; errors name the field.
-    fn from_section(ipam: &Extra) -> Result<FileConfig, ConfigError> {
-        let data_dir = opt_str(ipam, "dataDir", "ipam")?
-            .filter(|d| !d.is_empty())
-            .unwrap_or(DEFAULT_DATA_DIR);
-        // host-local takes a relative path from its working directory,
-        // which is the runtime's: two runtimes (or one restarted elsewhere)
-        // would keep two stores and hand out one address twice.
-        if !data_dir.starts_with('/') {
-            return Err(ConfigError::invalid(
-                "ipam.dataDir",
-                data_dir,
-                "a relative path; give an absolute one (a relative one would be taken from the \
-                 runtime's working directory, which differs between runtimes)",
-            ));
-        }
-        if let Some(store) = ipam.get("store").filter(|v| !v.is_null()) {
-            let obj = store.as_object().ok_or_else(|| {
-                ConfigError::invalid("ipam.store", store, "expected an object with a type")
-            })?;
-            match opt_str(obj, "type", "ipam.store")? {
-                None | Some("file") => {}
-                Some("etcd") => {
-                    return Err(ConfigError::invalid(
-                        "ipam.store.type",
-                        "etcd",
-                        "this plugin keeps reservations in files; the etcd store is served by \
-                         ipam-etcd",
-                    ))
-                }
-                Some(other) => {
-                    return Err(ConfigError::invalid(
-                        "ipam.store.type",
-                        other,
-                        "unknown store type; expected \"file\" (ipam-file) or \"etcd\" (ipam-etcd)",
-                    ))
-                }
-            }
-        }
-        Ok(FileConfig {
-            data_dir: PathBuf::from(data_dir),
-        })
-    }
-}
-
 /// A network's directory, locked for as long as this value lives: shared
 /// for [`Access::Read`], exclusive otherwise.
 ///
@@ -448,143 +389,6 @@ impl Drop for FileStore {
                 Ok(file) => drop(file),
                 Err((lock, _)) => std::mem::forget(lock),
             }
-        }
-    }
-}
-
-/// A reservation file's content: `<containerID>\r\n<ifname>`.
-pub fn owner_key(id: &str, ifname: &str) -> String {
-    format!("{}{LINE_BREAK}{ifname}", id.trim())
-}
-
-/// Reads a reservation file's content as host-local does: surrounding white
-/// space removed, then `<id>\r\n<ifname>` or `<id>`. Anything else (not
-/// UTF-8, control characters, empty) is [`Owner::Unknown`].
-pub fn parse_owner(bytes: &[u8]) -> Owner {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Owner::Unknown("content is not text".to_owned());
-    };
-    let text = text.trim();
-    let (id, ifname) = match text.split_once(LINE_BREAK) {
-        Some((id, ifname)) => (id, Some(ifname)),
-        None => (text, None),
-    };
-    let clean = |s: &str| !s.is_empty() && !s.chars().any(char::is_control);
-    match ifname {
-        _ if !clean(id) => Owner::Unknown("content is not a container id".to_owned()),
-        Some(i) if !clean(i) => {
-            Owner::Unknown("content is not a container id and interface".to_owned())
-        }
-        Some(i) => Owner::Attachment(Attachment {
-            container_id: id.to_owned(),
-            ifname: i.to_owned(),
-        }),
-        None => Owner::Container(id.to_owned()),
-    }
-}
-
-/// The address a directory entry is named after, if any.
-fn address_of(entry: &fs::DirEntry) -> Option<IpAddr> {
-    entry.file_name().to_str()?.parse().ok()
-}
-
-/// What a file of the store holds, read.
-enum Content {
-    /// Its bytes, at most the limit.
-    Bytes(Vec<u8>),
-    /// More than the limit.
-    TooLong,
-    /// Not a regular file (swapped in after the directory was listed).
-    NotRegular,
-}
-
-/// At most `limit` bytes of the regular file at `path`; a symbolic link is
-/// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
-/// An error means the content could not be read.
-fn read_no_follow(path: &Path, limit: u64) -> io::Result<Content> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Content::NotRegular),
-        other => other?,
-    };
-    if !file.metadata()?.is_file() {
-        return Ok(Content::NotRegular);
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Ok(Content::TooLong);
-    }
-    Ok(Content::Bytes(bytes))
-}
-
-/// `file` flocked (exclusive or shared) within `timeout`, else code 11
-/// naming `path`. Polled: a blocking flock cannot be given a deadline
-/// without a signal or a thread left waiting for it.
-fn lock_within(
-    mut file: File,
-    exclusive: bool,
-    path: &Path,
-    timeout: Duration,
-) -> Result<Flock<File>, Error> {
-    let arg = if exclusive {
-        FlockArg::LockExclusiveNonblock
-    } else {
-        FlockArg::LockSharedNonblock
-    };
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match Flock::lock(file, arg) {
-            Ok(lock) => return Ok(lock),
-            Err((f, Errno::EWOULDBLOCK | Errno::EINTR)) => file = f,
-            Err((_, errno)) => {
-                return Err(Error::io(
-                    "lock",
-                    path,
-                    io::Error::from_raw_os_error(errno as i32),
-                ))
-            }
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(Error::new(
-                Code::TRY_AGAIN_LATER,
-                format!("timed out waiting for the lock {}", path.display()),
-            )
-            .with_details(format!(
-                "another process held it for {timeout:?}; if none is running, it is stuck \
-                 holding it"
-            )));
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reservation_content_is_read_as_host_local_writes_it() {
-        let attachment = |id: &str, ifname: &str| {
-            Owner::Attachment(Attachment {
-                container_id: id.into(),
-                ifname: ifname.into(),
-            })
-        };
-        assert_eq!(parse_owner(b"c1\r\neth0"), attachment("c1", "eth0"));
-        assert_eq!(parse_owner(b" c1\r\neth0\n"), attachment("c1", "eth0"));
-        assert_eq!(parse_owner(b"old\n"), Owner::Container("old".into()));
-        for garbage in [&b""[..], b"\xff\xfe", b"a\nb", b"c1\r\n\x01"] {
-            assert!(
-                matches!(parse_owner(garbage), Owner::Unknown(_)),
-                "{garbage:?}"
-            );
         }
     }
 }
