@@ -5,14 +5,18 @@
 //! What host-local's `backend/allocator` and `backend/store.go` are to Go
 //! plugins (containernetworking/plugins), this crate is to Rust ones.
 //!
-//! - [`config`]: the `ipam` section, host-local's keys, validated in full
-//!   before anything is touched; errors name the field (`ipam.ranges[0][1].rangeStart`).
+//! - [`config`]: the `ipam` section, host-local's keys, read as written
+//!   then validated in full before anything is touched; errors
+//!   ([`ConfigError`](config::ConfigError)) name the field
+//!   (`ipam.ranges[0][1].rangeStart`).
 //! - [`range`]: ranges, range sets, and host-local's order of walking them.
 //! - [`plan`]: pure: configuration + what is held + the attachment + what
 //!   was requested -> one address per range set. No I/O.
-//! - [`store`]: the [`Store`](store::Store) trait; [`store::file`] keeps
-//!   host-local's on-disk format and lock; `store::etcd` (feature `etcd`)
-//!   shares one range among every node of a cluster.
+//! - [`store`]: the [`Store`](store::Store) trait and the values the
+//!   planner and the stores exchange, below both; each store reads its own
+//!   keys. [`store::file`] keeps host-local's on-disk format and lock;
+//!   `store::etcd` (feature `etcd`) shares one range among every node of a
+//!   cluster.
 //! - [`gc`]: which reservations a GC releases: none without a list.
 //! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store.
 //!
