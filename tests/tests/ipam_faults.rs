@@ -139,6 +139,11 @@ fn adds_killed_at_random_points_leave_a_consistent_store() {
     assert!(check_store(&store, &ids, false).is_empty());
 }
 
+/// An ADD of `id`, as the runtime runs it.
+fn add(conf: &[u8], id: &str) -> Outcome {
+    run_plugin(&plugin_bin_dir().join("ipam-file"), &env("ADD", id), conf)
+}
+
 /// How a test runs the plugin: where, as whom, in what mount namespace.
 #[derive(Default)]
 struct Setup<'a> {
@@ -189,12 +194,7 @@ fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration
                 }
             }
             if let Some(id) = run_as {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(id) != 0
-                    || libc::setuid(id) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
+                tests::become_user(id)?;
             }
             Ok(())
         });
@@ -231,12 +231,7 @@ fn a_lock_held_by_a_stuck_process_fails_the_add_with_code_11_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let conf = config(tmp.path());
     let store = tmp.path().join(NETWORK);
-    assert!(run_plugin(
-        &plugin_bin_dir().join("ipam-file"),
-        &env("ADD", "c1"),
-        &conf
-    )
-    .success());
+    assert!(add(&conf, "c1").success());
     // This test is the stuck holder.
     let lock = std::fs::File::open(store.join("lock")).unwrap();
     // SAFETY: flock on a file this test owns.
@@ -261,12 +256,7 @@ fn a_lock_held_by_a_stuck_process_fails_the_add_with_code_11_naming_it() {
         "LOCK_TIMEOUT is 10 s, took {took:?}"
     );
     drop(lock);
-    assert!(run_plugin(
-        &plugin_bin_dir().join("ipam-file"),
-        &env("ADD", "c2"),
-        &conf
-    )
-    .success());
+    assert!(add(&conf, "c2").success());
 }
 
 #[test]
@@ -276,12 +266,7 @@ fn del_fails_naming_an_entry_it_cannot_read_and_releases_nothing() {
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let conf = config(tmp.path());
     let store = tmp.path().join(NETWORK);
-    assert!(run_plugin(
-        &plugin_bin_dir().join("ipam-file"),
-        &env("ADD", "c1"),
-        &conf
-    )
-    .success());
+    assert!(add(&conf, "c1").success());
     // A reservation nobody but root can read (it is c2's, but who knows),
     // and a lock anyone can open.
     let hidden = store.join("10.77.0.9");
