@@ -24,6 +24,9 @@ enum Behaviour {
     HugeError(usize),
     /// Reads nothing and never answers.
     Hang,
+    /// A well-formed etcd that holds no key, yet fails every reservation
+    /// as if its address were taken: an ADD can only lose, forever.
+    AlwaysTaken,
 }
 
 /// A fake etcd endpoint, stopped when dropped.
@@ -92,6 +95,7 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
     loop {
         let mut length = 0usize;
         let mut line = String::new();
+        let mut path = String::new();
         loop {
             line.clear();
             match reader.read_line(&mut line) {
@@ -100,6 +104,9 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
             }
             if line == "\r\n" {
                 break;
+            }
+            if path.is_empty() {
+                path = line.split(' ').nth(1).unwrap_or("?").to_owned();
             }
             if let Some((k, v)) = line.split_once(':') {
                 if k.eq_ignore_ascii_case("content-length") {
@@ -127,6 +134,20 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
                     left -= n;
                 }
                 w
+            }
+            Behaviour::AlwaysTaken => {
+                let body = match path.as_str() {
+                    "/v3/kv/txn" => {
+                        r#"{"header":{"revision":"7"},"responses":[{"response_range":{"count":"1"}}]}"#
+                    }
+                    _ => r#"{"header":{"revision":"7"}}"#,
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                out.write_all(head.as_bytes())
+                    .and_then(|()| out.write_all(body.as_bytes()))
             }
             Behaviour::Hang => return,
         };
@@ -191,6 +212,27 @@ fn a_server_answering_empty_objects_is_code_11_at_once_quoting_its_answer() {
     let requests = fake.requests.load(Ordering::SeqCst);
     assert!(requests <= 3, "{requests} requests in {took:?}");
     assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn an_add_that_keeps_losing_races_backs_off_and_gives_up_after_a_bounded_number() {
+    let fake = Fake::start(Behaviour::AlwaysTaken);
+    let started = Instant::now();
+    let out = add(&[fake.endpoint()], None);
+    let took = started.elapsed();
+    let e = error(&out);
+    assert_eq!(e["code"], 11, "{e}");
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("32 races lost"),
+        "{e}"
+    );
+    // A read and a reservation per race: 32 races, not thousands.
+    let requests = fake.requests.load(Ordering::SeqCst);
+    assert!(requests <= 2 * 32 + 1, "{requests} requests in {took:?}");
+    assert!(took < Duration::from_secs(11), "{took:?}");
 }
 
 #[test]
