@@ -1,7 +1,7 @@
 //! What can be wrong in a configuration, kept with its cause, and the CNI
 //! code each answers with at the crate's boundary.
 
-use cni_types::{CniArgsError, Code, Error};
+use cni_types::{CniArgsError, Error};
 use serde_json::Value;
 
 /// A configuration this crate refuses: the `ipam` section, the requested
@@ -58,23 +58,23 @@ impl From<ConfigError> for Error {
     /// Code 7 naming the field, with the value and the reason in `details`;
     /// code 4 for `CNI_ARGS`, as everywhere.
     fn from(err: ConfigError) -> Error {
-        let msg = err.to_string();
         match err {
-            ConfigError::NoIpam => Error::new(Code::INVALID_NETWORK_CONFIG, msg)
-                .with_details("the configuration has no ipam section"),
-            ConfigError::Invalid { value, why, .. } => {
-                Error::new(Code::INVALID_NETWORK_CONFIG, msg)
-                    .with_details(format!("{value}: {why}"))
+            ConfigError::NoIpam => {
+                Error::invalid_config("ipam", "the configuration has no ipam section")
             }
-            ConfigError::Route { value, source, .. } => {
-                Error::new(Code::INVALID_NETWORK_CONFIG, msg)
-                    .with_details(format!("{value}: {source}"))
+            ConfigError::Invalid { field, value, why } => {
+                Error::invalid_config(&field, format!("{value}: {why}"))
             }
+            ConfigError::Route {
+                field,
+                value,
+                source,
+            } => Error::invalid_config(&field, format!("{value}: {source}")),
             ConfigError::CniArgs(e) => Error::from(e),
-            ConfigError::CniArgsIp { text } => Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, msg)
-                .with_details(format!(
-                    "{text:?}: not an IP address with an optional /prefix"
-                )),
+            ConfigError::CniArgsIp { text } => Error::invalid_env(
+                "CNI_ARGS IP",
+                format!("{text:?}: not an IP address with an optional /prefix"),
+            ),
         }
     }
 }

@@ -171,13 +171,10 @@ impl Ipam {
     /// assert_eq!(err.msg, "invalid ipam.address");
     /// ```
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        let invalid = |path: &str, why: String| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, format!("invalid {path}")).with_details(why)
-        };
         // Read from its text, as NetConf reads a plugin's fields: numbers
         // beyond 64 bits reach `T` as written.
-        let text = serde_json::to_string(self).map_err(|e| invalid("ipam", e.to_string()))?;
-        let raw = RawObject::parse(&text).map_err(|e| invalid("ipam", e.to_string()))?;
+        let text = serde_json::to_string(self).map_err(|e| Error::invalid_config("ipam", e))?;
+        let raw = RawObject::parse(&text).map_err(|e| Error::invalid_config("ipam", e))?;
         serde_path_to_error::deserialize(raw).map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." || path.is_empty() {
@@ -185,7 +182,7 @@ impl Ipam {
             } else {
                 format!("ipam.{path}")
             };
-            invalid(&path, e.inner().to_string())
+            Error::invalid_config(&path, e.inner())
         })
     }
 }
@@ -330,8 +327,7 @@ impl<T> NetConf<T> {
             .map(|i| i.ipam_type.as_str())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
-                    .with_details("the ipam section must name an IPAM plugin")
+                Error::invalid_config("ipam.type", "the ipam section must name an IPAM plugin")
             })
     }
 
@@ -359,10 +355,7 @@ impl<T> NetConf<T> {
     pub fn ipam_as<I: DeserializeOwned>(&self) -> Result<I, Error> {
         self.ipam
             .as_ref()
-            .ok_or_else(|| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam")
-                    .with_details("the configuration has no ipam section")
-            })?
+            .ok_or_else(|| Error::invalid_config("ipam", "the configuration has no ipam section"))?
             .parse()
     }
 

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use cni_types::{Attachment, Code, Error};
+use cni_types::{Attachment, Error};
 
 use crate::config::{IpamConfig, Requested};
 use crate::plan;
@@ -53,19 +53,18 @@ pub(super) fn reserve<S: Store>(
                 state = store.read(sets)?;
             }
             Reserved::Taken(ip) => {
-                return Err(Error::new(
-                    Code::TRY_AGAIN_LATER,
+                return Err(Error::try_again_later(
                     format!(
                         "the addresses chosen kept being taken by others: {} races lost \
                          (the last for {ip})",
                         lost + 1
                     ),
-                )
-                .with_details(format!(
-                    "in {} within {:?} (at most {MAX_LOST_RACES} races, {CONTENTION_LIMIT:?})",
-                    store.describe(),
-                    started.elapsed()
-                )))
+                    format!(
+                        "in {} within {:?} (at most {MAX_LOST_RACES} races, {CONTENTION_LIMIT:?})",
+                        store.describe(),
+                        started.elapsed()
+                    ),
+                ))
             }
         }
     }

@@ -187,22 +187,20 @@ impl Client {
                     .with_details(format!("HTTP {status}: {text}")),
             );
         }
-        Err(Error::new(
-            Code::TRY_AGAIN_LATER,
+        Err(Error::try_again_later(
             format!("etcd unreachable at {}", self.endpoints.join(", ")),
-        )
-        .with_details(failures.join("; ")))
+            failures.join("; "),
+        ))
     }
 }
 
 /// Code 11: `endpoint` answered `path` with something that is not etcd's
 /// answer, quoted.
 pub(super) fn not_etcd(endpoint: &str, path: &str, what: &str, text: &str) -> Error {
-    Error::new(
-        Code::TRY_AGAIN_LATER,
+    Error::try_again_later(
         format!("etcd {endpoint} answered {path} with {what}"),
+        format!("the server answered: {text}"),
     )
-    .with_details(format!("the server answered: {text}"))
 }
 
 /// An answer read: all of it (`whole`) or its first [`MAX_QUOTED`] bytes

@@ -336,7 +336,8 @@ fn node_name(cfg: &EtcdConfig) -> Result<String, Error> {
         })?
         .into_string()
         .map_err(|h| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.store.node").with_details(
+            Error::invalid_config(
+                "ipam.store.node",
                 format!("the host name {h:?} is not UTF-8; give ipam.store.node"),
             )
         })

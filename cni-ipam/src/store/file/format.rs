@@ -1,13 +1,12 @@
 //! host-local's on-disk format: what a reservation file holds, and reading
 //! a file of the store without following links or reading without bound.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Read};
+use std::fs;
+use std::io;
 use std::net::IpAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use cni_types::Attachment;
+use cni_types::{read_regular_file, Attachment};
 use nix::libc;
 
 use super::LINE_BREAK;
@@ -55,31 +54,26 @@ pub(super) enum Content {
     Bytes(Vec<u8>),
     /// More than the limit.
     TooLong,
-    /// Not a regular file (swapped in after the directory was listed).
+    /// Not a regular file (a link, or swapped in after the listing).
     NotRegular,
 }
 
-/// At most `limit` bytes of the regular file at `path`; a symbolic link is
-/// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
-/// An error means the content could not be read.
-pub(super) fn read_no_follow(path: &Path, limit: u64) -> io::Result<Content> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Content::NotRegular),
-        other => other?,
-    };
-    if !file.metadata()?.is_file() {
-        return Ok(Content::NotRegular);
+/// At most `limit` bytes of the regular file at `path`, never through a
+/// link ([`read_regular_file`]). An error means the content could not be
+/// read (it may be anyone's reservation); a file that is no reservation by
+/// its kind or size is a [`Content`].
+pub(super) fn read_entry(path: &Path, limit: u64) -> io::Result<Content> {
+    match read_regular_file(path, limit) {
+        Ok(bytes) => Ok(Content::Bytes(bytes)),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Ok(Content::NotRegular),
+        // read_regular_file's own refusals (too long, not a regular
+        // file) carry no OS error.
+        Err(e) if e.raw_os_error().is_none() => match fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() => Ok(Content::TooLong),
+            _ => Ok(Content::NotRegular),
+        },
+        Err(e) => Err(e),
     }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Ok(Content::TooLong);
-    }
-    Ok(Content::Bytes(bytes))
 }
 
 #[cfg(test)]

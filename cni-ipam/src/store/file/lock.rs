@@ -5,7 +5,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cni_types::{Code, Error};
+use cni_types::Error;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
@@ -45,14 +45,13 @@ pub(super) fn lock_within(
         }
         let now = Instant::now();
         if now >= deadline {
-            return Err(Error::new(
-                Code::TRY_AGAIN_LATER,
+            return Err(Error::try_again_later(
                 format!("timed out waiting for the lock {}", path.display()),
-            )
-            .with_details(format!(
-                "another process held it for {timeout:?}; if none is running, it is stuck \
-                 holding it"
-            )));
+                format!(
+                    "another process held it for {timeout:?}; if none is running, it is stuck \
+                     holding it"
+                ),
+            ));
         }
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(20));

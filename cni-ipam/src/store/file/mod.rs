@@ -53,7 +53,7 @@ use nix::fcntl::Flock;
 use nix::libc;
 
 pub use self::config::{FileConfig, DEFAULT_DATA_DIR};
-use self::format::{address_of, read_no_follow, Content};
+use self::format::{address_of, read_entry, Content};
 pub use self::format::{owner_key, parse_owner};
 use self::lock::lock_within;
 pub use self::lock::LOCK_TIMEOUT;
@@ -271,7 +271,7 @@ impl FileStore {
                 Owner::Unknown(why)
             };
             let owner = match entry.file_type() {
-                Ok(t) if t.is_file() => match read_no_follow(&entry.path(), MAX_RESERVATION) {
+                Ok(t) if t.is_file() => match read_entry(&entry.path(), MAX_RESERVATION) {
                     Ok(Content::Bytes(bytes)) => parse_owner(&bytes),
                     Ok(Content::TooLong) => {
                         Owner::Unknown(format!("longer than {MAX_RESERVATION} bytes"))
@@ -297,7 +297,7 @@ impl FileStore {
             entry: path.display().to_string(),
             why,
         };
-        let bytes = match read_no_follow(&path, 64) {
+        let bytes = match read_entry(&path, 64) {
             Ok(Content::Bytes(bytes)) => bytes,
             Ok(Content::TooLong) => return Err(skipped("longer than 64 bytes".to_owned())),
             Ok(Content::NotRegular) => return Err(skipped("not a regular file".to_owned())),
