@@ -187,28 +187,25 @@ fn error(out: &Outcome) -> Value {
     out.stdout_json()
 }
 
+/// The error of an ADD against `fake` alone, and how long it took.
+fn failed_add(fake: &Fake) -> (Value, Duration) {
+    let started = Instant::now();
+    let out = add(&[fake.endpoint()], None);
+    (error(&out), started.elapsed())
+}
+
+/// `e[key]` as text.
+fn text<'v>(e: &'v Value, key: &str) -> &'v str {
+    e[key].as_str().unwrap_or_default()
+}
+
 #[test]
 fn a_server_answering_empty_objects_is_code_11_at_once_quoting_its_answer() {
     let fake = Fake::start(Behaviour::EmptyObject);
-    let started = Instant::now();
-    let out = add(&[fake.endpoint()], None);
-    let took = started.elapsed();
-    let e = error(&out);
+    let (e, took) = failed_add(&fake);
     assert_eq!(e["code"], 11, "{e}");
-    assert!(
-        e["msg"]
-            .as_str()
-            .unwrap_or_default()
-            .contains(&fake.endpoint()),
-        "{e}"
-    );
-    assert!(
-        e["details"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("answered: {}"),
-        "{e}"
-    );
+    assert!(text(&e, "msg").contains(&fake.endpoint()), "{e}");
+    assert!(text(&e, "details").contains("answered: {}"), "{e}");
     let requests = fake.requests.load(Ordering::SeqCst);
     assert!(requests <= 3, "{requests} requests in {took:?}");
     assert!(took < Duration::from_secs(2), "{took:?}");
@@ -217,18 +214,9 @@ fn a_server_answering_empty_objects_is_code_11_at_once_quoting_its_answer() {
 #[test]
 fn an_add_that_keeps_losing_races_backs_off_and_gives_up_after_a_bounded_number() {
     let fake = Fake::start(Behaviour::AlwaysTaken);
-    let started = Instant::now();
-    let out = add(&[fake.endpoint()], None);
-    let took = started.elapsed();
-    let e = error(&out);
+    let (e, took) = failed_add(&fake);
     assert_eq!(e["code"], 11, "{e}");
-    assert!(
-        e["msg"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("32 races lost"),
-        "{e}"
-    );
+    assert!(text(&e, "msg").contains("32 races lost"), "{e}");
     // A read and a reservation per race: 32 races, not thousands.
     let requests = fake.requests.load(Ordering::SeqCst);
     assert!(requests <= 2 * 32 + 1, "{requests} requests in {took:?}");
@@ -246,7 +234,7 @@ fn a_huge_error_body_is_quoted_in_its_first_kib_and_its_size() {
         out.stdout.len()
     );
     let e = error(&out);
-    let details = e["details"].as_str().unwrap_or_default();
+    let details = text(&e, "details");
     assert!(details.contains("HTTP 400"), "{e}");
     assert!(details.contains(&format!("{SIZE} in all")), "{e}");
 }

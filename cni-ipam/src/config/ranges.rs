@@ -119,27 +119,22 @@ impl<'a> RangeSpec<'a> {
         // host-local's defaults leave out the network address (`::` in
         // `::/0`) and the IPv4 broadcast; it hands them out when rangeStart
         // or rangeEnd names them, and no container can use them: refused.
-        if bits(start) == bits(subnet.network()) {
-            return Err(ConfigError::invalid(
-                &format!("{field}.rangeStart"),
-                &start.to_string(),
+        let unusable = |key: &str, ip: IpAddr, what: &str, bound: &str, instead: u128| {
+            ConfigError::invalid(
+                &format!("{field}.{key}"),
+                &ip.to_string(),
                 &format!(
-                    "the network address of {subnet} cannot be allocated; the first allocatable \
-                     address is {}",
-                    from_bits(first, v4)
+                    "the {what} address of {subnet} cannot be allocated; the {bound} \
+                     allocatable address is {}",
+                    from_bits(instead, v4)
                 ),
-            ));
+            )
+        };
+        if bits(start) == bits(subnet.network()) {
+            return Err(unusable("rangeStart", start, "network", "first", first));
         }
         if v4 && bits(end) == last + 1 {
-            return Err(ConfigError::invalid(
-                &format!("{field}.rangeEnd"),
-                &end.to_string(),
-                &format!(
-                    "the broadcast address of {subnet} cannot be allocated; the last allocatable \
-                     address is {}",
-                    from_bits(last, v4)
-                ),
-            ));
+            return Err(unusable("rangeEnd", end, "broadcast", "last", last));
         }
         if bits(start) > bits(end) {
             return Err(ConfigError::invalid(
