@@ -124,7 +124,7 @@ impl Plugin for Bridge {
                         return Err(Error::from(e).into());
                     }
                 }
-                Ok(result)
+                Ok::<_, BoxError>(result)
             }),
             None => {
                 let result = at.layer2()?;
