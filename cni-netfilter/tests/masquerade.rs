@@ -7,7 +7,7 @@ mod common;
 
 use cni_netfilter::masquerade::{self, Attachment};
 use cni_netfilter::BackendKind;
-use cni_types::{GcAttachment, IpNetwork, ValidAttachments};
+use cni_types::{IpNetwork, ValidAttachments};
 use common::{netns, rules, ruleset, run_in, BoxError};
 
 fn fixture(name: &str) -> serde_json::Value {
@@ -86,7 +86,7 @@ fn gc_removes_the_nftables_rules_of_attachments_not_listed_and_nothing_without_a
     .unwrap();
     assert_eq!(comments(&ns).len(), 3, "no list, nothing removed");
 
-    let keep_a = ValidAttachments::List(vec![GcAttachment {
+    let keep_a = ValidAttachments::List(vec![cni_types::Attachment {
         container_id: "ctr-a".into(),
         ifname: "eth0".into(),
     }]);
