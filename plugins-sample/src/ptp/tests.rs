@@ -301,3 +301,49 @@ fn with_ip_masq_the_far_side_sees_the_hosts_address_under_both_backends() {
         assert!(err.msg.contains("missing"), "{backend}: {err:?}");
     }
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_after_the_namespace_is_gone_removes_the_masquerading_and_the_reservation() {
+    let host = TempNetns::new("ptp-host").unwrap();
+    let ipam = tempfile::tempdir().unwrap();
+    let mut c = conf(&["10.9.24.0/24"], ipam.path());
+    c["ipMasq"] = true.into();
+    c["ipMasqBackend"] = "nftables".into();
+    let (path, cid, address) = {
+        let container = TempNetns::new("ptp-gone").unwrap();
+        let add = run(&host, &container, "ADD", &c);
+        assert_eq!(add.exit_code, 0, "{}", String::from_utf8_lossy(&add.stdout));
+        let address: cni_types::IpNetwork = add.json()["ips"][0]["address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        (
+            container.path().to_path_buf(),
+            container.name().to_string(),
+            address,
+        )
+    };
+    let req = TestRequest::new("DEL")
+        .env("CNI_CONTAINERID", cid.as_str())
+        .env("CNI_NETNS", path.as_path())
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", "/usr/lib/cni")
+        .stdin(c.to_string());
+    let del = host
+        .run(|_| Ok::<_, NetError>(req.run(&Ptp, &PluginInfo::all())))
+        .unwrap();
+    assert_eq!(del.exit_code, 0, "{:?}", del.error());
+    let at = masquerade::Attachment {
+        network: "ptpnet",
+        ifname: "eth0",
+        container_id: &cid,
+    };
+    let nft = Some(cni_netfilter::BackendKind::Nftables);
+    let left = host
+        .run(|_| Ok::<_, NetError>(masquerade::check(nft, &[address], &at)))
+        .unwrap();
+    assert!(left.is_err(), "the rules are gone");
+    assert_eq!(reservations(ipam.path()), Vec::<String>::new());
+}
