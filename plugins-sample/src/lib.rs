@@ -45,6 +45,7 @@ pub mod dns_mac;
 mod ipmasq;
 pub mod loopback;
 pub mod noop;
+mod pair;
 pub mod ptp;
 pub mod tuning;
 pub mod veth;

@@ -55,6 +55,7 @@ use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, NetConf};
 
 use crate::ipmasq::{addresses, attachment};
+use crate::pair::add_container_pair;
 
 mod check;
 mod config;
@@ -87,20 +88,17 @@ impl Plugin for Bridge {
         let mut host = Netlink::open()?;
         let bridge = ensure_bridge(&mut host, &plan.bridge, plan.mtu, f.promisc_mode)?;
         let mut inside = netns.socket()?;
-        if inside.find_link(&req.ifname)?.is_some() {
-            let what = format!(
-                "container veth name provided ({}) already exists",
-                req.ifname
-            );
-            return Err(Error::new(Code::INTERNAL, what).into());
-        }
-        let port = host.add_container_veth(&ContainerVeth {
-            container_id: &req.container_id,
-            ifname: &req.ifname,
-            netns: &netns,
-            mtu: plan.mtu,
-            mac: mac.map(|m| m.mac),
-        })?;
+        let port = add_container_pair(
+            &mut host,
+            &mut inside,
+            &ContainerVeth {
+                container_id: &req.container_id,
+                ifname: &req.ifname,
+                netns: &netns,
+                mtu: plan.mtu,
+                mac: mac.map(|m| m.mac),
+            },
+        )?;
         let port_index = port.index;
         let mut at = Attachment {
             req,

@@ -43,12 +43,13 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/ptp`.
 
-use cni_net::{LinkKind, Netlink, Netns};
+use cni_net::{ContainerVeth, LinkKind, Netlink, Netns};
 use cni_netfilter::masquerade;
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 use crate::ipmasq::{addresses, attachment};
+use crate::pair::add_container_pair;
 
 mod config;
 mod setup;
@@ -80,7 +81,15 @@ impl Plugin for Ptp {
                 return Err(Error::new(Code::INTERNAL, msg).into());
             }
             Netns::current()?.enable_forwarding(&result.ips)?;
-            let (host_end, _) = setup::create_pair(req, &plan, &netns, &mut host, &mut inside)?;
+            let veth = ContainerVeth {
+                container_id: &req.container_id,
+                ifname: &req.ifname,
+                netns: &netns,
+                mtu: plan.mtu,
+                mac: None,
+            };
+            let host_end = add_container_pair(&mut host, &mut inside, &veth)?;
+            host.set_up(host_end.index)?;
             let done = attach(
                 req,
                 &plan,

@@ -3,46 +3,16 @@
 
 use std::net::IpAddr;
 
-use cni_net::{ContainerVeth, Dad, Link, Netlink, Netns};
+use cni_net::{Dad, Link, Netlink};
 use cni_skel::BoxError;
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route};
 
-use super::{Plan, Req};
+use super::Req;
 
 /// A full-length network: `ADDRESS/32` or `ADDRESS/128`.
 pub(super) fn host_network(addr: IpAddr) -> IpNetwork {
     let bits = if addr.is_ipv4() { 32 } else { 128 };
     IpNetwork::new(addr, bits).expect("a full-length prefix fits")
-}
-
-/// The pair, created from the host: returns the host end and the
-/// container end (both up).
-///
-/// Go: `ip.SetupVeth` in ptp's `setupContainerVeth`.
-pub(super) fn create_pair(
-    req: &Req,
-    plan: &Plan,
-    netns: &Netns,
-    host: &mut Netlink,
-    inside: &mut Netlink,
-) -> Result<(Link, Link), BoxError> {
-    if inside.find_link(&req.ifname)?.is_some() {
-        let what = format!(
-            "container veth name provided ({}) already exists",
-            req.ifname
-        );
-        return Err(Error::new(Code::INTERNAL, what).into());
-    }
-    let host_end = host.add_container_veth(&ContainerVeth {
-        container_id: &req.container_id,
-        ifname: &req.ifname,
-        netns,
-        mtu: plan.mtu,
-        mac: None,
-    })?;
-    host.set_up(host_end.index)?;
-    let container_end = inside.link(&req.ifname)?;
-    Ok((host_end, container_end))
 }
 
 /// The container end's addresses and routes: each address with its
