@@ -27,6 +27,7 @@ pub mod conventions;
 mod dns;
 mod error;
 mod gc;
+mod go_fields;
 mod ip;
 mod mac;
 mod prev_result;
