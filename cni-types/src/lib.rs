@@ -13,6 +13,8 @@
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
 //! - [`Mac`] is a hardware address; [`conventions::requested_mac`] finds
 //!   the one a runtime asked for.
+//! - [`read_regular_file`] reads a plugin's state file without following
+//!   a link, waiting on a FIFO or reading past a bound.
 //! - Addresses are typed: [`IpNetwork`] keeps the host part
 //!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
 //!
@@ -26,6 +28,8 @@ mod conflist;
 pub mod conventions;
 mod dns;
 mod error;
+#[cfg(unix)]
+mod file;
 mod gc;
 mod go_fields;
 mod ip;
@@ -46,6 +50,8 @@ pub use config::{ConfigError, Extra, GcAttachment, Ipam, NetConf};
 pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};
+#[cfg(unix)]
+pub use file::read_regular_file;
 pub use gc::ValidAttachments;
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
 pub use mac::{Mac, MacError};

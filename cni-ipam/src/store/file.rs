@@ -34,12 +34,12 @@
 //! Go: host-local's `backend/disk` (`Store`, `FileLock`).
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use cni_types::{Code, Error};
+use cni_types::{read_regular_file, Code, Error};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use nix::libc;
@@ -265,7 +265,7 @@ impl FileStore {
                 continue;
             };
             let owner = match entry.file_type() {
-                Ok(t) if t.is_file() => match read_no_follow(&entry.path(), MAX_RESERVATION) {
+                Ok(t) if t.is_file() => match read_regular_file(&entry.path(), MAX_RESERVATION) {
                     Ok(bytes) => parse_owner(&bytes),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
@@ -287,7 +287,7 @@ impl FileStore {
             entry: path.display().to_string(),
             why,
         };
-        let bytes = match read_no_follow(&path, 64) {
+        let bytes = match read_regular_file(&path, 64) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(skipped(format!("cannot read it: {e}"))),
@@ -417,24 +417,6 @@ pub fn parse_owner(bytes: &[u8]) -> Owner {
 /// The address a directory entry is named after, if any.
 fn address_of(entry: &fs::DirEntry) -> Option<IpAddr> {
     entry.file_name().to_str()?.parse().ok()
-}
-
-/// At most `limit` bytes of the regular file at `path`; a symbolic link is
-/// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
-fn read_no_follow(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::other(format!("longer than {limit} bytes")));
-    }
-    Ok(bytes)
 }
 
 /// Code 5 naming the path.

@@ -25,13 +25,16 @@ pub(super) fn ensure_bridge(
     }
     // The reference owns the bridge's routes: no router advertisements.
     if let Ok(here) = Netns::current() {
-        let _ = here.set_sysctl(
-            &format!("net.ipv6.conf.{}.accept_ra", name.replace('.', "/")),
-            "0",
-        );
+        let _ = here.set_sysctl(&link_sysctl("net.ipv6.conf.IFNAME.accept_ra", name), "0");
     }
     host.set_up(bridge.index)?;
     Ok(host.link(name)?)
+}
+
+/// The sysctl `key` for link `ifname`: `IFNAME` in `key` stands for it,
+/// its dots written `/` as sysctl(8) does; the `tuning` plugin's rule.
+fn link_sysctl(key: &str, ifname: &str) -> String {
+    key.replacen("IFNAME", &ifname.replace('.', "/"), 1)
 }
 
 /// How long the host end may take to carry traffic once up (the
@@ -77,6 +80,9 @@ impl Attachment<'_, '_> {
         }
         let f = &req.config.plugin;
         let gateways = calc_gateways(&mut result, plan.gateway, f.is_default_gateway);
+        if plan.gateway {
+            refuse_subnet_elsewhere(&mut self.host, &self.bridge, &gateways)?;
+        }
         // The interface list configure_iface reads: the container end at 2.
         let mut view = result.clone();
         view.interfaces = vec![
@@ -84,16 +90,17 @@ impl Attachment<'_, '_> {
             Interface::named(""),
             Interface::named(req.ifname.clone()),
         ];
-        let ifname = req.ifname.replace('.', "/");
         // Best effort, as the reference: IPv6 may be off in the namespace.
-        let netns = self.netns;
+        let set = |key: &str, value: &str| {
+            let _ = self.netns.set_sysctl(&link_sysctl(key, &req.ifname), value);
+        };
         if f.enable_dad {
-            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.enhanced_dad"), "1");
-            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.accept_dad"), "1");
+            set("net.ipv6.conf.IFNAME.enhanced_dad", "1");
+            set("net.ipv6.conf.IFNAME.accept_dad", "1");
         } else {
-            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.accept_dad"), "0");
+            set("net.ipv6.conf.IFNAME.accept_dad", "0");
         }
-        let _ = netns.set_sysctl(&format!("net.ipv4.conf.{ifname}.arp_notify"), "1");
+        set("net.ipv4.conf.IFNAME.arp_notify", "1");
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
@@ -198,6 +205,45 @@ fn first_host(net: IpNetwork) -> IpAddr {
     }
 }
 
+/// Refuses a gateway whose subnet another host link already holds: the
+/// host's route to that subnet would leave by the other link, so the
+/// containers' gateway could not answer them. Code 7, naming the link.
+///
+/// Go: none; the reference bridge adds the address regardless.
+fn refuse_subnet_elsewhere(
+    host: &mut Netlink,
+    bridge: &Link,
+    gateways: &[IpNetwork],
+) -> Result<(), Error> {
+    let addresses = host.addresses(None)?;
+    for gw in gateways {
+        let clash = addresses.iter().find(|a| {
+            let net = a.network;
+            a.index != bridge.index
+                && net.is_ipv4() == gw.is_ipv4()
+                && (net.contains(gw.addr()) || gw.contains(net.addr()))
+        });
+        if let Some(other) = clash {
+            let name = match host.find_link(other.index)? {
+                Some(link) => format!("{:?}", link.name),
+                None => format!("#{}", other.index),
+            };
+            return Err(Error::new(
+                Code::INVALID_NETWORK_CONFIG,
+                format!(
+                    "isGateway: the subnet of gateway {gw} is already on host link {name} ({})",
+                    other.network
+                ),
+            )
+            .with_details(format!(
+                "bridge {:?} cannot be the gateway of a subnet another link routes",
+                bridge.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Puts `gw` on the bridge: present is fine; another IPv4 address, or an
 /// overlapping IPv6 one, is replaced with `force`, else an error.
 ///
@@ -231,7 +277,7 @@ fn ensure_address(
         }
     }
     match host.add_address(bridge.index, gw, Dad::Skip) {
-        Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST as i32) => Ok(()),
+        Err(e) if e.is_exists() => Ok(()),
         other => Ok(other?),
     }
 }
