@@ -239,6 +239,7 @@ fn host_local(subnet: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_with_gateway_hairpin_and_mtu_matches_the_reference() {
     let br = bridge_name("g");
     same_as_reference(
@@ -251,6 +252,7 @@ fn bridge_with_gateway_hairpin_and_mtu_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_as_default_gateway_with_a_requested_mac_matches_the_reference() {
     let br = bridge_name("d");
     same_as_reference(
@@ -267,6 +269,7 @@ fn bridge_as_default_gateway_with_a_requested_mac_matches_the_reference() {
 // `IFNAME` (it reads `/proc/sys/net/ipv4/conf/IFNAME/...` and fails), ours
 // does (plugins_sample::tuning, "Where we deliberately differ").
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_then_tuning_matches_the_reference() {
     let br = bridge_name("t");
     same_as_reference(
@@ -282,6 +285,7 @@ fn bridge_then_tuning_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_matches_the_reference() {
     same_as_reference("lo", "lo", None, json!([{"type": "loopback"}]));
 }
@@ -290,6 +294,7 @@ fn loopback_matches_the_reference() {
 /// cni-conformance ADD-LAYOUT finding); ours prints the same addresses in
 /// each version's own layout, and the same result at 1.0.0.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_reports_the_reference_addresses_in_each_versions_layout() {
     let ns = NetNs::create("lo-all");
     for version in ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"] {
@@ -337,6 +342,7 @@ fn loopback_reports_the_reference_addresses_in_each_versions_layout() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
     let br = bridge_name("n");
     let dirs = dirs(Side::Ours);
@@ -360,6 +366,7 @@ fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
     let br = bridge_name("f");
     for force in [false, true] {
@@ -402,6 +409,7 @@ fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_dual_stack_bridge_matches_the_reference() {
     let br = bridge_name("6");
     same_as_reference(
