@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::conventions::{Args, RuntimeConfig};
 use crate::result::Wire;
-use crate::{CniResult, Dns, ValidAttachments};
+use crate::{Attachment, CniResult, Dns, ValidAttachments};
 
 mod ipam;
 mod parse;
@@ -124,22 +124,10 @@ pub struct NetConf<T = Extra> {
     )]
     pub valid_attachments: ValidAttachments,
     #[serde(rename = "cni.dev/attachments", default, skip_serializing)]
-    legacy_attachments: Option<Vec<GcAttachment>>,
+    legacy_attachments: Option<Vec<Attachment>>,
     /// The plugin's own fields.
     #[serde(flatten)]
     pub plugin: T,
-}
-
-/// An attachment still in use, in a GC request.
-///
-/// Go: `types.GCAttachment`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct GcAttachment {
-    /// The container id of the attachment.
-    #[serde(rename = "containerID")]
-    pub container_id: String,
-    /// The interface name of the attachment.
-    pub ifname: String,
 }
 
 impl<T> NetConf<T> {
