@@ -28,8 +28,9 @@
 //! # Example: portmap's layout for one container
 //! As `plugins/meta/portmap/portmap_nftables.go` (containernetworking/plugins
 //! v1.9) lays it out, in a namespace of the example's own (this needs
-//! root): add the rules, find them by comment, delete them.
-//! ```
+//! root: compiled here, and `tests/nft_kernel.rs` does the same as root):
+//! add the rules, find them by comment, delete them.
+//! ```no_run
 //! use cni_netfilter::nft::NftBackend;
 //! use cni_netfilter::{
 //!     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,

@@ -297,6 +297,7 @@ fn host_local(subnet: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_with_gateway_hairpin_and_mtu_matches_the_reference() {
     let br = bridge_name("g");
     same_as_reference(
@@ -309,6 +310,7 @@ fn bridge_with_gateway_hairpin_and_mtu_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_as_default_gateway_with_a_requested_mac_matches_the_reference() {
     let br = bridge_name("d");
     same_as_reference(
@@ -325,6 +327,7 @@ fn bridge_as_default_gateway_with_a_requested_mac_matches_the_reference() {
 // `IFNAME` (it reads `/proc/sys/net/ipv4/conf/IFNAME/...` and fails), ours
 // does (plugins_sample::tuning, "Where we deliberately differ").
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_then_tuning_matches_the_reference() {
     let br = bridge_name("t");
     same_as_reference(
@@ -340,6 +343,7 @@ fn bridge_then_tuning_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_matches_the_reference() {
     same_as_reference("lo", "lo", None, json!([{"type": "loopback"}]));
 }
@@ -348,6 +352,7 @@ fn loopback_matches_the_reference() {
 /// cni-conformance ADD-LAYOUT finding); ours prints the same addresses in
 /// each version's own layout, and the same result at 1.0.0.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_reports_the_reference_addresses_in_each_versions_layout() {
     let ns = NetNs::create("lo-all");
     for version in ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"] {
@@ -395,6 +400,7 @@ fn loopback_reports_the_reference_addresses_in_each_versions_layout() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
     let br = bridge_name("n");
     let dirs = dirs(Side::Ours);
@@ -418,6 +424,7 @@ fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
     let br = bridge_name("f");
     for force in [false, true] {
@@ -474,6 +481,7 @@ fn a_masquerading_bridge_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_dual_stack_bridge_matches_the_reference() {
     let br = bridge_name("6");
     same_as_reference(

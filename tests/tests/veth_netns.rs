@@ -241,6 +241,7 @@ fn redact_macs(result: &mut Value) {
 ///    makes CHECK fail with 102; DEL leaves nothing; DEL again succeeds.
 ///    Both runtimes observe the same.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn veth_with_ipam_file_through_cnitool_and_libcni() {
     let start = Instant::now();
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
@@ -368,6 +369,7 @@ fn veth_with_ipam_file_through_cnitool_and_libcni() {
 ///     host-local's format; traffic flows; CHECK (bridge's, then
 ///     ipam-file's) passes; DEL releases it all; DEL again succeeds.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn reference_bridge_with_ipam_file() {
     let start = Instant::now();
     // The reference directory first: ours has a `bridge` of its own now.
@@ -440,6 +442,7 @@ fn reference_bridge_with_ipam_file() {
 ///     cnitool: host-local's reservation, traffic, CHECK (veth's, then
 ///     host-local's), DEL clean, DEL again.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn veth_with_reference_host_local() {
     let start = Instant::now();
     let dirs = NetDirs::new("cni-veth-", ours_with_reference_host_local());
@@ -500,6 +503,7 @@ fn veth_with_reference_host_local() {
 ///     a result-editing sample), so veth's CHECK, which compares the
 ///     previous result's MAC with the kernel's, would report a mismatch.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn veth_then_dns_mac_chain() {
     let start = Instant::now();
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
@@ -575,6 +579,7 @@ fn veth_then_dns_mac_chain() {
 ///      cannot reach, so the kernel refuses it): the pair is deleted and
 ///      the reservation released before the error is returned.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn veth_add_failures_leave_nothing() {
     let start = Instant::now();
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
@@ -635,6 +640,7 @@ fn veth_add_failures_leave_nothing() {
 ///    own address, every container answers a ping from the host and
 ///    reaches the gateway; then eight DELs at once leave nothing.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn eight_veth_containers_in_parallel() {
     const N: usize = 8;
     let start = Instant::now();
