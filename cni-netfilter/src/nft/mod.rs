@@ -25,7 +25,7 @@ mod compile;
 mod expr;
 mod keys;
 mod message;
-mod nla;
+pub(crate) mod nla;
 mod plan;
 mod socket;
 mod udata;
