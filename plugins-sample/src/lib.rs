@@ -30,6 +30,10 @@
 //! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
 //!   veth port per container, IPAM delegated, the gateway on the bridge.
 //!
+//! - [`portmap`]: a drop-in for the reference `portmap`: host ports
+//!   forwarded to the container (iptables or nftables, the reference's
+//!   layouts), hairpin and localhost access, stale UDP flows cleared.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
@@ -38,5 +42,6 @@ pub mod delegator;
 pub mod dns_mac;
 pub mod loopback;
 pub mod noop;
+pub mod portmap;
 pub mod tuning;
 pub mod veth;

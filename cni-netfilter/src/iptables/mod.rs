@@ -163,17 +163,29 @@ impl IptablesBackend {
 }
 
 impl IptablesBackend {
-    /// Whether `table` holds `rule` in its chain, compared as
-    /// `iptables-save` prints it (the reference checks with `iptables -C`).
+    /// The rules of `rules` that `table` lacks, compared as
+    /// `iptables-save` prints them, from one listing (the reference checks
+    /// each with `iptables -C`).
     ///
-    /// Go: go-iptables' `IPTables.Exists`.
-    pub fn has_rule(&mut self, table: &Table, rule: &crate::Rule) -> Result<bool, FilterError> {
-        let spec = render::render(rule, table.family)?;
+    /// Go: go-iptables' `IPTables.Exists`, once per rule.
+    pub fn missing_rules<'r>(
+        &mut self,
+        table: &Table,
+        rules: &'r [crate::Rule],
+    ) -> Result<Vec<&'r crate::Rule>, FilterError> {
         let saved = self.save(table)?;
-        Ok(saved
-            .rules
-            .iter()
-            .any(|r| r.chain == rule.chain && same(r, &spec)))
+        let mut missing = Vec::new();
+        for rule in rules {
+            let spec = render::render(rule, table.family)?;
+            if !saved
+                .rules
+                .iter()
+                .any(|r| r.chain == rule.chain && same(r, &spec))
+            {
+                missing.push(rule);
+            }
+        }
+        Ok(missing)
     }
 }
 
