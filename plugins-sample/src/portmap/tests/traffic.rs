@@ -153,7 +153,16 @@ impl Node {
 fn mapped_traffic_reaches_the_container(backend: &str, ipv6: bool) {
     let node = Node::new(ipv6);
     node.serve(80);
-    let c = node.conf(backend, json!({}));
+    // A negated condition that every test packet meets, so the kernel
+    // holds and applies what conditions become.
+    let conditions = match (backend, ipv6) {
+        ("nftables", false) => json!(["ip daddr != 192.0.2.1"]),
+        ("nftables", true) => json!(["ip6 daddr != 2001:db8::1"]),
+        (_, false) => json!(["!", "-d", "192.0.2.1"]),
+        (_, true) => json!(["!", "-d", "2001:db8::1"]),
+    };
+    let key = if ipv6 { "conditionsV6" } else { "conditionsV4" };
+    let c = node.conf(backend, json!({ key: conditions }));
     let out = node.run("ADD", &c);
     assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.json()["ips"][0]["address"], node.addr(1, 2));
@@ -213,4 +222,26 @@ fn nftables_ipv4_mapped_traffic_reaches_the_container() {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn nftables_ipv6_mapped_traffic_reaches_the_container() {
     mapped_traffic_reaches_the_container("nftables", true);
+}
+
+/// A condition no test packet meets: ADD succeeds, nothing is forwarded.
+fn a_condition_no_packet_meets_leaves_the_port_unmapped(backend: &str, condition: Value) {
+    let node = Node::new(false);
+    node.serve(80);
+    let c = node.conf(backend, json!({ "conditionsV4": condition }));
+    assert_eq!(node.run("ADD", &c).exit_code, 0);
+    assert!(Node::fetch(&node.client, node.socket(2, 1, 8080)).is_err());
+    assert_eq!(node.run("DEL", &c).exit_code, 0);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn iptables_conditions_restrict_what_is_forwarded() {
+    a_condition_no_packet_meets_leaves_the_port_unmapped("iptables", json!(["-d", "192.0.2.1"]));
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn nftables_conditions_restrict_what_is_forwarded() {
+    a_condition_no_packet_meets_leaves_the_port_unmapped("nftables", json!(["iifname lo"]));
 }
