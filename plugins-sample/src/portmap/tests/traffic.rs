@@ -245,3 +245,78 @@ fn iptables_conditions_restrict_what_is_forwarded() {
 fn nftables_conditions_restrict_what_is_forwarded() {
     a_condition_no_packet_meets_leaves_the_port_unmapped("nftables", json!(["iifname lo"]));
 }
+
+/// 32 pods (addresses of one container namespace) with distinct host
+/// ports, added at once: all reachable; removed at once: nothing left.
+fn parallel_pods_are_all_reachable_and_leave_nothing(backend: &str) {
+    const PODS: u16 = 32;
+    let node = Node::new(false);
+    node.serve(80);
+    let pod = |i: u16| {
+        let address = format!("10.200.1.{}/24", 10 + i);
+        let mut c = node.conf(backend, json!({}));
+        c["prevResult"]["ips"][0]["address"] = json!(address);
+        c["runtimeConfig"]["portMappings"][0]["hostPort"] = json!(9000 + i);
+        (format!("pod-{i}"), c)
+    };
+    for i in 0..PODS {
+        let address = format!("10.200.1.{}/24", 10 + i);
+        ip(&[
+            "-n",
+            node.ctr.name(),
+            "addr",
+            "add",
+            &address,
+            "dev",
+            "eth0",
+        ]);
+    }
+    let all = |command: &'static str| {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..PODS)
+                .map(|i| {
+                    let (id, c) = pod(i);
+                    let host = &node.host;
+                    s.spawn(move || {
+                        let out = host
+                            .run(move |_| Ok::<_, cni_net::NetError>(run(command, &id, &c)))
+                            .unwrap();
+                        (i, out)
+                    })
+                })
+                .collect();
+            for run in runs {
+                let (i, out) = run.join().unwrap();
+                assert_eq!(
+                    out.exit_code,
+                    0,
+                    "{command} pod {i}: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+        })
+    };
+    all("ADD");
+    for i in 0..PODS {
+        let to = node.socket(2, 1, 9000 + i);
+        assert_eq!(Node::fetch(&node.client, to).unwrap(), "pong", "pod {i}");
+    }
+    all("DEL");
+    let left = node.ruleset(backend);
+    assert!(
+        !left.contains("pod-") && !left.contains("CNI-DN-"),
+        "{left}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn iptables_parallel_pods_are_all_reachable_and_leave_nothing() {
+    parallel_pods_are_all_reachable_and_leave_nothing("iptables");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn nftables_parallel_pods_are_all_reachable_and_leave_nothing() {
+    parallel_pods_are_all_reachable_and_leave_nothing("nftables");
+}
