@@ -80,3 +80,26 @@ fn gc_removes_only_the_unlisted_attachments_of_its_network_and_nothing_without_a
     gc(Some(json!([])));
     assert_eq!(chains(), [false, false]);
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_on_a_host_that_never_saw_portmap_succeeds_with_either_backend() {
+    let host = TempNetns::new("pm-del").unwrap();
+    for backend in ["iptables", "nftables"] {
+        let c = conf(json!({"backend": backend}));
+        for _ in 0..2 {
+            let out = run_in(&host, "DEL", "ctr-1", &c);
+            assert_eq!(
+                out.exit_code,
+                0,
+                "{backend}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let left = exec_in(&host, "nft", &["list", "ruleset"]);
+    assert!(
+        !left.contains("cni_hostport") && !left.contains("CNI-"),
+        "DEL creates nothing: {left}"
+    );
+}
