@@ -257,14 +257,9 @@ fn split(mut data: &[u8]) -> io::Result<Vec<(u16, u32, Vec<u8>)>> {
     Ok(out)
 }
 
+/// The errno of an `NLMSG_ERROR` payload (0 for an acknowledgement).
 fn error_code(payload: &[u8]) -> io::Result<i32> {
-    match payload.get(..4) {
-        Some(code) => Ok(-i32::from_ne_bytes([code[0], code[1], code[2], code[3]])),
-        None => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "an error message without its code",
-        )),
-    }
+    crate::nft::socket::error_code(payload).map_err(io::Error::other)
 }
 
 #[cfg(test)]

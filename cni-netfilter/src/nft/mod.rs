@@ -27,7 +27,7 @@ mod keys;
 mod message;
 pub(crate) mod nla;
 mod plan;
-mod socket;
+pub(crate) mod socket;
 mod udata;
 
 #[cfg(test)]

@@ -255,7 +255,7 @@ fn split(mut data: &[u8]) -> Result<Vec<Reply>, FilterError> {
 }
 
 /// The errno of an `NLMSG_ERROR` payload (0 for an acknowledgement).
-fn error_code(payload: &[u8]) -> Result<i32, FilterError> {
+pub(crate) fn error_code(payload: &[u8]) -> Result<i32, FilterError> {
     match payload.get(..4) {
         Some(code) => Ok(-i32::from_ne_bytes([code[0], code[1], code[2], code[3]])),
         None => Err(malformed("an error message without its code")),
