@@ -67,6 +67,15 @@ pub enum NetError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A sysctl value holding a newline or NUL (see
+    /// [`crate::validate_sysctl_value`]).
+    #[error("invalid value {value:?} for sysctl {name}: it holds a newline or NUL")]
+    InvalidSysctlValue {
+        /// The sysctl's name.
+        name: String,
+        /// The value given.
+        value: String,
+    },
     /// The kernel (or `/proc/sys`) refused an operation.
     #[error("failed to {op} {object}")]
     Kernel {
@@ -159,8 +168,9 @@ impl From<NetError> for Error {
     ///   not a namespace or cannot be entered. The reference plugins answer
     ///   999 (an untyped Go error) here; 8 is the code the reference SDK
     ///   gives a bad `CNI_NETNS`, so a runtime can tell this case apart.
-    /// - 7 (invalid network config) for an invalid interface or sysctl
-    ///   name: both come from the configuration or the runtime's input.
+    /// - 7 (invalid network config) for an invalid interface name, MTU,
+    ///   sysctl name or sysctl value: all come from the configuration or
+    ///   the runtime's input.
     /// - 999 (internal) for the rest, as the reference does for a kernel
     ///   refusal, a missing link or a CHECK difference; a plugin chooses
     ///   its own with [`NetError::with_code`].
@@ -174,7 +184,8 @@ impl From<NetError> for Error {
             }
             NetError::InvalidName { .. }
             | NetError::InvalidMtu(_)
-            | NetError::InvalidSysctl { .. } => Code::INVALID_NETWORK_CONFIG,
+            | NetError::InvalidSysctl { .. }
+            | NetError::InvalidSysctlValue { .. } => Code::INVALID_NETWORK_CONFIG,
             _ => Code::INTERNAL,
         };
         let details = std::error::Error::source(&err)

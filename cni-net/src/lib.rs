@@ -19,7 +19,8 @@
 //!   [`check_addresses`], [`check_routes`] (`check.rs`): CHECK, naming the
 //!   first difference (Go: `ip.ValidateExpected*`).
 //! - [`Netns::sysctl`], [`Netns::set_sysctl`], [`Netns::enable_forwarding`]
-//!   (`sysctl.rs`): `net.*` keys of a namespace (Go: `pkg/utils/sysctl`).
+//!   (`sysctl.rs`): `net.*` keys of a namespace (Go: `pkg/utils/sysctl`);
+//!   [`sysctl_for_ifname`] puts an interface into a key's `IFNAME`.
 //! - [`testing::TempNetns`] (`testing.rs`): a namespace removed on drop,
 //!   and [`TestRequest`](cni_skel::TestRequest)s for it (Go: `pkg/testutils`).
 //! - [`NetError`] (`error.rs`): one error that names the object and the
@@ -97,6 +98,6 @@ pub use netns::{Netns, NetnsId};
 pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};
 pub use socket::Netlink;
-pub use sysctl::sysctl_path;
+pub use sysctl::{sysctl_for_ifname, sysctl_path, validate_sysctl_value};
 pub use validate::{configured_mtu, validate_ifname, validate_mtu, MAX_IFNAME_LEN};
 pub use veth::{host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES};

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use cni_net::{Dad, Link, Netlink, Netns};
+use cni_net::{sysctl_for_ifname, Dad, Link, Netlink, Netns};
 use cni_skel::BoxError;
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
 
@@ -24,17 +24,14 @@ pub(super) fn ensure_bridge(
         host.set_promisc(bridge.index, true)?;
     }
     // The reference owns the bridge's routes: no router advertisements.
-    if let Ok(here) = Netns::current() {
-        let _ = here.set_sysctl(&link_sysctl("net.ipv6.conf.IFNAME.accept_ra", name), "0");
+    if let (Ok(here), Ok(key)) = (
+        Netns::current(),
+        sysctl_for_ifname("net.ipv6.conf.IFNAME.accept_ra", name),
+    ) {
+        let _ = here.set_sysctl(&key, "0");
     }
     host.set_up(bridge.index)?;
     Ok(host.link(name)?)
-}
-
-/// The sysctl `key` for link `ifname`: `IFNAME` in `key` stands for it,
-/// its dots written `/` as sysctl(8) does; the `tuning` plugin's rule.
-fn link_sysctl(key: &str, ifname: &str) -> String {
-    key.replacen("IFNAME", &ifname.replace('.', "/"), 1)
 }
 
 /// How long the host end may take to carry traffic once up (the
@@ -92,7 +89,9 @@ impl Attachment<'_, '_> {
         ];
         // Best effort, as the reference: IPv6 may be off in the namespace.
         let set = |key: &str, value: &str| {
-            let _ = self.netns.set_sysctl(&link_sysctl(key, &req.ifname), value);
+            if let Ok(key) = sysctl_for_ifname(key, &req.ifname) {
+                let _ = self.netns.set_sysctl(&key, value);
+            }
         };
         if f.enable_dad {
             set("net.ipv6.conf.IFNAME.enhanced_dad", "1");
