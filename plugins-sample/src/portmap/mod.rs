@@ -279,8 +279,8 @@ fn enable_route_localnet(container: IpAddr) -> Result<(), Error> {
     let Some(ifname) = routable_host_interface(container) else {
         return Ok(());
     };
-    // sysctl(8)'s spelling: a dot inside an interface name is a slash.
-    let name = format!("net.ipv4.conf.{}.route_localnet", ifname.replace('.', "/"));
+    let name = cni_net::sysctl_for_ifname("net.ipv4.conf.IFNAME.route_localnet", &ifname)
+        .map_err(failed)?;
     cni_net::Netns::current()
         .and_then(|host| host.set_sysctl(&name, "1"))
         .map_err(failed)
