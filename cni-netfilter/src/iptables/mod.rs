@@ -29,6 +29,10 @@ const MAX_CHAIN_LEN: usize = 28;
 /// How often a transaction built from a listing is tried when the
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
+/// The file whose `flock` serializes our list-then-restore transactions
+/// on a host. Not `/run/xtables.lock`: `iptables-legacy-restore -w` takes
+/// that one itself.
+pub const HOST_LOCK: &str = "/run/cni-netfilter-iptables.lock";
 
 /// Which iptables commands to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +227,12 @@ impl Backend for IptablesBackend {
             )
         });
         let program = self.variant.program(tx.table().family, "restore");
+        // A listing is stale once another restore commits, and
+        // iptables-nft's restore then retries against the new ruleset
+        // itself: a rule ensured by two concurrent ADDs can land twice.
+        // Our own processes take turns; other writers are caught by the
+        // retry below only when their change makes ours fail.
+        let _turn = if lists { host_lock() } else { None };
         let mut attempt = 1;
         loop {
             let saved = if lists {
@@ -256,6 +266,19 @@ impl Backend for IptablesBackend {
     fn list_chains(&mut self, table: &Table) -> Result<Vec<String>, FilterError> {
         Ok(self.save(table)?.chains)
     }
+}
+
+/// The host lock ([`HOST_LOCK`]), waited for as `iptables -w` waits for
+/// its own; none where it cannot be opened (a read-only `/run`), which
+/// leaves only the retry.
+fn host_lock() -> Option<nix::fcntl::Flock<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(HOST_LOCK)
+        .ok()?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
 }
 
 /// The tables iptables has.

@@ -297,6 +297,18 @@ fn parallel_pods_are_all_reachable_and_leave_nothing(backend: &str) {
         })
     };
     all("ADD");
+    if backend == "iptables" {
+        // Concurrent ADDs add each shared rule once.
+        let rules = node.ruleset(backend);
+        for shared in [
+            "-A PREROUTING ",
+            "-A OUTPUT ",
+            "-A POSTROUTING ",
+            "-A CNI-HOSTPORT-MASQ ",
+        ] {
+            assert_eq!(rules.matches(shared).count(), 1, "{shared}: {rules}");
+        }
+    }
     for i in 0..PODS {
         let to = node.socket(2, 1, 9000 + i);
         assert_eq!(Node::fetch(&node.client, to).unwrap(), "pong", "pod {i}");
