@@ -7,7 +7,10 @@
 //! address or prefix, input and output interface, mark, each negated with
 //! `!` or `!=`); anything else is refused with code 7 naming the
 //! condition, before anything changes, rather than failing half-way
-//! through an ADD or, worse, being read by a shell-like splitter.
+//! through an ADD or, worse, being read by a shell-like splitter. Words
+//! are split on spaces in both backends (an iptables condition given as
+//! one string, `"-d 10.0.0.1"`, works here; the reference would hand it
+//! to iptables as one argument, which refuses it).
 
 use std::net::IpAddr;
 
