@@ -9,6 +9,7 @@ use netlink_sys::{protocols::NETLINK_NETFILTER, Socket, SocketAddr};
 use nix::sys::socket::MsgFlags;
 
 use crate::nft::nla::{self, Attrs};
+use crate::nft::socket::{split, Reply};
 use crate::{Family, FilterError, Protocol};
 
 /// `NFNL_SUBSYS_CTNETLINK`.
@@ -171,11 +172,12 @@ impl CtSocket {
         let seq = self.send(MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, af, &[])?;
         let mut found = Vec::new();
         loop {
-            for (kind, msg_seq, payload) in self.receive()? {
-                if msg_seq != seq {
+            for reply in self.receive()? {
+                if reply.seq != seq {
                     continue;
                 }
-                match kind {
+                let payload = reply.payload;
+                match reply.kind {
                     NLMSG_DONE => return Ok(found),
                     NLMSG_ERROR => {
                         return match error_code(&payload)? {
@@ -211,9 +213,9 @@ impl CtSocket {
         }
         let seq = self.send(MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, af, &attrs.buf)?;
         loop {
-            for (kind, msg_seq, payload) in self.receive()? {
-                if msg_seq == seq && kind == NLMSG_ERROR {
-                    return match error_code(&payload)? {
+            for reply in self.receive()? {
+                if reply.seq == seq && reply.kind == NLMSG_ERROR {
+                    return match error_code(&reply.payload)? {
                         0 => Ok(()),
                         errno => Err(io::Error::from_raw_os_error(errno)),
                     };
@@ -222,8 +224,8 @@ impl CtSocket {
         }
     }
 
-    /// One datagram, as (type, sequence number, payload after the header).
-    fn receive(&mut self) -> io::Result<Vec<(u16, u32, Vec<u8>)>> {
+    /// One datagram's messages.
+    fn receive(&mut self) -> io::Result<Vec<Reply>> {
         self.buffer.clear();
         let flags = MsgFlags::MSG_TRUNC.bits();
         let len = self.socket.recv(&mut self.buffer, flags)?;
@@ -233,28 +235,8 @@ impl CtSocket {
                 format!("a netlink datagram of {len} bytes exceeds the receive buffer"),
             ));
         }
-        split(&self.buffer)
+        split(&self.buffer).map_err(io::Error::other)
     }
-}
-
-/// The messages of a datagram.
-fn split(mut data: &[u8]) -> io::Result<Vec<(u16, u32, Vec<u8>)>> {
-    let mut out = Vec::new();
-    while data.len() >= 16 {
-        let word =
-            |at: usize| u32::from_ne_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
-        let len = word(0) as usize;
-        if len < 16 || len > data.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("a message of {len} bytes in {} bytes", data.len()),
-            ));
-        }
-        let kind = u16::from_ne_bytes([data[4], data[5]]);
-        out.push((kind, word(8), data[16..len].to_vec()));
-        data = &data[len.next_multiple_of(4).min(data.len())..];
-    }
-    Ok(out)
 }
 
 /// The errno of an `NLMSG_ERROR` payload (0 for an acknowledgement).
@@ -289,9 +271,6 @@ mod tests {
 
     #[test]
     fn a_truncated_reply_is_an_error_not_a_panic() {
-        let mut msg = 32u32.to_ne_bytes().to_vec();
-        msg.extend_from_slice(&[0; 12]);
-        assert!(split(&msg).is_err());
         assert!(error_code(&[0]).is_err());
     }
 }

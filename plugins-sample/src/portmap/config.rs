@@ -343,3 +343,42 @@ pub fn not_chained() -> Error {
     )
     .with_details("the configuration has no prevResult")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: serde_json::Value) -> Result<Setup, Error> {
+        let conf: NetConf<Fields> = NetConf::from_json(json.to_string().as_bytes()).unwrap();
+        Setup::read(&conf, "eth0", |requested| {
+            requested.unwrap_or(BackendKind::Iptables)
+        })
+    }
+
+    #[test]
+    fn defaults_are_the_reference_ones_and_protocols_take_any_case() {
+        let setup = read(serde_json::json!({
+            "cniVersion": "1.0.0", "name": "n", "type": "portmap",
+            "runtimeConfig": {"portMappings": [
+                {"hostPort": 80, "containerPort": 8080, "protocol": "TCP", "hostIP": ""},
+                {"hostPort": 53, "containerPort": 53, "protocol": "udp", "hostIP": "::"},
+                {"hostPort": 54, "containerPort": 53, "protocol": "sctp", "hostIP": "::ffff:10.0.0.1"}
+            ]}
+        }))
+        .unwrap();
+        assert_eq!(setup.backend, BackendKind::Iptables);
+        assert!(setup.snat && !setup.masq_all);
+        assert_eq!(setup.mark, 1 << DEFAULT_MARK_BIT);
+        assert_eq!(setup.mappings[0].protocol, Protocol::Tcp);
+        assert_eq!(setup.mappings[0].host_ipv6, None);
+        // "::" binds every IPv6 address: IPv6 only, no destination match.
+        assert_eq!(
+            (setup.mappings[1].host_ip, setup.mappings[1].host_ipv6),
+            (None, Some(true))
+        );
+        // An IPv4-mapped address is IPv4, as Go's To4 reads it.
+        assert_eq!(setup.mappings[2].host_ip, Some("10.0.0.1".parse().unwrap()));
+        assert!(setup.mappings[2].applies_to(false) && !setup.mappings[2].applies_to(true));
+        assert_eq!((setup.ipv4, setup.ipv6), (None, None));
+    }
+}
