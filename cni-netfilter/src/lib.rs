@@ -21,6 +21,10 @@
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
 //! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
 //!   its iptables and nftables layouts (setup, teardown, check, GC).
+//! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
+//!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
+//! - [`conntrack`]: connection tracking entries deleted over netlink
+//!   (stale UDP flows to a port that is now mapped).
 //! - [`FilterError`] (`error.rs`): names the table, chain or comment, keeps
 //!   the errno or the command's stderr; becomes a CNI error (code 7 for a
 //!   description that cannot be applied, else 999).
@@ -96,7 +100,9 @@
 //! here is a few hundred lines, checked byte for byte against nft.
 
 mod backend;
+mod chain_name;
 mod choose;
+pub mod conntrack;
 mod error;
 pub mod iptables;
 pub mod masquerade;
@@ -107,6 +113,7 @@ mod table;
 mod transaction;
 
 pub use backend::{open, Backend, BackendKind, ListedRule, RuleHandle};
+pub use chain_name::{chain_name, CHAIN_NAME_LEN};
 pub use choose::{choose, iptables_usable, nftables_usable};
 pub use error::FilterError;
 pub use rule::{Action, CtState, Match, Protocol, Rule};

@@ -36,6 +36,10 @@
 //! - `host-local`: a drop-in for the reference IPAM plugin of that name,
 //!   the binary `ipam-file` is under the reference's name.
 //!
+//! - [`portmap`]: a drop-in for the reference `portmap`: host ports
+//!   forwarded to the container (iptables or nftables, the reference's
+//!   layouts), hairpin and localhost access, stale UDP flows cleared.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
@@ -47,5 +51,6 @@ pub mod loopback;
 pub mod noop;
 mod pair;
 pub mod ptp;
+pub mod portmap;
 pub mod tuning;
 pub mod veth;

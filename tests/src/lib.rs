@@ -935,6 +935,30 @@ impl NetNs {
     }
 }
 
+/// A script in `dir` named like `plugin` that runs it inside `host`
+/// (`ip netns exec`), so a plugin's host side (links, packet filter
+/// rules) lands in a namespace of the test; put `dir` on `CNI_PATH`.
+///
+/// # Panics
+/// If the script cannot be written.
+pub fn in_host_namespace(dir: &Path, plugin: &Path, host: &NetNs) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let name = plugin.file_name().expect("a file name");
+    let wrapper = dir.join(name);
+    let mut file = std::fs::File::create(&wrapper).expect("create the wrapper");
+    writeln!(
+        file,
+        "#!/bin/sh\nexec ip netns exec {} {}",
+        host.name(),
+        plugin.display()
+    )
+    .expect("write the wrapper");
+    drop(file);
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .expect("make the wrapper executable");
+    wrapper
+}
+
 /// Whether a link, as `ip -j addr` shows it, is administratively up.
 pub fn link_is_up(link: &Value) -> bool {
     link["flags"]

@@ -9,15 +9,13 @@
 //! Adding a plugin is one line in `SUBJECTS`. Needs root (the checker
 //! makes namespaces).
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cni_conformance::{interface_result, run, Kind, NetnsChoice, Selection, Status, Target};
 use cni_types::SpecVersion;
 use serde_json::json;
 use tests::etcd::Etcd;
-use tests::{plugin_bin_dir, reference_plugin_dir, NetNs};
+use tests::{in_host_namespace, plugin_bin_dir, reference_plugin_dir, NetNs};
 
 /// Where a plugin comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,6 +54,8 @@ enum Setup {
     /// An `agent` started for the run, on a socket in the scratch
     /// directory.
     Agent,
+    /// A port mapping in `runtimeConfig`, so portmap has rules to add.
+    Portmap,
 }
 
 /// A peer process a subject talks to, stopped when dropped.
@@ -110,6 +110,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "loopback", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Loopback, fails: &[], warns: OUR_WARNS },
     Subject { name: "ptp", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "portmap", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Portmap, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
@@ -119,25 +120,6 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "loopback", from: Source::Reference, kind: Kind::Interface, own_host: false, setup: Setup::Loopback,
               fails: &["ADD-LAYOUT"], warns: REFERENCE_WARNS },
 ];
-
-/// A script named like the plugin that runs it inside `host`, so the
-/// plugin's host side lands in a namespace of the test.
-fn in_host_namespace(dir: &Path, plugin: &Path, host: &NetNs) -> PathBuf {
-    let name = plugin.file_name().expect("a file name");
-    let wrapper = dir.join(name);
-    let mut file = std::fs::File::create(&wrapper).expect("create the wrapper");
-    writeln!(
-        file,
-        "#!/bin/sh\nexec ip netns exec {} {}",
-        host.name(),
-        plugin.display()
-    )
-    .expect("write the wrapper");
-    drop(file);
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
-        .expect("make the wrapper executable");
-    wrapper
-}
 
 /// What differs from the subject's known findings, with the report.
 fn check(subject: &Subject) -> Option<String> {
@@ -184,6 +166,15 @@ fn check(subject: &Subject) -> Option<String> {
                                    "prefix": format!("/cni-conformance-{}", std::process::id())}}
             }));
             Some(Peer::Etcd { _running: etcd })
+        }
+        Setup::Portmap => {
+            target.config = Some(json!({
+                "name": "cni-conformance", "backend": "nftables",
+                "runtimeConfig": {"portMappings": [
+                    {"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}
+                ]}
+            }));
+            None
         }
         Setup::Agent => {
             let socket = scratch.path().join("agent.sock");
