@@ -2,6 +2,8 @@
 //! then hex digits of a SHA-512 of the network name and container ID, 28
 //! bytes in all (iptables' longest chain name).
 
+use std::fmt::Write;
+
 use sha2::{Digest, Sha512};
 
 /// The length of every name [`chain_name`] gives: iptables' limit.
@@ -27,20 +29,29 @@ pub const CHAIN_NAME_LEN: usize = 28;
 /// `utils.FormatChainName` for the empty prefix), which panics where this
 /// cuts.
 pub fn chain_name(prefix: &str, network: &str, container_id: &str) -> String {
-    let mut hasher = Sha512::new();
-    hasher.update(network.as_bytes());
-    hasher.update(container_id.as_bytes());
-    let mut name = format!("CNI-{prefix}");
-    for byte in hasher.finalize() {
-        name.push_str(&format!("{byte:02x}"));
+    hashed(
+        &format!("CNI-{prefix}"),
+        &format!("{network}{container_id}"),
+        CHAIN_NAME_LEN,
+    )
+}
+
+/// `prefix` then the hex SHA-512 of `input`, cut to `len` bytes (at a
+/// character boundary when the prefix is not ASCII): the one hashing rule
+/// behind the reference's chain names and nftables comments.
+///
+/// Go: plugins `utils.MustFormatHashWithPrefix`.
+pub(crate) fn hashed(prefix: &str, input: &str, len: usize) -> String {
+    let mut out = prefix.to_owned();
+    for byte in Sha512::digest(input.as_bytes()) {
+        let _ = write!(out, "{byte:02x}");
     }
-    // Only ASCII so far when the prefix is; otherwise cut at a boundary.
-    let mut end = CHAIN_NAME_LEN.min(name.len());
-    while !name.is_char_boundary(end) {
+    let mut end = len.min(out.len());
+    while !out.is_char_boundary(end) {
         end -= 1;
     }
-    name.truncate(end);
-    name
+    out.truncate(end);
+    out
 }
 
 #[cfg(test)]

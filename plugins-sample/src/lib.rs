@@ -50,7 +50,7 @@ mod ipmasq;
 pub mod loopback;
 pub mod noop;
 mod pair;
-pub mod ptp;
 pub mod portmap;
+pub mod ptp;
 pub mod tuning;
 pub mod veth;

@@ -3,26 +3,11 @@
 
 use std::fmt::Write;
 
-use sha2::{Digest, Sha512};
-
 use super::Attachment;
+use crate::chain_name::hashed;
 
-/// iptables' longest chain name, as the reference counts it.
-const MAX_CHAIN_LEN: usize = 28;
 /// The longest comment knftables writes (`knftables.CommentLengthMax`).
 pub(crate) const MAX_NFT_COMMENT_LEN: usize = 128;
-
-/// `prefix` then the hex SHA-512 of `input`, cut to `len` bytes.
-///
-/// Go: plugins `utils.MustFormatHashWithPrefix`.
-fn hash_with_prefix(len: usize, prefix: &str, input: &str) -> String {
-    let mut out = prefix.to_string();
-    for byte in Sha512::digest(input.as_bytes()) {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out.truncate(len);
-    out
-}
 
 /// The per-container iptables chain: `CNI-` and 24 hex digits of the
 /// SHA-512 of network name and container id (the reference's iptables
@@ -30,7 +15,7 @@ fn hash_with_prefix(len: usize, prefix: &str, input: &str) -> String {
 ///
 /// Go: plugins `utils.FormatChainName`.
 pub fn chain_name(network: &str, container_id: &str) -> String {
-    hash_with_prefix(MAX_CHAIN_LEN, "CNI-", &format!("{network}{container_id}"))
+    crate::chain_name("", network, container_id)
 }
 
 /// The comment of the reference's iptables rules: `name: "NET" id: "ID"`,
@@ -46,7 +31,7 @@ pub fn iptables_comment(network: &str, container_id: &str) -> String {
 ///
 /// Go: plugins `ip.hashForNetwork`.
 pub(crate) fn network_hash(network: &str) -> String {
-    hash_with_prefix(16, "", network)
+    hashed("", network, 16)
 }
 
 /// The hash that starts the nftables comments of one attachment: the
@@ -58,7 +43,7 @@ pub(crate) fn instance_hash(at: &Attachment) -> String {
     format!(
         "{}-{}",
         network_hash(at.network),
-        hash_with_prefix(16, "", &attachment)
+        hashed("", &attachment, 16)
     )
 }
 
