@@ -30,9 +30,14 @@
 //! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
 //!   veth port per container, IPAM delegated, the gateway on the bridge.
 //!
+//! - [`bandwidth`]: a drop-in for the reference `bandwidth`: tbf qdiscs
+//!   shaping what a container receives and, through an ifb, what it
+//!   sends.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
+pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;

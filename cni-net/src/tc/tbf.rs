@@ -187,17 +187,16 @@ impl TbfParams {
 /// `psched_l2t_ns` (no overhead, no minimum packet unit, not ATM).
 fn kernel_burst_ns(rate: u64, burst: u32) -> u64 {
     let (mut mult, mut shift) = (1u32, 0u32);
-    if rate > 0 {
-        let mut factor: u64 = 1_000_000_000;
-        loop {
-            // The kernel keeps the quotient in a u32.
-            mult = (factor / rate) as u32;
-            if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
-                break;
-            }
-            factor <<= 1;
-            shift += 1;
+    let mut factor: u64 = 1_000_000_000;
+    // A rate of 0 keeps mult 1, shift 0, as in the kernel.
+    while let Some(quotient) = factor.checked_div(rate) {
+        // The kernel keeps the quotient in a u32.
+        mult = quotient as u32;
+        if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
+            break;
         }
+        factor <<= 1;
+        shift += 1;
     }
     (u64::from(burst) * u64::from(mult)) >> shift
 }
