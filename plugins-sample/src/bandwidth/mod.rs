@@ -47,7 +47,8 @@
 //!   reference leaves it unspecified; the kernel computes the same).
 //! - A failed ADD removes what it installed.
 //! - DEL also removes the host end's ingress qdisc (when its filter
-//!   redirects to this attachment's ifb) and its tbf (handle `1:`), found
+//!   redirects to this attachment's ifb, or to a link gone, as after the
+//!   reference's DEL) and its tbf (handle `1:`), found
 //!   from the container's side; the reference leaves them until the veth
 //!   goes. DEL reads only the network name, so an entry ADD would refuse
 //!   does not keep it from cleaning up.

@@ -252,20 +252,15 @@ impl HostEnd {
 }
 
 /// DEL: the ifb `ifb`, and, when the container's veth is still there,
-/// its host end's ingress qdisc (when its filter redirects to that ifb)
-/// and tbf. Whatever is gone already is success.
+/// its host end's ingress qdisc (when its filter redirects to that ifb,
+/// or to a link gone) and tbf. Whatever is gone already is success.
 pub(super) fn remove(netns: Option<&Netns>, ifname: &str, ifb: &str) -> Result<(), Error> {
     let mut nl = Netlink::open()?;
     let ifb_link = nl.find_link(ifb)?;
     if let Some(host) = host_end_for_del(&mut nl, netns, ifname)? {
-        if let Some(ifb_link) = &ifb_link {
-            let filters = nl.filters(host, INGRESS)?;
-            if filters
-                .iter()
-                .any(|f| f.redirects_to.contains(&ifb_link.index))
-            {
-                nl.delete_qdisc(host, Handle::INGRESS)?;
-            }
+        let ifb_index = ifb_link.as_ref().map(|l| l.index);
+        if redirects_to_ifb(&mut nl, host, ifb_index)? {
+            nl.delete_qdisc(host, Handle::INGRESS)?;
         }
         let qdiscs = nl.qdiscs(host)?;
         if qdiscs.iter().any(|q| {
@@ -281,6 +276,24 @@ pub(super) fn remove(netns: Option<&Netns>, ifname: &str, ifb: &str) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Whether a filter on the host end's ingress qdisc redirects all its
+/// traffic to the ifb (`ifb`, its index), or to a link that is gone: the
+/// ifb of this attachment, removed by an earlier DEL (the reference's
+/// removes only the ifb).
+fn redirects_to_ifb(nl: &mut Netlink, host: u32, ifb: Option<u32>) -> Result<bool, Error> {
+    for filter in nl.filters(host, INGRESS)? {
+        let Some(&to) = filter.redirects_to.first() else {
+            continue;
+        };
+        // The kernel reports index 0 once the target is gone.
+        let gone = to == 0 || nl.find_link(to)?.is_none();
+        if filter.matches_all && (Some(to) == ifb || gone) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The host end's index for DEL, when the namespace, the container's
