@@ -52,6 +52,8 @@
 //!   from the container's side; the reference leaves them until the veth
 //!   goes. DEL reads only the network name, so an entry ADD would refuse
 //!   does not keep it from cleaning up.
+//! - CHECK without an entry succeeds at once, as ADD returns at once; the
+//!   reference first looks for the host end and fails without a veth.
 //! - CHECK also checks the ingress qdisc and the filter redirecting to
 //!   the ifb, and names each difference; the reference checks only the
 //!   tbfs and stops at the first qdisc that is not a tbf.
@@ -124,11 +126,11 @@ impl Plugin for Bandwidth {
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let shaping = Shaping::read(&req.config)?;
         let result = previous(req)?;
-        let netns = Netns::of(req)?;
-        let mut host = HostEnd::find(&netns, &req.ifname, &result)?;
         if shaping.is_none() {
             return Ok(());
         }
+        let netns = Netns::of(req)?;
+        let mut host = HostEnd::find(&netns, &req.ifname, &result)?;
         let ifb = ifb_name(&req.config.name, &req.container_id);
         Ok(host.check(&shaping, &ifb)?)
     }

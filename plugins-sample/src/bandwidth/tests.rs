@@ -218,6 +218,20 @@ fn without_an_entry_add_returns_the_previous_result_and_changes_nothing() {
 }
 
 #[test]
+fn without_an_entry_check_passes_without_looking_for_a_veth() {
+    // No namespace: nothing is looked at.
+    let conf = json!({"cniVersion": "1.0.0", "name": "net1", "type": "bandwidth",
+        "prevResult": {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": "/x"}]}});
+    let check = cni_skel::TestRequest::new("CHECK")
+        .env("CNI_CONTAINERID", "c1")
+        .env("CNI_NETNS", "/var/run/netns/cni-bandwidth-absent")
+        .env("CNI_IFNAME", "eth0")
+        .stdin(conf.to_string())
+        .run(&Bandwidth, &PluginInfo::all());
+    assert_eq!(check.exit_code, 0, "{check:?}");
+}
+
+#[test]
 fn the_ifb_name_is_the_references() {
     // Measured with Debian's bandwidth 1.1.1: network "net1", container "c1".
     assert_eq!(ifb_name("net1", "c1"), "bwpc2d892b58e87");
