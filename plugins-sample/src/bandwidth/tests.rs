@@ -237,3 +237,75 @@ fn the_ifb_name_is_the_references() {
     assert_eq!(ifb_name("net1", "c1"), "bwpc2d892b58e87");
     assert_eq!(ifb_name("net1", "c2").len(), 15);
 }
+
+/// Bytes per second of `bytes` sent from `from` to `to` over TCP (port
+/// 5001 on `to_addr`), counted from the receiver's first byte to its
+/// last, less the `burst` a full bucket lets through at once.
+fn transfer_rate(
+    from: &TempNetns,
+    to: &TempNetns,
+    to_addr: &str,
+    bytes: usize,
+    burst: usize,
+) -> f64 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    type BoxError = Box<dyn std::error::Error + Send + Sync>;
+    let listener = to
+        .run(|_| Ok::<_, BoxError>(TcpListener::bind((to_addr, 5001))?))
+        .unwrap();
+    // Bound before the connection: no wait needed for it to listen.
+    let mut sender = from
+        .run(|_| Ok::<_, BoxError>(TcpStream::connect((to_addr, 5001))?))
+        .unwrap();
+    let (mut receiver, _) = listener.accept().unwrap();
+    let limit = Some(Duration::from_secs(20));
+    receiver.set_read_timeout(limit).unwrap();
+    sender.set_write_timeout(limit).unwrap();
+    let writer = std::thread::spawn(move || {
+        sender.write_all(&vec![0x5a; bytes]).unwrap();
+        sender.shutdown(Shutdown::Write).unwrap();
+    });
+    let mut buf = vec![0; 64 * 1024];
+    let mut first = receiver.read(&mut buf).unwrap();
+    let start = Instant::now();
+    let mut total = first;
+    while first > 0 {
+        first = receiver.read(&mut buf).unwrap();
+        total += first;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    writer.join().unwrap();
+    assert_eq!(total, bytes);
+    (bytes - burst) as f64 / elapsed
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn tcp_through_a_shaped_pod_moves_at_the_configured_rate_each_way() {
+    use cni_net::Dad;
+
+    let pod = Pod::new();
+    for (ns, name, addr) in [
+        (&pod.host, HOST_VETH, "10.99.0.1/24"),
+        (&pod.ctr, "eth0", "10.99.0.2/24"),
+    ] {
+        let mut nl = ns.socket().unwrap();
+        let link = nl.link(name).unwrap();
+        nl.add_address(link.index, addr.parse().unwrap(), Dad::Skip)
+            .unwrap();
+        nl.set_up(link.index).unwrap();
+    }
+    // 1 MB/s in, 2 MB/s out, with 20 kB buckets; 2 s each way.
+    let conf = pod.conf(json!({"ingressRate": 8_000_000, "ingressBurst": 160_000,
+                               "egressRate": 16_000_000, "egressBurst": 160_000}));
+    assert_eq!(pod.run("ADD", &conf).exit_code, 0);
+    let ingress = transfer_rate(&pod.host, &pod.ctr, "10.99.0.2", 2_000_000, 20_000);
+    let egress = transfer_rate(&pod.ctr, &pod.host, "10.99.0.1", 4_000_000, 20_000);
+    pod.run("DEL", &conf);
+    let within = |measured: f64, rate: f64| (measured - rate).abs() <= 0.15 * rate;
+    assert!(within(ingress, 1_000_000.0), "ingress: {ingress:.0} B/s");
+    assert!(within(egress, 2_000_000.0), "egress: {egress:.0} B/s");
+}
