@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use cni_net::tc::Tbf;
+use cni_types::conventions::fold_key_case;
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 use serde_json::Number;
@@ -15,6 +16,9 @@ pub const LATENCY: Duration = Duration::from_millis(25);
 /// The bucket the reference refuses from (`burst/8 >= math.MaxUint32`):
 /// the kernel's `TCA_TBF_BURST` is a `u32` of bytes.
 const MAX_BURST_BYTES: u64 = u32::MAX as u64;
+
+/// The entry's keys, as the configuration and CONVENTIONS.md spell them.
+const FIELDS: [&str; 4] = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"];
 
 /// A bandwidth entry: "Rates are in bits per second, burst values are in
 /// bits" (CONVENTIONS.md). The plugin's own fields beside the standard
@@ -76,7 +80,14 @@ impl Shaping {
             let from_runtime = conf
                 .runtime_config
                 .as_ref()
-                .and_then(|rc| rc.get::<Fields>("bandwidth"))
+                .and_then(|rc| rc.get::<serde_json::Value>("bandwidth"))
+                .transpose()?
+                .map(|mut entry| {
+                    // containerd spells the keys as Go does (IngressRate).
+                    fold_key_case(&mut entry, &FIELDS);
+                    Fields::deserialize(entry)
+                        .map_err(|e| Error::invalid_config("runtimeConfig.bandwidth", e))
+                })
                 .transpose()?;
             match from_runtime {
                 Some(fields) => {
@@ -212,6 +223,16 @@ mod tests {
             {"ingressRate": 8_000_000, "ingressBurst": 4_294_967_295u64}}}))
         .unwrap();
         assert_eq!(shaping.ingress.unwrap().burst, 536_870_911);
+    }
+
+    #[test]
+    fn containerds_go_spelled_keys_are_read_as_the_reference_reads_them() {
+        let shaping = read(json!({"runtimeConfig": {"bandwidth":
+            {"IngressRate": 8_000_000, "IngressBurst": 4_294_967_295u64,
+             "EgressRate": 16_000_000, "EgressBurst": 4_294_967_295u64}}}))
+        .unwrap();
+        assert_eq!(shaping.ingress.unwrap().rate, 1_000_000);
+        assert_eq!(shaping.egress.unwrap().rate, 2_000_000);
     }
 
     #[test]
