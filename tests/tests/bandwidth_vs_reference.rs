@@ -188,9 +188,10 @@ fn scenarios() -> [(&'static str, Value); 3] {
                    "egressRate": 16_000_000, "egressBurst": 160_000}),
         ),
         (
+            // As containerd sends it: Go's spelling of the keys.
             "ingress-runtime",
             json!({"capabilities": {"bandwidth": true},
-                   "runtimeConfig": {"bandwidth": {"ingressRate": 1_000_000, "ingressBurst": 1_000_000}}}),
+                   "runtimeConfig": {"bandwidth": {"IngressRate": 1_000_000, "IngressBurst": 1_000_000}}}),
         ),
         (
             // containerd's default burst, under the reference's 4 GB limit.
@@ -214,6 +215,10 @@ fn the_same_configuration_gives_the_references_qdiscs_filter_and_ifb() {
                 seen.push((add["interfaces"].as_array().map(Vec::len), pod.state()));
                 pod.run(Side::Ours, "DEL", &conf);
             }
+            let shaped = seen[0].1["qdiscs"]
+                .as_array()
+                .is_some_and(|q| q.iter().any(|q| q["kind"] == "tbf"));
+            assert!(shaped, "{version} {name}: the reference shaped nothing");
             if seen[0] != seen[1] {
                 differences.push(format!(
                     "{version} {name}:\n  reference {:?}\n  ours      {:?}",
