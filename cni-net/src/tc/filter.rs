@@ -103,19 +103,9 @@ impl Netlink {
     pub fn filters(&mut self, index: u32, parent: Handle) -> Result<Vec<Filter>, NetError> {
         let mut query = TcMessage::with_index(index as i32);
         query.header.parent = TcHandle::from(parent.0);
-        let replies = self
-            .dump(RouteNetlinkMessage::GetTrafficFilter(query))
-            .map_err(NetError::kernel(
-                Op::List,
-                format!("filters of link #{index} on {parent}"),
-            ))?;
-        Ok(replies
-            .iter()
-            .filter_map(|reply| match reply {
-                RouteNetlinkMessage::NewTrafficFilter(msg) => filter_of(msg),
-                _ => None,
-            })
-            .collect())
+        let query = RouteNetlinkMessage::GetTrafficFilter(query);
+        let replies = self.dump_tc(query, format!("filters of link #{index} on {parent}"))?;
+        Ok(replies.iter().filter_map(filter_of).collect())
     }
 }
 

@@ -18,6 +18,11 @@ pub use tbf::{Psched, Tbf, TbfParams};
 
 use std::fmt;
 
+use netlink_packet_route::tc::TcMessage;
+use netlink_packet_route::RouteNetlinkMessage;
+
+use crate::{NetError, Netlink, Op};
+
 /// A qdisc's or class's handle, `major:minor`, as `tc` writes it (`1:`,
 /// `ffff:`, `1:1`), with the two parents that are not handles.
 ///
@@ -69,3 +74,23 @@ impl fmt::Display for Handle {
 /// `ETH_P_ALL`: a filter's protocol matching every packet (`tc filter
 /// add .. protocol all`).
 pub const ETH_P_ALL: u16 = 0x0003;
+
+impl Netlink {
+    /// The tc objects a dump (`RTM_GETQDISC`, `RTM_GETTFILTER`) answers
+    /// with; `what` names them in the error.
+    fn dump_tc(
+        &mut self,
+        query: RouteNetlinkMessage,
+        what: String,
+    ) -> Result<Vec<TcMessage>, NetError> {
+        let replies = self.dump(query).map_err(NetError::kernel(Op::List, what))?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|reply| match reply {
+                RouteNetlinkMessage::NewQueueDiscipline(msg)
+                | RouteNetlinkMessage::NewTrafficFilter(msg) => Some(msg),
+                _ => None,
+            })
+            .collect())
+    }
+}

@@ -118,19 +118,11 @@ impl Netlink {
     ///
     /// Like `tc qdisc show dev LINK`; Go: `netlink.QdiscList`.
     pub fn qdiscs(&mut self, index: u32) -> Result<Vec<Qdisc>, NetError> {
-        let query = TcMessage::with_index(index as i32);
-        let replies = self
-            .dump(RouteNetlinkMessage::GetQueueDiscipline(query))
-            .map_err(NetError::kernel(
-                Op::List,
-                format!("qdiscs of link #{index}"),
-            ))?;
+        let query = RouteNetlinkMessage::GetQueueDiscipline(TcMessage::with_index(index as i32));
+        let replies = self.dump_tc(query, format!("qdiscs of link #{index}"))?;
         Ok(replies
             .iter()
-            .filter_map(|reply| match reply {
-                RouteNetlinkMessage::NewQueueDiscipline(msg) => qdisc_of(msg),
-                _ => None,
-            })
+            .filter_map(qdisc_of)
             .filter(|q| q.index == index)
             .collect())
     }

@@ -66,7 +66,7 @@
 
 use cni_net::Netns;
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Error, NetConf, Result100};
+use cni_types::NetConf;
 
 mod config;
 mod shape;
@@ -84,24 +84,12 @@ pub struct Bandwidth;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
-/// `prevResult` in the current version; code 7 without one.
-fn previous(req: &Req) -> Result<Result100, BoxError> {
-    let prev = req.config.prev_result.as_ref().ok_or_else(|| {
-        Error::new(
-            Code::INVALID_NETWORK_CONFIG,
-            "must be called as chained plugin",
-        )
-        .with_details("bandwidth needs the prevResult of an interface plugin")
-    })?;
-    Ok(prev.to_current()?)
-}
-
 impl Plugin for Bandwidth {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let shaping = Shaping::read(&req.config)?;
-        let mut result = previous(req)?;
+        let mut result = req.prev_result()?.into_owned();
         if shaping.is_none() {
             return Ok(result.into());
         }
@@ -125,7 +113,7 @@ impl Plugin for Bandwidth {
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let shaping = Shaping::read(&req.config)?;
-        let result = previous(req)?;
+        let result = req.prev_result()?;
         if shaping.is_none() {
             return Ok(());
         }

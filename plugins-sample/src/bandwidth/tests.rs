@@ -6,6 +6,7 @@ use cni_net::tc::{Handle, QdiscKind};
 use cni_net::testing::TempNetns;
 use cni_net::{LinkKind, NetError};
 use cni_skel::Outcome;
+use cni_types::Code;
 use cni_version::{PluginInfo, SpecVersion};
 use serde_json::{json, Value};
 
