@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::conventions::{Args, RuntimeConfig};
 use crate::raw_de::RawObject;
 use crate::result::{ResultError, Wire};
-use crate::{CniResult, Code, Dns, Error, ValidAttachments};
+use crate::{Attachment, CniResult, Code, Dns, Error, ValidAttachments};
 
 /// Fields a plugin does not declare, as serde_json values: kept, so a
 /// configuration round-trips with the same values. Numbers print as
@@ -116,22 +116,10 @@ pub struct NetConf<T = Extra> {
     )]
     pub valid_attachments: ValidAttachments,
     #[serde(rename = "cni.dev/attachments", default, skip_serializing)]
-    legacy_attachments: Option<Vec<GcAttachment>>,
+    legacy_attachments: Option<Vec<Attachment>>,
     /// The plugin's own fields.
     #[serde(flatten)]
     pub plugin: T,
-}
-
-/// An attachment still in use, in a GC request.
-///
-/// Go: `types.GCAttachment`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct GcAttachment {
-    /// The container id of the attachment.
-    #[serde(rename = "containerID")]
-    pub container_id: String,
-    /// The interface name of the attachment.
-    pub ifname: String,
 }
 
 /// The `ipam` section: "`type` (string): Refers to the filename of the IPAM

@@ -23,6 +23,7 @@
 //! every unknown key so they round-trip.
 
 mod args;
+mod attachment;
 mod config;
 mod conflist;
 pub mod conventions;
@@ -44,8 +45,9 @@ pub mod validate;
 mod wire_format;
 
 pub use args::{CniArgs, CniArgsError, IGNORE_UNKNOWN};
+pub use attachment::Attachment;
 pub use cni_version::SpecVersion;
-pub use config::{ConfigError, Extra, GcAttachment, Ipam, NetConf};
+pub use config::{ConfigError, Extra, Ipam, NetConf};
 pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};

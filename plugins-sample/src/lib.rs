@@ -30,6 +30,12 @@
 //! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
 //!   veth port per container, IPAM delegated, the gateway on the bridge.
 //!
+//! - [`ptp`]: a drop-in for the reference `ptp`: a routed veth pair per
+//!   container, IPAM delegated, the gateway on the host end, `ipMasq`.
+//!
+//! - `host-local`: a drop-in for the reference IPAM plugin of that name,
+//!   the binary `ipam-file` is under the reference's name.
+//!
 //! - [`bandwidth`]: a drop-in for the reference `bandwidth`: tbf qdiscs
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
@@ -41,7 +47,10 @@ pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+mod ipmasq;
 pub mod loopback;
 pub mod noop;
+mod pair;
+pub mod ptp;
 pub mod tuning;
 pub mod veth;

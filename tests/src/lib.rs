@@ -150,6 +150,32 @@ pub fn reference_plugin_dir() -> PathBuf {
     dir
 }
 
+/// The `CNI_PATH` of a test that runs our plugins with the reference's
+/// `host-local`: a directory holding only `host-local` (a link to
+/// Debian's), then ours ([`plugin_bin_dir`], which has a `host-local` of
+/// its own), then the reference directory for anything else. Put ours
+/// first without this and `host-local` is ours.
+///
+/// # Panics
+/// As [`plugin_bin_dir`] and [`reference_plugin_dir`], or when the
+/// directory cannot be made.
+pub fn ours_with_reference_host_local() -> Vec<PathBuf> {
+    let reference = reference_plugin_dir();
+    let dir = target_dir().join("reference-host-local");
+    fs::create_dir_all(&dir).expect("creating the reference host-local directory");
+    let link = dir.join("host-local");
+    if fs::read_link(&link).ok() != Some(reference.join("host-local")) {
+        // Another test process may be doing the same: link under a name
+        // of our own, then rename over whatever is there.
+        let tmp = dir.join(format!("host-local.{}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(reference.join("host-local"), &tmp)
+            .expect("linking the reference host-local");
+        fs::rename(&tmp, &link).expect("placing the reference host-local");
+    }
+    vec![dir, plugin_bin_dir(), reference]
+}
+
 /// Directory under the target dir where Go helpers are built.
 fn go_bin_root() -> PathBuf {
     target_dir().join("go-bin")
@@ -393,6 +419,24 @@ where
         .unwrap_or_else(|e| panic!("waiting for {}: {e}", bin.display()));
     let _ = writer.join();
     output.into()
+}
+
+/// Makes the calling process user and group `id`, with no supplementary
+/// groups: for a child, in `CommandExt::pre_exec` (only async-signal-safe
+/// calls).
+///
+/// # Errors
+/// The system's, when the caller may not change its identity (not root).
+pub fn become_user(id: u32) -> std::io::Result<()> {
+    // SAFETY: plain syscalls without pointers but setgroups' null list of
+    // length 0.
+    let failed = unsafe {
+        libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(id) != 0 || libc::setuid(id) != 0
+    };
+    if failed {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// A CNI runtime built on the reference `libcni`: runs the `cnidriver` Go
