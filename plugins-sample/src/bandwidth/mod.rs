@@ -5,7 +5,8 @@
 //! a veth pair (`bridge`, `ptp`, `veth`). The entry is the configuration's
 //! own `ingressRate`/`ingressBurst`/`egressRate`/`egressBurst` when it has
 //! any of them, else the `bandwidth` capability's `runtimeConfig.bandwidth`
-//! (the reference's order); rates in bits per second, bursts in bits:
+//! (the reference's order; its keys in any case, as containerd sends
+//! `IngressRate`); rates in bits per second, bursts in bits:
 //!
 //! ```json
 //! {"type": "bandwidth", "capabilities": {"bandwidth": true}}
