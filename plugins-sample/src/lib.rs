@@ -40,9 +40,14 @@
 //!   forwarded to the container (iptables or nftables, the reference's
 //!   layouts), hairpin and localhost access, stale UDP flows cleared.
 //!
+//! - [`bandwidth`]: a drop-in for the reference `bandwidth`: tbf qdiscs
+//!   shaping what a container receives and, through an ifb, what it
+//!   sends.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
+pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;

@@ -106,6 +106,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "ipam-file", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "ipam-etcd", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Etcd, fails: &[], warns: OUR_WARNS },
     Subject { name: "bridge", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: OUR_WARNS },
+    Subject { name: "bandwidth", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "tuning", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "loopback", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Loopback, fails: &[], warns: OUR_WARNS },
     Subject { name: "ptp", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
