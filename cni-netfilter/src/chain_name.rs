@@ -38,10 +38,16 @@ pub fn chain_name(prefix: &str, network: &str, container_id: &str) -> String {
 
 /// `prefix` then the hex SHA-512 of `input`, cut to `len` bytes (at a
 /// character boundary when the prefix is not ASCII): the one hashing rule
-/// behind the reference's chain names and nftables comments.
+/// behind the reference's per-attachment names (iptables chains, nftables
+/// comments, the bandwidth plugin's ifb devices).
+///
+/// ```
+/// let ifb = cni_netfilter::hashed("bwp", "net1c1", 15);
+/// assert_eq!(ifb, "bwpc2d892b58e87");
+/// ```
 ///
 /// Go: plugins `utils.MustFormatHashWithPrefix`.
-pub(crate) fn hashed(prefix: &str, input: &str, len: usize) -> String {
+pub fn hashed(prefix: &str, input: &str, len: usize) -> String {
     let mut out = prefix.to_owned();
     for byte in Sha512::digest(input.as_bytes()) {
         let _ = write!(out, "{byte:02x}");

@@ -113,7 +113,7 @@ mod table;
 mod transaction;
 
 pub use backend::{open, Backend, BackendKind, ListedRule, RuleHandle};
-pub use chain_name::{chain_name, CHAIN_NAME_LEN};
+pub use chain_name::{chain_name, hashed, CHAIN_NAME_LEN};
 pub use choose::{choose, iptables_usable, nftables_usable};
 pub use error::FilterError;
 pub use rule::{Action, CtState, Match, Protocol, Rule};

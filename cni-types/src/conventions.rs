@@ -323,42 +323,6 @@ pub fn requested_mac<T>(
     Ok(winner)
 }
 
-/// Go's rule for the keys of an object read into a struct: a key that
-/// names one of `fields` in another case is read as that field (Go's
-/// `encoding/json` folds case), the exact spelling winning when both are
-/// there. Only `value`'s own keys change, and only ASCII case folds.
-///
-/// containerd's CRI sends capability arguments with Go's field names
-/// (`{"IngressRate": .., "IngressBurst": ..}`); the reference plugins read
-/// them as `ingressRate` and `ingressBurst`:
-///
-/// ```
-/// use cni_types::conventions::fold_key_case;
-///
-/// let mut bw = serde_json::json!({"IngressRate": 1000, "ingressBurst": 8, "Other": 1});
-/// fold_key_case(&mut bw, &["ingressRate", "ingressBurst"]);
-/// assert_eq!(bw, serde_json::json!({"ingressRate": 1000, "ingressBurst": 8, "Other": 1}));
-/// ```
-///
-/// Go: `encoding/json`'s field matching (`foldName`).
-pub fn fold_key_case(value: &mut serde_json::Value, fields: &[&str]) {
-    let Some(object) = value.as_object_mut() else {
-        return;
-    };
-    for field in fields {
-        if object.contains_key(*field) {
-            continue;
-        }
-        let folded = object
-            .keys()
-            .find(|k| k.eq_ignore_ascii_case(field))
-            .cloned();
-        if let Some(value) = folded.and_then(|k| object.remove(&k)) {
-            object.insert((*field).to_owned(), value);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,18 +448,5 @@ mod tests {
         assert_eq!(err.msg, "invalid MAC address in mac");
         let err = requested_mac(&c, "MAC", None, MacPrecedence::Tuning).unwrap_err();
         assert_eq!(err.code, Code::INVALID_ENVIRONMENT_VARIABLES);
-    }
-
-    #[test]
-    fn a_key_in_go_case_is_read_as_its_field_and_the_exact_spelling_wins() {
-        let mut entry = serde_json::json!({"EGRESSRATE": 1, "egressBurst": 2, "EgressBurst": 3});
-        fold_key_case(&mut entry, &["egressRate", "egressBurst"]);
-        assert_eq!(
-            entry,
-            serde_json::json!({"egressRate": 1, "egressBurst": 2, "EgressBurst": 3})
-        );
-        let mut not_an_object = serde_json::json!([1]);
-        fold_key_case(&mut not_an_object, &["egressRate"]);
-        assert_eq!(not_an_object, serde_json::json!([1]));
     }
 }

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use cni_net::tc::Tbf;
-use cni_types::conventions::fold_key_case;
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 use serde_json::Number;
@@ -16,9 +15,6 @@ pub const LATENCY: Duration = Duration::from_millis(25);
 /// The bucket the reference refuses from (`burst/8 >= math.MaxUint32`):
 /// the kernel's `TCA_TBF_BURST` is a `u32` of bytes.
 const MAX_BURST_BYTES: u64 = u32::MAX as u64;
-
-/// The entry's keys, as the configuration and CONVENTIONS.md spell them.
-const FIELDS: [&str; 4] = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"];
 
 /// A bandwidth entry: "Rates are in bits per second, burst values are in
 /// bits" (CONVENTIONS.md). The plugin's own fields beside the standard
@@ -77,17 +73,12 @@ impl Shaping {
         let (fields, section) = if conf.plugin.is_given() {
             (&conf.plugin, "")
         } else {
+            // Read with Go's key rules: containerd spells them as Go does
+            // (IngressRate).
             let from_runtime = conf
                 .runtime_config
                 .as_ref()
-                .and_then(|rc| rc.get::<serde_json::Value>("bandwidth"))
-                .transpose()?
-                .map(|mut entry| {
-                    // containerd spells the keys as Go does (IngressRate).
-                    fold_key_case(&mut entry, &FIELDS);
-                    Fields::deserialize(entry)
-                        .map_err(|e| Error::invalid_config("runtimeConfig.bandwidth", e))
-                })
+                .and_then(|rc| rc.get::<Fields>("bandwidth"))
                 .transpose()?;
             match from_runtime {
                 Some(fields) => {

@@ -1,12 +1,9 @@
 //! The host end of a container's veth, and the qdiscs, filter and ifb
 //! that shape it: installed (ADD), compared (CHECK), removed (DEL).
 
-use std::fmt::Write;
-
 use cni_net::tc::{Handle, Psched, QdiscKind, Redirect, Tbf};
 use cni_net::{Link, LinkKind, Netlink, Netns};
 use cni_types::{Code, Error, Result100};
-use sha2::{Digest, Sha512};
 
 use super::Shaping;
 
@@ -28,16 +25,11 @@ const INGRESS: Handle = Handle::new(0xffff, 0);
 ///
 /// Go: `getIfbDeviceName` (`utils.MustFormatHashWithPrefix`).
 pub fn ifb_name(network: &str, container_id: &str) -> String {
-    let mut name = IFB_PREFIX.to_owned();
-    let digest = Sha512::new()
-        .chain_update(network)
-        .chain_update(container_id)
-        .finalize();
-    for byte in digest {
-        let _ = write!(name, "{byte:02x}");
-    }
-    name.truncate(IFB_NAME_LEN);
-    name
+    cni_netfilter::hashed(
+        IFB_PREFIX,
+        &format!("{network}{container_id}"),
+        IFB_NAME_LEN,
+    )
 }
 
 /// The host end of the container's veth, on a socket in the host's (the
