@@ -261,11 +261,7 @@ mod tests {
         let rt = attachment("eth0");
         store(dir.path(), "net", b"{}", &rt, &result()).unwrap();
         let entry = std::fs::read(path(dir.path(), "net", &rt)).unwrap();
-        std::fs::write(
-            dir.path().join("results/.net-c1-eth0.abc123.tmp"),
-            &entry,
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("results/.net-c1-eth0.abc123.tmp"), &entry).unwrap();
         assert_eq!(attachments(dir.path(), "net").len(), 1);
     }
 }

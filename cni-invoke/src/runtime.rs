@@ -138,7 +138,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt), &[])?;
             let added = exec_with_result(
                 &path,
-                &self.invocation("ADD", rt, deadline),
+                &self.invocation("ADD", rt, deadline.clone()),
                 &config,
                 net.version(),
             )
@@ -173,8 +173,12 @@ impl Runtime {
         let cached = self.cached_result(net, rt)?;
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("CHECK", rt, deadline), &config)
-                .map_err(|e| in_plugin(e, plugin, "check"))?;
+            exec_without_result(
+                &path,
+                &self.invocation("CHECK", rt, deadline.clone()),
+                &config,
+            )
+            .map_err(|e| in_plugin(e, plugin, "check"))?;
         }
         Ok(())
     }
@@ -204,8 +208,12 @@ impl Runtime {
         };
         for plugin in net.list.plugins.iter().rev() {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("DEL", rt, deadline), &config)
-                .map_err(|e| in_plugin(e, plugin, "delete"))?;
+            exec_without_result(
+                &path,
+                &self.invocation("DEL", rt, deadline.clone()),
+                &config,
+            )
+            .map_err(|e| in_plugin(e, plugin, "delete"))?;
         }
         cache::remove(&self.cache_dir, &net.list.name, rt);
         Ok(())
@@ -231,7 +239,7 @@ impl Runtime {
             if valid.contains(&key) {
                 continue;
             }
-            if let Err(e) = self.del_within(net, &runtime_conf_of(stale), deadline) {
+            if let Err(e) = self.del_within(net, &runtime_conf_of(stale), deadline.clone()) {
                 errors.push(e.with_details(format!(
                     "deleting stale attachment {} {}",
                     key.container_id, key.ifname
@@ -251,7 +259,7 @@ impl Runtime {
                         .and_then(|(path, config)| {
                             exec_without_result(
                                 &path,
-                                &self.invocation("GC", &RuntimeConf::default(), deadline),
+                                &self.invocation("GC", &RuntimeConf::default(), deadline.clone()),
                                 &config,
                             )
                         });
@@ -280,7 +288,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, None, None, &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("STATUS", &RuntimeConf::default(), deadline),
+                &self.invocation("STATUS", &RuntimeConf::default(), deadline.clone()),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "status"))?;
