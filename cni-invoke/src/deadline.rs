@@ -343,3 +343,15 @@ fn wait_until(
         pause = (pause * 2).min(Duration::from_millis(20));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_too_long_for_the_clock_is_a_century_not_a_panic() {
+        let deadline = Deadline::after(Duration::MAX);
+        assert_eq!(deadline.timeout(), LONGEST);
+        assert!(deadline.remaining() > Duration::from_secs(99 * 365 * 24 * 3600));
+    }
+}
