@@ -59,8 +59,8 @@ impl Plugin for Delegating {
         Ok(cni_invoke::delegate_add("record", req)?.into())
     }
 
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
+    fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
     }
 }
 

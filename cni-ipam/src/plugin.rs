@@ -152,10 +152,10 @@ impl<S: Store> Plugin for Ipam<S> {
         Ok(result.into())
     }
 
-    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let Some(mut store) = S::open(&cfg, Access::Change)? else {
-            return Ok(Reply::Empty);
+            return Ok(());
         };
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
         let mut mine: Vec<&Reservation> = state
@@ -175,10 +175,10 @@ impl<S: Store> Plugin for Ipam<S> {
         if !mine.is_empty() {
             store.release(&mine)?;
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let attachment = Attachment::new(&req.container_id, &req.ifname);
         let (held, place) = match S::open(&cfg, Access::Read)? {
@@ -209,10 +209,10 @@ impl<S: Store> Plugin for Ipam<S> {
                 .into());
             }
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let valid = req.valid_attachments()?;
         if valid.is_unspecified() {
@@ -221,20 +221,20 @@ impl<S: Store> Plugin for Ipam<S> {
                  attachments are in use, so nothing is released",
                 self.name
             ));
-            return Ok(Reply::Empty);
+            return Ok(());
         }
         let Some(mut store) = S::open(&cfg, Access::Change)? else {
-            return Ok(Reply::Empty);
+            return Ok(());
         };
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
         let stale = gc::stale(&state.held, &valid);
         if !stale.is_empty() {
             store.release(&stale)?;
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let cfg = IpamConfig::from_conf(&req.config)?;
         let (held, place) = match S::open(&cfg, Access::Read).and_then(|store| match store {
             Some(mut store) => Ok((store.held_addresses()?, store.describe())),
@@ -252,7 +252,7 @@ impl<S: Store> Plugin for Ipam<S> {
         };
         let full = plan::exhausted_sets(&cfg, &held);
         if full.is_empty() {
-            return Ok(Reply::Empty);
+            return Ok(());
         }
         let names: Vec<String> = full
             .iter()

@@ -32,8 +32,8 @@ impl Plugin for Tune {
         Ok(result.into())
     }
 
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
+    fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use cni_skel::{dispatch, BoxError, Plugin, Reply, Request};
-use cni_types::NetConf;
+use cni_types::{NetConf, Result100, SpecVersion};
 use cni_version::PluginInfo;
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -18,15 +18,11 @@ struct Passthrough;
 impl Plugin for Passthrough {
     type Config = NetConf;
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(req
-            .config
-            .prev_result
-            .clone()
-            .map(Reply::from)
-            .unwrap_or(Reply::Empty))
+        let prev = req.config.prev_result.clone();
+        Ok(prev.map_or_else(|| Result100::new(SpecVersion::V1_1_0).into(), Reply::from))
     }
-    fn del(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
+    fn del(&self, _: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
     }
 }
 

@@ -38,11 +38,11 @@ use crate::{BoxError, FromConfig, Plugin, Reply, Request};
 ///     async fn add(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
 ///         // e.g. ask a local agent over a socket, awaiting its answer
 ///         # let _ = req;
-///         Ok(Reply::Empty)
+///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
 ///     }
 ///
-///     async fn del(&self, _req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
-///         Ok(Reply::Empty)
+///     async fn del(&self, _req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
+///         Ok(())
 ///     }
 /// }
 ///
@@ -61,24 +61,24 @@ pub trait AsyncPlugin {
     async fn add(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError>;
 
     /// DEL; see [`Plugin::del`].
-    async fn del(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError>;
+    async fn del(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError>;
 
     /// CHECK; see [`Plugin::check`]. Succeeds with no output by default.
-    async fn check(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
+    async fn check(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
     /// GC; see [`Plugin::gc`]. Succeeds with no output by default.
-    async fn gc(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
+    async fn gc(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
     /// STATUS; see [`Plugin::status`]. Succeeds with no output by default.
-    async fn status(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
+    async fn status(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 
@@ -163,19 +163,19 @@ impl<P: AsyncPlugin, E: Executor> Plugin for Blocking<P, E> {
         self.executor.block_on(self.plugin.add(req))
     }
 
-    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         self.executor.block_on(self.plugin.del(req))
     }
 
-    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         self.executor.block_on(self.plugin.check(req))
     }
 
-    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         self.executor.block_on(self.plugin.gc(req))
     }
 
-    fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         self.executor.block_on(self.plugin.status(req))
     }
 }

@@ -131,7 +131,7 @@ fn run_command<P: Plugin>(
     let sanitized = sanitize_utf8(&stdin_bytes);
     let json: &[u8] = sanitized.as_deref().unwrap_or(&stdin_bytes);
 
-    if command == Some(Command::Version) {
+    if command == Command::Version {
         // The spec: answer in the version the runtime asked in, when we
         // support it (the reference ignores stdin here).
         let requested = peek_fields(json, ["cniVersion"]).ok().and_then(|[v]| v);
@@ -153,15 +153,12 @@ fn run_command<P: Plugin>(
     }
     check_network_name(name)?;
 
-    let Some(command) = command else {
+    if let Command::Other(verb) = &command {
         return Err(Error::new(
             Code::INVALID_ENVIRONMENT_VARIABLES,
-            format!(
-                "unknown CNI_COMMAND: {}",
-                String::from_utf8_lossy(&cni_env.command)
-            ),
+            format!("unknown CNI_COMMAND: {verb}"),
         ));
-    };
+    }
 
     let config_version = config_version?;
     let minimum = match command {
@@ -170,7 +167,7 @@ fn run_command<P: Plugin>(
         _ => None,
     };
     if let Some(minimum) = minimum {
-        check_minimum_version(command, &config_version, minimum, versions)?;
+        check_minimum_version(&command, &config_version, minimum, versions)?;
     }
     versions.reconcile(&config_version).map_err(|e| {
         Error::new(Code::INCOMPATIBLE_CNI_VERSION, "incompatible CNI versions")
@@ -206,11 +203,11 @@ fn run_command<P: Plugin>(
         stderr,
     };
 
-    let reply = call(plugin, command, &request)?;
+    let reply = call(plugin, &request)?;
     match reply {
-        Reply::Empty => Ok(Output::Nothing),
-        Reply::Raw { stdout, exit_code } => Ok(Output::Stdout(stdout, exit_code)),
-        Reply::Result(result) => {
+        None => Ok(Output::Nothing),
+        Some(Reply::Raw { stdout, exit_code }) => Ok(Output::Stdout(stdout, exit_code)),
+        Some(Reply::Result(result)) => {
             let converted = SpecVersion::parse(&config_version)
                 .map_err(|e| e.to_string())
                 .and_then(|v| result.into_version(&v).map_err(|e| e.to_string()))
@@ -286,7 +283,7 @@ fn config_version(version: Option<serde_json::Value>) -> Result<String, Error> {
 /// versions are compared as the reference compares them, and one that
 /// cannot be read even leniently is code 6.
 fn check_minimum_version(
-    command: Command,
+    command: &Command,
     config: &str,
     minimum: &str,
     versions: &PluginInfo,
@@ -310,16 +307,19 @@ fn check_minimum_version(
     ))
 }
 
-/// Calls the plugin's method, turning errors and panics into CNI errors.
-fn call<P: Plugin>(plugin: &P, command: Command, req: &Request<P::Config>) -> Result<Reply, Error> {
-    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<Reply, BoxError> {
+/// Calls the plugin's method for `req.command`, turning errors and panics
+/// into CNI errors; `Some` only for ADD, the one command that prints.
+fn call<P: Plugin>(plugin: &P, req: &Request<P::Config>) -> Result<Option<Reply>, Error> {
+    let command = &req.command;
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<Option<Reply>, BoxError> {
         match command {
-            Command::Add => plugin.add(req),
-            Command::Del => plugin.del(req),
-            Command::Check => plugin.check(req),
-            Command::Gc => plugin.gc(req),
-            Command::Status => plugin.status(req),
-            Command::Version => Ok(Reply::Empty),
+            Command::Add => plugin.add(req).map(Some),
+            Command::Del => plugin.del(req).map(|()| None),
+            Command::Check => plugin.check(req).map(|()| None),
+            Command::Gc => plugin.gc(req).map(|()| None),
+            Command::Status => plugin.status(req).map(|()| None),
+            // Answered before the configuration is read.
+            Command::Version | Command::Other(_) => Ok(None),
         }
     }));
     match outcome {

@@ -148,8 +148,7 @@ impl CniEnv {
         let mut missing = Vec::new();
         for var in &ENV_VARS {
             let value = get(var.name);
-            let required =
-                var.name == "CNI_COMMAND" || command.is_some_and(|c| var.required_for.contains(&c));
+            let required = var.name == "CNI_COMMAND" || var.required_for.contains(&command);
             if value.is_empty() {
                 if required {
                     missing.push(var.name);

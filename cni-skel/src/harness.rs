@@ -18,8 +18,8 @@ use crate::{dispatch, Plugin};
 /// # struct Noop;
 /// # impl Plugin for Noop {
 /// #     type Config = cni_types::NetConf;
-/// #     fn add(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
-/// #     fn del(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+/// #     fn add(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> { Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into()) }
+/// #     fn del(&self, _: &Request<Self::Config>) -> Result<(), BoxError> { Ok(()) }
 /// # }
 /// let out = TestRequest::new("DEL")
 ///     .env("CNI_CONTAINERID", "c1")

@@ -32,8 +32,8 @@
 //!         Ok(result.into()) // printed in the configuration's cniVersion
 //!     }
 //!
-//!     fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-//!         Ok(Reply::Empty)
+//!     fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+//!         Ok(())
 //!     }
 //! }
 //!

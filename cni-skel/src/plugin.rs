@@ -17,10 +17,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// callback; a future command will arrive the same way, as a new method with
 /// a default body.
 ///
-/// Methods receive the parsed [`Request`] and answer a [`Reply`]:
-/// `add` normally returns [`Reply::Result`] (printed in the configuration's
-/// `cniVersion`, converted if built in another version); the others
-/// normally return [`Reply::Empty`].
+/// Methods receive the parsed [`Request`]. Only `add` answers with
+/// something to print, a [`Reply`] (a result, printed in the
+/// configuration's `cniVersion` and converted if built in another
+/// version); the spec gives the other commands nothing to print on
+/// success, so they return `()`.
 ///
 /// Go: `skel.CNIFuncs`.
 pub trait Plugin {
@@ -41,8 +42,8 @@ pub trait Plugin {
     ///     type Config = NetConf;
     ///     const WIRE_FORMAT: cni_types::WireFormat = cni_types::WireFormat::Reference;
     ///     // ...
-    /// #   fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
-    /// #   fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    /// #   fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { unimplemented!() }
+    /// #   fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     /// ```
     ///
@@ -54,38 +55,36 @@ pub trait Plugin {
 
     /// DEL: "Remove container from network, or un-apply modifications."
     /// Should succeed when the resources are already gone.
-    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError>;
+    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError>;
 
     /// CHECK: "Check container's networking is as expected." Only called
     /// for configurations of version 0.4.0 and later.
-    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
     /// GC: remove resources of attachments not in
     /// [`Request::valid_attachments`]; when the runtime sent no list
     /// ([`cni_types::ValidAttachments::Unspecified`]), remove nothing. Only
     /// called for configurations of version 1.1.0 and later.
-    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
     /// STATUS: whether the plugin is ready to service ADD; answer code 50 or
     /// 51 when not. Only called for configurations of version 1.1.0 and later.
-    fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 
-/// What a plugin method answers on success.
+/// What ADD answers on success.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Nothing on stdout (DEL, CHECK, GC, STATUS).
-    Empty,
-    /// A result, printed in the configuration's version (ADD).
+    /// A result, printed in the configuration's version.
     Result(Box<CniResult>),
     /// Exactly these bytes on stdout and this exit status. An escape hatch
     /// for test doubles that must reproduce another plugin's output
@@ -107,12 +106,6 @@ impl From<CniResult> for Reply {
 impl From<Result100> for Reply {
     fn from(r: Result100) -> Reply {
         Reply::Result(Box::new(r.into()))
-    }
-}
-
-impl From<()> for Reply {
-    fn from((): ()) -> Reply {
-        Reply::Empty
     }
 }
 

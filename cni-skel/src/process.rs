@@ -123,10 +123,10 @@ pub fn lean_start() {
 /// impl Plugin for Nothing {
 ///     type Config = NetConf;
 ///     fn add(&self, _req: &Request<NetConf>) -> Result<Reply, BoxError> {
-///         Ok(Reply::Empty)
+///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
 ///     }
-///     fn del(&self, _req: &Request<NetConf>) -> Result<Reply, BoxError> {
-///         Ok(Reply::Empty)
+///     fn del(&self, _req: &Request<NetConf>) -> Result<(), BoxError> {
+///         Ok(())
 ///     }
 /// }
 ///

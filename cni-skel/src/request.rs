@@ -44,9 +44,9 @@ use crate::{Command, TraceContext};
 ///             .unwrap()
 ///         });
 ///         assert_eq!(ifname, "eth0");
-///         Ok(Reply::Empty)
+///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
 ///     }
-///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
 /// }
 ///
 /// let out = TestRequest::new("ADD")
@@ -118,9 +118,9 @@ impl<C> Request<'_, C> {
     ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
     ///         let args: Args = req.cni_args_as()?;
     ///         req.log(format_args!("pod {:?}", args.K8S_POD_NAME));
-    ///         Ok(Reply::Empty)
+    ///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
     ///     }
-    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     ///
     /// let out = TestRequest::new("ADD")
@@ -170,15 +170,15 @@ impl<C> Request<'_, C> {
     /// struct Gc;
     /// impl Plugin for Gc {
     ///     type Config = NetConf;
-    ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
-    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
-    ///     fn gc(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+    ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into()) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
+    ///     fn gc(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
     ///         let valid = req.valid_attachments()?;
     ///         if valid.is_unspecified() {
     ///             req.log("GC: no cni.dev/valid-attachments, releasing nothing");
     ///         }
     ///         assert!(valid.keeps("c1", "eth0"));
-    ///         Ok(Reply::Empty)
+    ///         Ok(())
     ///     }
     /// }
     /// let out: Outcome = cni_skel::TestRequest::new("GC")
@@ -239,7 +239,7 @@ impl<T> Request<'_, NetConf<T>> {
     ///         }
     ///         Ok(result.into())
     ///     }
-    ///     fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(Reply::Empty) }
+    ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     ///
     /// let add = TestRequest::new("ADD")
@@ -370,27 +370,25 @@ mod tests {
     struct LogsFromTwoThreads;
     impl Plugin for LogsFromTwoThreads {
         type Config = NetConf;
-        fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
+        fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
+            Err("not used".into())
+        }
+        fn del(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
             req.log("main 1");
             std::thread::scope(|s| s.spawn(|| req.log("other")).join())
                 .map_err(|_| "the scoped thread panicked")?;
             req.log("main 2");
             std::thread::scope(|s| s.spawn(|| req.log("other, last")).join())
                 .map_err(|_| "the scoped thread panicked")?;
-            Ok(Reply::Empty)
-        }
-        fn del(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
-            Ok(Reply::Empty)
+            Ok(())
         }
     }
 
     #[test]
     fn lines_logged_on_another_thread_reach_stderr_in_order() {
-        let out = TestRequest::new("ADD")
+        let out = TestRequest::new("DEL")
             .env("CNI_CONTAINERID", "c1")
             .env("CNI_IFNAME", "eth0")
-            .env("CNI_NETNS", "/run/netns/x")
-            .env("CNI_NETNS_OVERRIDE", "1")
             .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"t"}"#)
             .run(&LogsFromTwoThreads, &PluginInfo::all());
         assert_eq!(out.exit_code, 0);

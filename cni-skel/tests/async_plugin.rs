@@ -33,7 +33,7 @@ impl AsyncPlugin for Yielding {
         Ok(result.into())
     }
 
-    async fn del(&self, _req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
+    async fn del(&self, _req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
         yield_once().await;
         Err(Error::new(Code::TRY_AGAIN_LATER, "agent busy").into())
     }

@@ -22,7 +22,9 @@ struct Args {
 }
 
 impl TestPlugin {
-    fn act(req: &Request<NetConf<Config>>) -> Result<Reply, BoxError> {
+    /// What the behaviour asks for; `None` when it prints nothing of its own
+    /// (ADD then answers an empty result).
+    fn act(req: &Request<NetConf<Config>>) -> Result<Option<Reply>, BoxError> {
         match req.config.plugin.behavior.as_str() {
             "cni-error" => Err(Error::new(Code(123), "custom failure")
                 .with_details("more")
@@ -31,16 +33,13 @@ impl TestPlugin {
             "panic" => panic!("boom"),
             "log" => {
                 req.log("to stderr");
-                Ok(Reply::Empty)
+                Ok(None)
             }
-            "no-ips" => Ok(Result100::new(SpecVersion::V1_1_0).into()),
-            "typed-args" => req
-                .cni_args_as::<Args>()
-                .map(|_| Reply::Empty)
-                .map_err(Into::into),
+            "no-ips" => Ok(Some(Result100::new(SpecVersion::V1_1_0).into())),
+            "typed-args" => req.cni_args_as::<Args>().map(|_| None).map_err(Into::into),
             "typed-args-by-hand" => {
                 let _: Args = req.cni_args()?.deserialize()?;
-                Ok(Reply::Empty)
+                Ok(None)
             }
             _ => {
                 let mut r = Result100::new(SpecVersion::V1_1_0);
@@ -48,19 +47,23 @@ impl TestPlugin {
                     "10.1.0.5/16".parse().unwrap(),
                     Some("10.1.0.1".parse().unwrap()),
                 ));
-                Ok(r.into())
+                Ok(Some(r.into()))
             }
         }
     }
 }
 
+fn or_empty_result(reply: Option<Reply>) -> Reply {
+    reply.unwrap_or_else(|| Result100::new(SpecVersion::V1_1_0).into())
+}
+
 impl Plugin for TestPlugin {
     type Config = NetConf<Config>;
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Self::act(req)
+        Self::act(req).map(or_empty_result)
     }
-    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Self::act(req).map(|_| Reply::Empty)
+    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Self::act(req).map(drop)
     }
 }
 
@@ -506,10 +509,10 @@ impl Plugin for ReferencePrinting {
     type Config = NetConf<Config>;
     const WIRE_FORMAT: cni_types::WireFormat = cni_types::WireFormat::Reference;
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        TestPlugin::act(req)
+        TestPlugin::act(req).map(or_empty_result)
     }
-    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        TestPlugin::act(req).map(|_| Reply::Empty)
+    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
+        TestPlugin::act(req).map(drop)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The caller's trace context on `Request`.
 
 use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest};
-use cni_types::NetConf;
+use cni_types::{NetConf, Result100, SpecVersion};
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -19,11 +19,11 @@ impl Plugin for LogsTrace {
             trace.state(),
             trace.baggage()
         ));
-        Ok(Reply::Empty)
+        Ok(Result100::new(SpecVersion::V1_0_0).into())
     }
 
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
+    fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
     }
 }
 

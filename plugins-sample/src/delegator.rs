@@ -66,24 +66,24 @@ impl Plugin for Delegator {
         Ok(result.into())
     }
 
-    fn del(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         cni_invoke::delegate_del(req.config.ipam_type()?, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         cni_invoke::delegate_check(req.config.ipam_type()?, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         cni_invoke::delegate_gc(req.config.ipam_type()?, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn status(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         cni_invoke::delegate_status(req.config.ipam_type()?, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

@@ -156,7 +156,7 @@ impl Plugin for DnsMac {
         Ok(result.into())
     }
 
-    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let wanted = Wanted::from(&req.config)?;
         let mut result = previous(req)?;
         if let Some(mac) = wanted.mac {
@@ -179,12 +179,12 @@ impl Plugin for DnsMac {
                 Error::new(NOT_APPLIED, "prevResult DNS lacks the configured settings").into(),
             );
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
         // Nothing on the host to undo: DEL is idempotent by construction.
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

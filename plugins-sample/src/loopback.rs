@@ -73,29 +73,29 @@ impl Plugin for Loopback {
         Ok(result.into())
     }
 
-    fn del(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
         let Some(path) = &req.netns else {
-            return Ok(Reply::Empty);
+            return Ok(());
         };
         let netns = match Netns::open(path) {
             Ok(netns) => netns,
             // Gone already, as when a runtime retries: nothing to undo.
-            Err(NetError::NoSuchNetns { .. }) => return Ok(Reply::Empty),
+            Err(NetError::NoSuchNetns { .. }) => return Ok(()),
             Err(e) => return Err(Error::from(e).into()),
         };
         netns.run(|nl| -> Result<(), NetError> {
             let lo = nl.link("lo")?;
             nl.set_down(lo.index)
         })?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn check(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
         let lo = Netns::of(req)?.run(|nl| nl.link("lo"))?;
         if !lo.up {
             return Err(Error::new(Code::INTERNAL, "loopback interface is down").into());
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

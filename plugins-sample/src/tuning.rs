@@ -215,10 +215,10 @@ impl Plugin for Tuning {
 
     /// DEL reads only `dataDir` and the saved file: a configuration that
     /// ADD would refuse still lets the runtime clean up.
-    fn del(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
         let path = saved_path(&data_dir(&req.config.plugin), req);
         let Ok(text) = std::fs::read(&path) else {
-            return Ok(Reply::Empty);
+            return Ok(());
         };
         let socket = req
             .netns
@@ -237,10 +237,10 @@ impl Plugin for Tuning {
         }
         // Restored, or nothing left to restore it on.
         std::fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn check(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
         let wanted = Wanted::read(req)?;
         previous(req)?;
         let netns = Netns::of(req)?;
@@ -286,7 +286,7 @@ impl Plugin for Tuning {
             ))
             .into());
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

@@ -306,21 +306,21 @@ impl Plugin for Echo {
         Ok(result.into())
     }
 
-    fn check(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         req.cni_args()?;
         if let Some(prev) = &req.config.prev_result {
             prev.to_current()?;
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
+    fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
     }
 
-    fn gc(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         req.valid_attachments()?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

@@ -176,8 +176,8 @@ fn a_caught_panic_fails_the_run() {
         fn add(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> {
             panic!("boom")
         }
-        fn del(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> {
-            Ok(Reply::Empty)
+        fn del(&self, _: &Request<Self::Config>) -> Result<(), BoxError> {
+            Ok(())
         }
     }
     let caught = invariants::catching_panics(|| {

@@ -68,15 +68,10 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
                 .enumerate()
                 .map(|(i, a)| {
                     let stdin = config(i).to_string();
-                    let mut invocation = s.invocation(command, &a.id, &a.ifname);
+                    let mut invocation = s.invocation(command.clone(), &a.id, &a.ifname);
                     invocation.netns = a.netns.display().to_string();
-                    scope.spawn(move || {
-                        s.exec(
-                            format!("concurrent {command} {}", a.id),
-                            &invocation,
-                            stdin.as_bytes(),
-                        )
-                    })
+                    let step = format!("concurrent {command} {}", a.id);
+                    scope.spawn(move || s.exec(step, &invocation, stdin.as_bytes()))
                 })
                 .collect();
             handles.into_iter().filter_map(|h| h.join().ok()).collect()

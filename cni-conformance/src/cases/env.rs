@@ -62,7 +62,7 @@ fn probe(s: &Session) -> Probes {
             _ => s.add_config(&newest, s.netns(), &ifname, 8),
         };
         for var in vars.iter().copied() {
-            let mut invocation = s.invocation(command, CONTAINER, &ifname);
+            let mut invocation = s.invocation(command.clone(), CONTAINER, &ifname);
             match var {
                 "CNI_CONTAINERID" => invocation.container_id.clear(),
                 "CNI_NETNS" => invocation.netns.clear(),

@@ -89,23 +89,29 @@ impl AsyncPlugin for AgentForward {
     type Config = NetConf<Fields>;
 
     async fn add(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
-        forward(req).await
+        forward(req).await?.ok_or_else(|| {
+            Error::new(
+                Code::DECODING_FAILURE,
+                "the agent answered ADD without a result",
+            )
+            .into()
+        })
     }
 
-    async fn del(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
-        forward(req).await
+    async fn del(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
+        forward(req).await.map(drop)
     }
 
-    async fn check(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
-        forward(req).await
+    async fn check(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
+        forward(req).await.map(drop)
     }
 
-    async fn gc(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
-        forward(req).await
+    async fn gc(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
+        forward(req).await.map(drop)
     }
 
-    async fn status(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
-        forward(req).await.map_err(|e| {
+    async fn status(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
+        forward(req).await.map(drop).map_err(|e| {
             let mut e = Error::from_boxed(e);
             if e.code == Code::TRY_AGAIN_LATER {
                 e.code = Code::PLUGIN_NOT_AVAILABLE;
@@ -115,8 +121,9 @@ impl AsyncPlugin for AgentForward {
     }
 }
 
-/// Sends the request to the agent and turns its answer into a reply.
-async fn forward(req: &Request<'_, NetConf<Fields>>) -> Result<Reply, BoxError> {
+/// Sends the request to the agent and turns its answer into a reply: a
+/// result for ADD, nothing for the other commands.
+async fn forward(req: &Request<'_, NetConf<Fields>>) -> Result<Option<Reply>, BoxError> {
     let ask = Ask {
         command: req.command.to_string(),
         container_id: req.container_id.clone(),
@@ -161,9 +168,9 @@ async fn forward(req: &Request<'_, NetConf<Fields>>) -> Result<Reply, BoxError> 
                     Error::new(Code::DECODING_FAILURE, "unreadable result from the agent")
                         .with_details(e.to_string())
                 })?;
-            Ok(result.into())
+            Ok(Some(result.into()))
         }
-        Answer::Result(_) | Answer::Done => Ok(Reply::Empty),
+        Answer::Result(_) | Answer::Done => Ok(None),
         Answer::Error(e) => Err(e.into()),
     }
 }

@@ -122,7 +122,7 @@ impl Plugin for Bridge {
     /// DEL needs only the namespace and `ipam.type`: a configuration that
     /// ADD would refuse (a field not implemented, hairpin with promisc)
     /// still lets the runtime clean up.
-    fn del(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
         if let Some(Ok(netns)) = req.netns.as_ref().map(Netns::open) {
             netns.socket()?.delete_link_if_present(&req.ifname)?;
         }
@@ -130,10 +130,10 @@ impl Plugin for Bridge {
         if let Some(ipam) = &ipam_type(req) {
             cni_invoke::delegate_del(ipam, req)?;
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn check(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
         let plan = plan(req)?;
         let netns = Netns::of(req)?;
         if let Some(ipam) = &plan.ipam {
@@ -146,21 +146,21 @@ impl Plugin for Bridge {
             .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "Required prevResult missing"))?
             .to_current()?;
         check::check(req, &plan, &netns, &prev)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn gc(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
         if let Some(ipam) = plan(req)?.ipam {
             cni_invoke::delegate_gc(&ipam, req)?;
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn status(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Req) -> Result<(), BoxError> {
         if let Some(ipam) = plan(req)?.ipam {
             cni_invoke::delegate_status(&ipam, req)?;
         }
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

@@ -60,9 +60,25 @@ struct NoopFields {
     command_log: Option<String>,
 }
 
-/// The noop plugin.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Noop;
+/// The noop plugin, for one invocation.
+///
+/// The reference noop prints on every command (`{}` with no debug file,
+/// `ReportResult` otherwise), where the SDK gives only ADD something to
+/// print. So the other commands leave what they print here, and
+/// [`main_with`], the noop's own entry point, prints it after the SDK's
+/// dispatcher has run: the one sample that needs raw output keeps it out
+/// of `cni_skel`.
+#[derive(Debug, Default)]
+pub struct Noop {
+    printed: std::cell::RefCell<Option<Printed>>,
+}
+
+/// What the noop prints and the status it exits with.
+#[derive(Debug)]
+struct Printed {
+    stdout: Vec<u8>,
+    exit_code: i32,
+}
 
 /// A failure the reference reports by panicking: the caller exits 2 with
 /// this one-line reason on stderr.
@@ -125,13 +141,13 @@ impl cni_skel::FromConfig for NoopConfig {
 }
 
 impl Noop {
-    fn behave(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
+    fn behave(&self, req: &Request<NoopConfig>) -> Result<Printed, BoxError> {
         let command = req.command.as_str();
         let conf = req.config.0.as_ref().map_err(|e| e.clone())?;
         let path = debug_path(conf, &req.args)?;
         if path.is_empty() {
             req.write_stderr(b"CNI_ARGS or config empty, no debug behavior\n");
-            return Ok(Reply::Raw {
+            return Ok(Printed {
                 stdout: b"{}".to_vec(),
                 exit_code: 0,
             });
@@ -178,7 +194,7 @@ impl Noop {
             mode @ ("PASSTHROUGH" | "INJECT-DNS") => {
                 let Some(prev) = conf.prev_result.as_ref() else {
                     req.log(format_args!("test setup error: {mode} needs a prevResult and the {command} configuration has none"));
-                    return Ok(Reply::Raw {
+                    return Ok(Printed {
                         stdout: Vec::new(),
                         exit_code: SETUP_ERROR_STATUS,
                     });
@@ -215,7 +231,14 @@ impl Noop {
         } else {
             0
         };
-        Ok(Reply::Raw { stdout, exit_code })
+        Ok(Printed { stdout, exit_code })
+    }
+
+    /// Keeps what a command other than ADD prints, for [`main_with`].
+    fn behave_later(&self, req: &Request<NoopConfig>) -> Result<(), BoxError> {
+        let printed = self.behave(req)?;
+        *self.printed.borrow_mut() = Some(printed);
+        Ok(())
     }
 }
 
@@ -228,19 +251,20 @@ impl Plugin for Noop {
     const WIRE_FORMAT: WireFormat = WIRE_FORMAT;
 
     fn add(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
-        self.behave(req)
+        let Printed { stdout, exit_code } = self.behave(req)?;
+        Ok(Reply::Raw { stdout, exit_code })
     }
-    fn del(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
-        self.behave(req)
+    fn del(&self, req: &Request<NoopConfig>) -> Result<(), BoxError> {
+        self.behave_later(req)
     }
-    fn check(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
-        self.behave(req)
+    fn check(&self, req: &Request<NoopConfig>) -> Result<(), BoxError> {
+        self.behave_later(req)
     }
-    fn gc(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
-        self.behave(req)
+    fn gc(&self, req: &Request<NoopConfig>) -> Result<(), BoxError> {
+        self.behave_later(req)
     }
-    fn status(&self, req: &Request<NoopConfig>) -> Result<Reply, BoxError> {
-        self.behave(req)
+    fn status(&self, req: &Request<NoopConfig>) -> Result<(), BoxError> {
+        self.behave_later(req)
     }
 }
 
@@ -257,15 +281,31 @@ pub fn main_with(
         .map(|a| a.to_string_lossy().into_owned())
         .unwrap_or_default();
     match supported_versions(stdin, &cni_args) {
-        Ok(versions) => cni_skel::dispatch(
-            &Noop,
-            &versions,
-            ABOUT,
-            env,
-            &mut &stdin[..],
-            stdout,
-            stderr,
-        ),
+        Ok(versions) => {
+            let noop = Noop::default();
+            let status = cni_skel::dispatch(
+                &noop,
+                &versions,
+                ABOUT,
+                env,
+                &mut &stdin[..],
+                stdout,
+                stderr,
+            );
+            match noop.printed.into_inner() {
+                Some(Printed {
+                    stdout: bytes,
+                    exit_code,
+                }) if status == 0 => match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
+                    Ok(()) => exit_code,
+                    Err(e) => {
+                        let _ = writeln!(stderr, "error writing the result to stdout: {e}");
+                        1
+                    }
+                },
+                _ => status,
+            }
+        }
         Err(SetupError(reason)) => {
             let _ = writeln!(stderr, "test setup error: {reason}");
             SETUP_ERROR_STATUS

@@ -144,7 +144,7 @@ impl Plugin for Veth {
         Ok(result.into())
     }
 
-    fn del(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
         let ipam = validate(req)?;
         let ifname = req.ifname.as_str();
         // A namespace that is gone took the pair with it.
@@ -167,10 +167,10 @@ impl Plugin for Veth {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             released.and(removed)
         })?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn check(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
         let ipam = validate(req)?;
         let prev = req
             .config
@@ -181,17 +181,17 @@ impl Plugin for Veth {
         let netns = Netns::of(req)?;
         check_namespace(req, &netns, &prev, &mut netns.socket()?)?;
         cni_invoke::delegate_check(&ipam, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn gc(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
         cni_invoke::delegate_gc(&validate(req)?, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 
-    fn status(&self, req: &Req) -> Result<Reply, BoxError> {
+    fn status(&self, req: &Req) -> Result<(), BoxError> {
         cni_invoke::delegate_status(&validate(req)?, req)?;
-        Ok(Reply::Empty)
+        Ok(())
     }
 }
 

@@ -27,8 +27,8 @@ impl Plugin for EchoConfig {
         })
     }
 
-    fn del(&self, _req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        Ok(Reply::Empty)
+    fn del(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
     }
 }
 
