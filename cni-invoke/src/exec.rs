@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use cni_skel::{TraceContext, TRACE_VARS};
+use cni_skel::{Command, TraceContext, TRACE_VARS};
 use cni_types::{CniResult, Code, Error};
 
 use crate::deadline::{Deadline, Stopped, KILL_GRACE};
@@ -12,11 +12,16 @@ use crate::raw::{excerpt, exec_raw, Exit, RawOutput, STDOUT_LIMIT};
 
 /// The parameters of one plugin execution, passed as `CNI_*` variables.
 ///
+/// The default has every field empty: no command (`CNI_COMMAND` empty),
+/// no attachment, no deadline.
+///
 /// Go: `invoke.Args` (with the `context.Context` that carries the deadline and trace context).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
-    /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`.
-    pub command: String,
+    /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`;
+    /// [`Command::Other`] for any other value, an empty one passing an
+    /// empty `CNI_COMMAND`.
+    pub command: Command,
     /// `CNI_CONTAINERID`.
     pub container_id: String,
     /// `CNI_NETNS`.
@@ -34,6 +39,21 @@ pub struct Invocation {
     /// and `BAGGAGE` (Go: `invoke.injectTraceContext`). Ours is never
     /// inherited: the plugin sees exactly this one.
     pub trace: TraceContext,
+}
+
+impl Default for Invocation {
+    fn default() -> Invocation {
+        Invocation {
+            command: Command::Other("".into()),
+            container_id: String::new(),
+            netns: String::new(),
+            ifname: String::new(),
+            args: Vec::new(),
+            path: Vec::new(),
+            deadline: None,
+            trace: TraceContext::default(),
+        }
+    }
 }
 
 impl Invocation {
@@ -55,7 +75,7 @@ impl Invocation {
             .collect::<Vec<_>>()
             .join(":");
         let mut env = vec![
-            ("CNI_COMMAND", self.command.clone()),
+            ("CNI_COMMAND", self.command.as_str().to_owned()),
             ("CNI_CONTAINERID", self.container_id.clone()),
             ("CNI_NETNS", self.netns.clone()),
             ("CNI_IFNAME", self.ifname.clone()),

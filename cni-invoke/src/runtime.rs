@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cni_skel::TraceContext;
+use cni_skel::{Command, TraceContext};
 use cni_types::validate::{validate_container_id, validate_interface_name};
 use cni_types::{CniResult, Code, Error, Extra, GcAttachment};
 use cni_version::{LooseVersion, PluginInfo};
@@ -109,12 +109,12 @@ impl Runtime {
 
     fn invocation(
         &self,
-        command: &str,
+        command: Command,
         rt: &RuntimeConf,
         deadline: Option<Deadline>,
     ) -> Invocation {
         Invocation {
-            command: command.into(),
+            command,
             container_id: rt.container_id.clone(),
             netns: rt.netns.clone(),
             ifname: rt.ifname.clone(),
@@ -138,7 +138,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt), &[])?;
             let added = exec_with_result(
                 &path,
-                &self.invocation("ADD", rt, deadline.clone()),
+                &self.invocation(Command::Add, rt, deadline.clone()),
                 &config,
                 net.version(),
             )
@@ -175,7 +175,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("CHECK", rt, deadline.clone()),
+                &self.invocation(Command::Check, rt, deadline.clone()),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "check"))?;
@@ -210,7 +210,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("DEL", rt, deadline.clone()),
+                &self.invocation(Command::Del, rt, deadline.clone()),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "delete"))?;
@@ -259,7 +259,7 @@ impl Runtime {
                         .and_then(|(path, config)| {
                             exec_without_result(
                                 &path,
-                                &self.invocation("GC", &RuntimeConf::default(), deadline.clone()),
+                                &self.invocation(Command::Gc, &RuntimeConf::default(), deadline.clone()),
                                 &config,
                             )
                         });
@@ -288,7 +288,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, None, None, &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("STATUS", &RuntimeConf::default(), deadline.clone()),
+                &self.invocation(Command::Status, &RuntimeConf::default(), deadline.clone()),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "status"))?;

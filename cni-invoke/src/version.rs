@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use cni_skel::TraceContext;
+use cni_skel::{Command, TraceContext};
 use cni_types::{Code, Error, SpecVersion};
 use cni_version::PluginInfo;
 
@@ -27,7 +27,7 @@ pub(crate) fn probe(
     let invocation = Invocation {
         deadline,
         trace,
-        command: "VERSION".into(),
+        command: Command::Version,
         netns: "dummy".into(),
         ifname: "dummy".into(),
         path: vec!["dummy".into()],

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cni_invoke::{exec_plugin, exec_with_result, get_version_info, Cancel, Deadline, Invocation};
+use cni_skel::Command;
 use cni_types::Code;
 
 use common::{script, ReadyFifo};
 
 fn add() -> Invocation {
     Invocation {
-        command: "ADD".into(),
+        command: Command::Add,
         container_id: "c1".into(),
         netns: "/var/run/netns/x".into(),
         ifname: "eth0".into(),
