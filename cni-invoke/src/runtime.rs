@@ -259,7 +259,11 @@ impl Runtime {
                         .and_then(|(path, config)| {
                             exec_without_result(
                                 &path,
-                                &self.invocation(Command::Gc, &RuntimeConf::default(), deadline.clone()),
+                                &self.invocation(
+                                    Command::Gc,
+                                    &RuntimeConf::default(),
+                                    deadline.clone(),
+                                ),
                                 &config,
                             )
                         });

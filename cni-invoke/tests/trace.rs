@@ -6,9 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use cni_invoke::{exec_plugin, Invocation};
-use cni_skel::{
-    BoxError, Command, Plugin, Reply, Request, TestRequest, TraceContext, TraceParent,
-};
+use cni_skel::{BoxError, Command, Plugin, Reply, Request, TestRequest, TraceContext, TraceParent};
 use cni_types::NetConf;
 use common::{attachment, script};
 
