@@ -140,8 +140,7 @@ fn exec_succeeding(
                 ),
             );
         }
-        Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
-            .with_details(e.to_string())
+        Error::io("execute plugin", plugin, e)
     })?;
     pass_stderr_on(&name, &out);
 

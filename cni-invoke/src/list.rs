@@ -18,9 +18,9 @@ pub struct NetworkList {
     pub bytes: Vec<u8>,
 }
 
-fn invalid(msg: impl Into<String>, details: impl Into<String>) -> Error {
-    Error::new(Code::INVALID_NETWORK_CONFIG, msg).with_details(details)
-}
+/// The message of every malformed list, as libcni words it; the details
+/// say what is wrong.
+const BAD_LIST: &str = "error parsing configuration list";
 
 impl NetworkList {
     /// Reads a `.conflist`: a name, and plugins that each have a `type`.
@@ -28,18 +28,15 @@ impl NetworkList {
     /// Go: `libcni.ConfListFromBytes`.
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, Error> {
         let list: NetConfList = serde_json::from_slice(bytes).map_err(|e| {
-            Error::new(Code::DECODING_FAILURE, "error parsing configuration list")
-                .with_details(e.to_string())
+            Error::new(Code::DECODING_FAILURE, BAD_LIST).with_details(e.to_string())
         })?;
         if list.name.is_empty() {
-            return Err(invalid("error parsing configuration list", "no name"));
+            return Err(Error::new(Code::INVALID_NETWORK_CONFIG, BAD_LIST).with_details("no name"));
         }
         validate_network_name(&list.name)?;
         if list.plugins.is_empty() {
-            return Err(invalid(
-                "error parsing configuration list",
-                "no plugins in list",
-            ));
+            return Err(Error::new(Code::INVALID_NETWORK_CONFIG, BAD_LIST)
+                .with_details("no plugins in list"));
         }
         for (i, plugin) in list.plugins.iter().enumerate() {
             if plugin
@@ -47,10 +44,8 @@ impl NetworkList {
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
             {
-                return Err(invalid(
-                    "error parsing configuration list",
-                    format!("plugins[{i}] has no type"),
-                ));
+                return Err(Error::new(Code::INVALID_NETWORK_CONFIG, BAD_LIST)
+                    .with_details(format!("plugins[{i}] has no type")));
             }
         }
         Ok(NetworkList {
@@ -96,13 +91,8 @@ impl NetworkList {
     pub fn load(dir: &Path, name: &str) -> Result<NetworkList, Error> {
         let mut lists = Vec::new();
         let mut singles = Vec::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| {
-            Error::new(
-                Code::IO_FAILURE,
-                format!("cannot read config directory {}", dir.display()),
-            )
-            .with_details(e.to_string())
-        })?;
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| Error::io("read config directory", dir, e))?;
         for entry in entries.flatten() {
             let path = entry.path();
             if !path.is_file() {
@@ -116,12 +106,7 @@ impl NetworkList {
         }
         lists.sort();
         singles.sort();
-        let read = |p: &Path| {
-            std::fs::read(p).map_err(|e| {
-                Error::new(Code::IO_FAILURE, format!("cannot read {}", p.display()))
-                    .with_details(e.to_string())
-            })
-        };
+        let read = |p: &Path| std::fs::read(p).map_err(|e| Error::io("read", p, e));
         for path in &lists {
             let list = Self::from_bytes(&read(path)?)
                 .map_err(|e| e.with_details(format!("{}", path.display())))?;
