@@ -112,13 +112,13 @@ fn adds_killed_at_random_points_leave_a_consistent_store() {
             let id = format!("alive-{i}");
             ids.insert(id.clone());
             let out = run_plugin(&bin, &env("ADD", &id), &conf);
-            assert_eq!(out.status, Some(0), "ADD after kills failed: {out:?}");
+            assert_eq!(out.status(), Some(0), "ADD after kills failed: {out:?}");
         }
     }
     // A last ADD cleans up temporaries and sees every whole reservation.
     ids.insert("last".into());
     let out = run_plugin(&bin, &env("ADD", "last"), &conf);
-    assert_eq!(out.status, Some(0), "{out:?}");
+    assert_eq!(out.status(), Some(0), "{out:?}");
     let held = check_store(&store, &ids, false);
     assert!(
         held.len() >= 11,
@@ -127,7 +127,7 @@ fn adds_killed_at_random_points_leave_a_consistent_store() {
     // Each held address is released by its owner's DEL.
     for id in &ids {
         let out = run_plugin(&bin, &env("DEL", id), &conf);
-        assert_eq!(out.status, Some(0), "DEL {id}: {out:?}");
+        assert_eq!(out.status(), Some(0), "DEL {id}: {out:?}");
     }
     assert!(check_store(&store, &ids, false).is_empty());
 }

@@ -15,6 +15,7 @@
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
+use tests::StdoutJson;
 use tests::{global_addrs, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
 
 const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
