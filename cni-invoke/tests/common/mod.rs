@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::io::Read;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -85,4 +85,25 @@ impl ReadyFifo {
         }
         String::from_utf8_lossy(&line).trim().to_owned()
     }
+}
+
+/// Whether process `pid` exits (or has exited) within two minutes. A
+/// signal is sent at once but takes effect when the process next runs,
+/// which on a loaded machine is later: wait for the exit itself (a pidfd
+/// becomes readable), not for a guessed time.
+pub fn exits(pid: i32) -> bool {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        // ESRCH: gone already.
+        return nix::errno::Errno::last() == nix::errno::Errno::ESRCH;
+    }
+    // SAFETY: a descriptor just returned to us, owned by nobody else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let mut fds = [nix::poll::PollFd::new(
+        pidfd.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    let timeout = nix::poll::PollTimeout::try_from(READY_WITHIN).unwrap();
+    nix::poll::poll(&mut fds, timeout).is_ok_and(|n| n > 0)
 }
