@@ -26,6 +26,9 @@
 #                                out; the tests select the CNI backend).
 #   etcd-server, etcd-client     `etcd` and `etcdctl` for the etcd store's
 #                                tests (tests/src/etcd.rs starts its own)
+#   nftables, iptables           `nft` and `iptables-*` (nft and legacy
+#                                variants) that cni-netfilter's root tests
+#                                compare the kernel's state with
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -56,6 +59,8 @@ command -v conmon >/dev/null 2>&1 || missing+=(conmon)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || missing+=(busybox-static)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
+command -v iptables-legacy-restore >/dev/null 2>&1 || missing+=(iptables)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

@@ -18,6 +18,7 @@ crates=(
     cni-types
     cni-skel
     cni-net
+    cni-netfilter
     cni-ipam
     cni-invoke
     cnitool

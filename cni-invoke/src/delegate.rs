@@ -97,19 +97,38 @@ pub fn delegate_status<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Err
 /// no reservation behind ("If the plugin fails after a successful delegated
 /// ADD, it should run the delegated DEL" in spirit of spec section 4).
 ///
+/// A failed delegated ADD returns its error and runs no DEL: whatever the
+/// delegate holds then is an earlier ADD's. That is what keeps a repeated
+/// ADD of a live attachment (which then fails, its interface existing)
+/// from releasing the live attachment's addresses, given a delegate that
+/// refuses an ADD for an attachment that already holds an address: "a
+/// runtime should not call `ADD` twice (without an intervening DEL)"
+/// (SPEC-1.0.0), and host-local and `cni-ipam` (code 104,
+/// `DUPLICATE_ALLOCATION`) refuse it. An IPAM plugin that answers a
+/// repeated ADD with the address held instead cannot be cleaned up after
+/// safely by anyone; do not pair one with this function.
+///
+/// `rest` may fail with any error that converts into a [`BoxError`].
+///
 /// ```no_run
-/// # use cni_skel::{BoxError, Command, Request};
-/// # fn setup(r: &cni_types::CniResult) -> Result<cni_types::CniResult, BoxError> { Ok(r.clone()) }
+/// # use cni_skel::{BoxError, Request};
+/// # fn setup(r: &cni_types::CniResult) -> Result<cni_types::CniResult, cni_types::Error> { Ok(r.clone()) }
 /// # fn f(req: &Request<cni_types::NetConf>) -> Result<cni_types::CniResult, BoxError> {
 /// let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone()).unwrap_or_default();
 /// let result = cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| setup(&ipam_result))?;
 /// # Ok(result) }
 /// ```
-pub fn add_with_cleanup<C, T>(
+///
+/// Go: none; `ipam.ExecAdd` then `ipam.ExecDel` on failure, as the
+/// reference plugins write it by hand.
+pub fn add_with_cleanup<C, T, E>(
     plugin_type: &str,
     req: &Request<C>,
-    rest: impl FnOnce(CniResult) -> Result<T, BoxError>,
-) -> Result<T, BoxError> {
+    rest: impl FnOnce(CniResult) -> Result<T, E>,
+) -> Result<T, BoxError>
+where
+    E: Into<BoxError>,
+{
     let result = delegate_add(plugin_type, req)?;
     match rest(result) {
         Ok(t) => Ok(t),
@@ -119,7 +138,7 @@ pub fn add_with_cleanup<C, T>(
                     "delegated DEL of {plugin_type} after a failed ADD also failed: {cleanup}"
                 ));
             }
-            Err(err)
+            Err(err.into())
         }
     }
 }

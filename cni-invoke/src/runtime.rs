@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cni_skel::{Command, TraceContext};
 use cni_types::validate::{validate_container_id, validate_interface_name};
-use cni_types::{CniResult, Code, Error, Extra, GcAttachment};
+use cni_types::{Attachment, CniResult, Code, Error, Extra};
 use cni_version::{LooseVersion, PluginInfo};
 use serde_json::{Map, Value};
 
@@ -225,14 +225,14 @@ impl Runtime {
     /// and reports them all. Does nothing when the list sets `disableGC`.
     ///
     /// Go: `CNIConfig.GCNetworkList`.
-    pub fn gc(&self, net: &NetworkList, valid: &[GcAttachment]) -> Result<(), Vec<Error>> {
+    pub fn gc(&self, net: &NetworkList, valid: &[Attachment]) -> Result<(), Vec<Error>> {
         if net.list.disable_gc {
             return Ok(());
         }
         let deadline = self.deadline();
         let mut errors = Vec::new();
         for stale in cache::attachments(&self.cache_dir, &net.list.name) {
-            let key = GcAttachment {
+            let key = Attachment {
                 container_id: stale.container_id.clone(),
                 ifname: stale.ifname.clone(),
             };

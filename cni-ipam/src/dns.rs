@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use cni_types::{Code, Dns, Error};
+use cni_types::{Dns, Error};
 
 /// The DNS settings of a resolv.conf, read as host-local reads them:
 /// `nameserver`, `domain`, `search` and `options` lines; comments (`#`,
@@ -10,10 +10,8 @@ use cni_types::{Code, Dns, Error};
 ///
 /// Go: `parseResolvConf` in host-local's `dns.go`.
 pub fn read_resolv_conf(path: &Path) -> Result<Dns, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::new(Code::IO_FAILURE, "cannot read ipam.resolvConf")
-            .with_details(format!("{}: {e}", path.display()))
-    })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::io("read ipam.resolvConf", path, e))?;
     Ok(parse_resolv_conf(&text))
 }
 

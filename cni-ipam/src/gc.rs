@@ -23,22 +23,19 @@ use crate::store::{Owner, Reservation};
 /// ```
 /// use cni_ipam::gc::stale;
 /// use cni_ipam::store::{Owner, Reservation};
-/// use cni_types::{GcAttachment, ValidAttachments};
+/// use cni_types::{Attachment, ValidAttachments};
 ///
 /// let held = [Reservation::new("10.0.0.2".parse().unwrap(), Owner::Container("c1".into()))];
 /// assert!(stale(&held, &ValidAttachments::Unspecified).is_empty());
 /// assert_eq!(stale(&held, &ValidAttachments::List(vec![])).len(), 1);
-/// let c1 = GcAttachment { container_id: "c1".into(), ifname: "eth9".into() };
+/// let c1 = Attachment { container_id: "c1".into(), ifname: "eth9".into() };
 /// assert!(stale(&held, &ValidAttachments::List(vec![c1])).is_empty());
 /// ```
 pub fn stale<'h>(held: &'h [Reservation], valid: &ValidAttachments) -> Vec<&'h Reservation> {
     held.iter()
         .filter(|r| r.local)
         .filter(|r| match &r.owner {
-            Owner::Attachment {
-                container_id,
-                ifname,
-            } => !valid.keeps(container_id, ifname),
+            Owner::Attachment(a) => !valid.keeps(&a.container_id, &a.ifname),
             Owner::Container(id) => !valid.keeps_container(id),
             Owner::Unknown(_) => false,
         })
@@ -47,7 +44,7 @@ pub fn stale<'h>(held: &'h [Reservation], valid: &ValidAttachments) -> Vec<&'h R
 
 #[cfg(test)]
 mod tests {
-    use cni_types::GcAttachment;
+    use cni_types::Attachment;
 
     use super::*;
 
@@ -55,10 +52,10 @@ mod tests {
         let at = |ip: &str, id: &str, ifname: &str| {
             Reservation::new(
                 ip.parse().unwrap(),
-                Owner::Attachment {
+                Owner::Attachment(Attachment {
                     container_id: id.into(),
                     ifname: ifname.into(),
-                },
+                }),
             )
         };
         let mut remote = at("10.0.0.9", "c9", "eth0");
@@ -87,7 +84,7 @@ mod tests {
         ValidAttachments::List(
             items
                 .iter()
-                .map(|(id, ifname)| GcAttachment {
+                .map(|(id, ifname)| Attachment {
                     container_id: (*id).into(),
                     ifname: (*ifname).into(),
                 })

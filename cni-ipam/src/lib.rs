@@ -5,14 +5,18 @@
 //! What host-local's `backend/allocator` and `backend/store.go` are to Go
 //! plugins (containernetworking/plugins), this crate is to Rust ones.
 //!
-//! - [`config`]: the `ipam` section, host-local's keys, validated in full
-//!   before anything is touched; errors name the field (`ipam.ranges[0][1].rangeStart`).
+//! - [`config`]: the `ipam` section, host-local's keys, read as written
+//!   then validated in full before anything is touched; errors
+//!   ([`ConfigError`](config::ConfigError)) name the field
+//!   (`ipam.ranges[0][1].rangeStart`).
 //! - [`range`]: ranges, range sets, and host-local's order of walking them.
 //! - [`plan`]: pure: configuration + what is held + the attachment + what
 //!   was requested -> one address per range set. No I/O.
-//! - [`store`]: the [`Store`](store::Store) trait; [`store::file`] keeps
-//!   host-local's on-disk format and lock; `store::etcd` (feature `etcd`)
-//!   shares one range among every node of a cluster.
+//! - [`store`]: the [`Store`](store::Store) trait and the values the
+//!   planner and the stores exchange, below both; each store reads its own
+//!   keys. [`store::file`] keeps host-local's on-disk format and lock;
+//!   `store::etcd` (feature `etcd`) shares one range among every node of a
+//!   cluster.
 //! - [`gc`]: which reservations a GC releases: none without a list.
 //! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store.
 //!
@@ -37,8 +41,6 @@
 //! ```
 //!
 //! # Where we deliberately differ from host-local
-//! - A repeated ADD returns the address held; host-local fails it
-//!   ("duplicate allocation is not allowed").
 //! - GC and STATUS exist. GC without `cni.dev/valid-attachments` releases
 //!   nothing: the runtime did not say what is in use.
 //! - An entry of the store named like an address that no plugin wrote
@@ -57,10 +59,24 @@
 //! - A failed ADD leaves `last_reserved_ip` untouched; host-local may have
 //!   advanced it for addresses it then released.
 //! - Errors carry CNI codes (7 for configuration, 5 for I/O, 100.. below)
-//!   where host-local answers 999 for all.
+//!   where host-local answers 999 for all; a repeated ADD, which both
+//!   refuse, is [`DUPLICATE_ALLOCATION`].
+//! - A relative `dataDir` is refused (code 7): host-local takes it from its
+//!   working directory, the runtime's, so two runtimes would keep two
+//!   stores and hand one address out twice.
+//! - A `rangeStart` on the network address (`::` in `::/0`) or a
+//!   `rangeEnd` on the IPv4 broadcast address is refused (code 7 naming
+//!   it); host-local's defaults leave both out, but it hands them out when
+//!   named.
+//! - The file store's lock is waited for at most
+//!   [`LOCK_TIMEOUT`](store::file::LOCK_TIMEOUT), then code 11; host-local
+//!   waits forever. CHECK and STATUS read a store they cannot write.
+//! - DEL fails (code 5 naming it) when an entry of the store cannot be
+//!   read: it may be the attachment's; host-local skips it and succeeds.
 
 pub mod config;
 pub mod dns;
+mod error;
 pub mod gc;
 pub mod plan;
 mod plugin;
@@ -73,8 +89,7 @@ pub use plugin::Ipam;
 
 use cni_types::Code;
 
-/// A requested address is reserved by another attachment, or the
-/// attachment already holds a different one in that range set.
+/// A requested address is already reserved.
 pub const ADDRESS_UNAVAILABLE: Code = Code(100);
 /// A requested address is in no range, is a gateway, or shares a range set
 /// with another requested address.
@@ -83,3 +98,12 @@ pub const ADDRESS_NOT_ALLOCATABLE: Code = Code(101);
 pub const RANGE_EXHAUSTED: Code = Code(102);
 /// CHECK found no reservation for the attachment.
 pub const NOT_RESERVED: Code = Code(103);
+/// ADD for an attachment that already holds an address in a range set:
+/// refused, and nothing changed. SPEC-1.0.0: "A runtime should not call
+/// `ADD` twice (without an intervening DEL) for the same
+/// `(CNI_CONTAINERID, CNI_IFNAME)` tuple." Refusing it (as host-local does,
+/// "duplicate allocation is not allowed", with code 999) keeps a caller
+/// that cleans up after a failed ADD (`cni_invoke::add_with_cleanup`) from
+/// releasing the address of the live attachment: the repeated ADD fails
+/// here, before anything could be cleaned up.
+pub const DUPLICATE_ALLOCATION: Code = Code(104);

@@ -16,58 +16,59 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use cni_types::Error;
+use cni_types::{Attachment, Error};
 
 use crate::config::{IpamConfig, Requested};
 use crate::range::{bits, Range, RangeIter, RangeSet};
-use crate::store::{Reservation, State};
-use crate::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, RANGE_EXHAUSTED};
+use crate::store::{Assigned, Reservation, State};
+use crate::{ADDRESS_NOT_ALLOCATABLE, ADDRESS_UNAVAILABLE, DUPLICATE_ALLOCATION, RANGE_EXHAUSTED};
 
-/// The attachment an ADD, CHECK or DEL is for: "a container id and an
-/// interface name" (SPEC-1.0.0 section 2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    /// `CNI_CONTAINERID`.
-    pub container_id: String,
-    /// `CNI_IFNAME`.
-    pub ifname: String,
-}
-
-impl Attachment {
-    /// The attachment `(container_id, ifname)`.
-    pub fn new(container_id: &str, ifname: &str) -> Attachment {
-        Attachment {
-            container_id: container_id.to_owned(),
-            ifname: ifname.to_owned(),
+/// Refuses an ADD for an attachment that already holds an address in one
+/// of the range sets ([`DUPLICATE_ALLOCATION`]), naming the address: "a
+/// runtime should not call `ADD` twice (without an intervening DEL)"
+/// (SPEC-1.0.0). Called on the store as an ADD first reads it; older
+/// reservations naming only the container do not count, as in host-local.
+///
+/// Go: the `GetByID` check of `(*IPAllocator).Get` ("%s has been allocated
+/// to %s, duplicate allocation is not allowed").
+pub fn refuse_duplicate(
+    cfg: &IpamConfig,
+    state: &State,
+    attachment: &Attachment,
+) -> Result<(), Error> {
+    let (id, ifname) = (attachment.container_id.as_str(), attachment.ifname.as_str());
+    for set in &cfg.range_sets {
+        let mut mine: Vec<IpAddr> = state
+            .held
+            .iter()
+            .filter(|r| r.held_by(attachment) && set.contains(r.ip))
+            .map(|r| r.ip)
+            .collect();
+        mine.sort_by_key(|ip| bits(*ip));
+        if let Some(held) = mine.first() {
+            return Err(Error::new(
+                DUPLICATE_ALLOCATION,
+                format!(
+                    "{held} has been allocated to container {id:?}, interface {ifname:?}, \
+                     duplicate allocation is not allowed"
+                ),
+            )
+            .with_details(format!(
+                "range set {} ({set}); a runtime should not call ADD twice without an \
+                 intervening DEL (SPEC-1.0.0): DEL it first",
+                set.field
+            )));
         }
     }
-
-    /// Whether `r` belongs to this attachment: written for it, or an older
-    /// reservation of its container (no interface recorded), on this node.
-    pub fn holds(&self, r: &Reservation) -> bool {
-        r.held_by(&self.container_id, &self.ifname) || r.held_by_legacy(&self.container_id)
-    }
-}
-
-/// An address for one range set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Assigned {
-    /// The range set's index.
-    pub set: usize,
-    /// The address.
-    pub ip: IpAddr,
-    /// The range's subnet prefix length.
-    pub prefix: u8,
-    /// The range's gateway.
-    pub gateway: IpAddr,
-    /// Whether it must be reserved now (else the attachment holds it).
-    pub new: bool,
+    Ok(())
 }
 
 /// One address per range set for the attachment `(id, ifname)`.
 ///
-/// An address the attachment already holds in a set is returned again, so
-/// repeating an ADD is harmless (host-local refuses the repeat). A requested
+/// An address the attachment already holds in a set is returned again:
+/// an ADD refuses a duplicate first ([`refuse_duplicate`]), so it holds one
+/// only after a transaction of its own whose answer was lost (the etcd
+/// store), and that is this ADD's reservation. A requested
 /// address must lie in a range (`rangeStart`..`rangeEnd`), not be its
 /// gateway, and be free or already this attachment's.
 pub fn plan(
@@ -99,7 +100,7 @@ pub fn plan_skipping(
     for (i, set) in cfg.range_sets.iter().enumerate() {
         let mut mine: Vec<IpAddr> = held
             .iter()
-            .filter(|r| r.held_by(id, ifname) && set.contains(r.ip))
+            .filter(|r| r.held_by(attachment) && set.contains(r.ip))
             .map(|r| r.ip)
             .collect();
         mine.sort_by_key(|ip| bits(*ip));
@@ -232,8 +233,8 @@ pub fn exhausted_sets(cfg: &IpamConfig, held: &[IpAddr]) -> Vec<usize> {
 fn free_in_range(range: &Range, held: &[IpAddr]) -> u128 {
     let (start, end) = (bits(range.start), bits(range.end));
     let gateway_inside = range.contains(range.gateway);
-    // Saturates for the one range too big to count, `::` to the last IPv6
-    // address (a `::/0` subnet with `rangeStart` `::`).
+    // Saturates rather than trusting that no range is the whole IPv6
+    // space (`::` is refused as a rangeStart, so none is).
     let size = (end - start).saturating_add(1);
     let used = held
         .iter()
@@ -262,12 +263,15 @@ mod tests {
                 .map(|ip| Reservation::new(ip, Owner::Container("other".into())))
                 .collect(),
             last_reserved: last.iter().map(|l| l.map(ip)).collect(),
-            skipped: Vec::new(),
+            ..State::default()
         }
     }
 
     fn c() -> Attachment {
-        Attachment::new("c", "eth0")
+        Attachment {
+            container_id: "c".into(),
+            ifname: "eth0".into(),
+        }
     }
 
     #[test]
@@ -317,10 +321,10 @@ mod tests {
 
     #[test]
     fn the_whole_ipv6_space_is_counted_without_overflow() {
-        let cfg = config(json!([[{"subnet": "::/0", "rangeStart": "::"}]]));
-        assert!(exhausted_sets(&cfg, &ips(&["::", "::2"])).is_empty());
-        let got = plan(&cfg, &state(&["::"], &[None]), &c(), &[]).unwrap();
-        assert_eq!(got[0].ip, ip("::2"));
+        let cfg = config(json!([[{"subnet": "::/0"}]]));
+        assert!(exhausted_sets(&cfg, &ips(&["::2", "::3"])).is_empty());
+        let got = plan(&cfg, &state(&["::2"], &[None]), &c(), &[]).unwrap();
+        assert_eq!(got[0].ip, ip("::3"));
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! Where reservations live: the [`Store`] trait every store implements, and
-//! the values it hands the planner.
+//! the values it and the planner exchange ([`State`] read, [`Assigned`]
+//! written). This module is below both: the planner ([`crate::plan`]) and
+//! each store import it, neither imports the other (as host-local's
+//! allocator and disk store both import `backend/store.go`).
 //!
 //! A store only reads and writes; it never decides which address to hand
 //! out ([`crate::plan`] does). Its one rule is that a reservation is
@@ -23,10 +26,7 @@ pub mod file;
 use std::fmt;
 use std::net::IpAddr;
 
-use cni_types::Error;
-
-use crate::config::IpamConfig;
-use crate::plan::{Assigned, Attachment};
+use cni_types::{Attachment, Error, Extra};
 
 /// A reserved address and who holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,12 +45,7 @@ pub struct Reservation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Owner {
     /// An attachment: a container id and an interface name.
-    Attachment {
-        /// The container id.
-        container_id: String,
-        /// The interface name.
-        ifname: String,
-    },
+    Attachment(Attachment),
     /// A container id alone: an older host-local's reservation, which
     /// belongs to the container whatever its interface.
     Container(String),
@@ -70,26 +65,31 @@ impl Reservation {
         }
     }
 
-    /// Held by this attachment on this node.
-    pub fn held_by(&self, id: &str, ifname: &str) -> bool {
+    /// Held by `attachment` on this node.
+    pub fn held_by(&self, attachment: &Attachment) -> bool {
         self.local
-            && matches!(&self.owner, Owner::Attachment { container_id, ifname: i }
-            if container_id == id.trim() && i == ifname)
+            && matches!(&self.owner, Owner::Attachment(a)
+            if a.container_id == attachment.container_id.trim() && a.ifname == attachment.ifname)
     }
 
-    /// Held by this container on this node in the older format, without an
+    /// Held by container `id` on this node in the older format, without an
     /// interface.
     pub fn held_by_legacy(&self, id: &str) -> bool {
         self.local && matches!(&self.owner, Owner::Container(c) if c == id.trim())
     }
 
+    /// Whether this belongs to `attachment`: written for it, or an older
+    /// reservation of its container (no interface recorded), on this node.
+    pub fn belongs_to(&self, attachment: &Attachment) -> bool {
+        self.held_by(attachment) || self.held_by_legacy(&attachment.container_id)
+    }
+
     /// `container "c1", interface "eth0"`, for messages.
     pub fn describe_owner(&self) -> String {
         match &self.owner {
-            Owner::Attachment {
-                container_id,
-                ifname,
-            } => format!("container {container_id:?}, interface {ifname:?}"),
+            Owner::Attachment(a) => {
+                format!("container {:?}, interface {:?}", a.container_id, a.ifname)
+            }
             Owner::Container(id) => format!("container {id:?}"),
             Owner::Unknown(why) => format!("an entry no plugin wrote ({why})"),
         }
@@ -108,6 +108,10 @@ pub struct State {
     /// them on stderr). Entries named like an address are also in `held`,
     /// as [`Owner::Unknown`].
     pub skipped: Vec<Skipped>,
+    /// Entries named like an address whose content could not be read (also
+    /// in `held` as [`Owner::Unknown`] and in `skipped`): any attachment's,
+    /// so a DEL fails rather than miss its own.
+    pub unreadable: Vec<Skipped>,
 }
 
 /// An entry of the store that is not what its name says, skipped.
@@ -123,6 +127,22 @@ impl fmt::Display for Skipped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "skipping {}: {}", self.entry, self.why)
     }
+}
+
+/// An address chosen for one range set ([`crate::plan`]'s answer), which
+/// [`Store::reserve`] writes when it is new.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assigned {
+    /// The range set's index.
+    pub set: usize,
+    /// The address.
+    pub ip: IpAddr,
+    /// The range's subnet prefix length.
+    pub prefix: u8,
+    /// The range's gateway.
+    pub gateway: IpAddr,
+    /// Whether it must be reserved now (else the attachment holds it).
+    pub new: bool,
 }
 
 /// What [`Store::reserve`] did.
@@ -152,11 +172,19 @@ pub enum Access {
 /// [`Store::open`] until it is dropped; one that does not (etcd) makes
 /// [`Store::reserve`] and [`Store::release`] conditional instead.
 pub trait Store: Sized {
-    /// Opens the store `cfg.store` names for network `cfg.name`. `None` for
+    /// This store's keys of the `ipam` section, validated.
+    type Config;
+
+    /// Reads this store's keys of the `ipam` section (`dataDir`; `store`),
+    /// before anything is touched. A `store` this type does not serve is
+    /// code 7 naming `ipam.store.type`; any other error, code 7 naming the
+    /// field.
+    fn config(ipam: &Extra) -> Result<Self::Config, Error>;
+
+    /// Opens the reservations of network `network`. `None` for
     /// [`Access::Change`] and [`Access::Read`] when nothing was ever
-    /// reserved (and then nothing is created). A `store` this type does not
-    /// serve is code 7 naming `ipam.store.type`.
-    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<Self>, Error>;
+    /// reserved (and then nothing is created).
+    fn open(network: &str, cfg: &Self::Config, access: Access) -> Result<Option<Self>, Error>;
 
     /// Where the reservations are, for messages (`/var/lib/cni/networks/net`).
     fn describe(&self) -> String;

@@ -9,7 +9,7 @@ use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage, AddressScope};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use crate::{NetError, Netlink};
+use crate::{NetError, Netlink, Op};
 
 /// An address on a link, as the kernel reports it.
 ///
@@ -70,7 +70,7 @@ impl Netlink {
             Ok(()) => Ok(()),
             Err(e) => {
                 let object = format!("{network} to {}", self.label(index));
-                Err(NetError::kernel("add address", object)(e))
+                Err(NetError::kernel(Op::AddAddress, object)(e))
             }
         }
     }
@@ -84,7 +84,7 @@ impl Netlink {
             Ok(()) => Ok(()),
             Err(e) => {
                 let object = format!("{network} from {}", self.label(index));
-                Err(NetError::kernel("delete address", object)(e))
+                Err(NetError::kernel(Op::DeleteAddress, object)(e))
             }
         }
     }
@@ -96,7 +96,7 @@ impl Netlink {
     pub fn addresses(&mut self, index: Option<u32>) -> Result<Vec<Address>, NetError> {
         let replies = self
             .dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))
-            .map_err(NetError::kernel("list", "addresses"))?;
+            .map_err(NetError::kernel(Op::List, "addresses"))?;
         Ok(replies
             .iter()
             .filter_map(address_of)
@@ -115,7 +115,7 @@ impl Netlink {
             let addresses = self.addresses(Some(index))?;
             if let Some(failed) = addresses.iter().find(|a| a.dad_failed) {
                 return Err(NetError::Kernel {
-                    op: "use address",
+                    op: Op::UseAddress,
                     object: format!("{} on {}", failed.network, self.label(index)),
                     source: std::io::Error::new(
                         std::io::ErrorKind::AddrInUse,

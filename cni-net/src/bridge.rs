@@ -11,7 +11,7 @@ use netlink_packet_route::link::{
 use netlink_packet_route::RouteNetlinkMessage;
 
 use crate::link::link_message;
-use crate::{Link, NetError, Netlink};
+use crate::{Link, LinkKind, NetError, Netlink, Op};
 
 impl Netlink {
     /// The bridge named `name`, created (with `mtu` when given) when there
@@ -19,16 +19,18 @@ impl Netlink {
     ///
     /// Go: `ensureBridge` of the reference bridge plugin.
     pub fn ensure_bridge(&mut self, name: &str, mtu: Option<u32>) -> Result<Link, NetError> {
-        if let Some(link) = self.link_by_name(name)? {
-            if link.kind.as_deref() != Some("bridge") {
+        if let Some(link) = self.find_link(name)? {
+            if link.kind != Some(LinkKind::Bridge) {
                 return Err(NetError::Kernel {
-                    op: "use",
+                    op: Op::UseAsBridge,
                     object: format!("{name:?} as a bridge"),
                     source: io::Error::new(
                         io::ErrorKind::AlreadyExists,
                         format!(
                             "a link of that name exists and is a {}",
-                            link.kind.as_deref().unwrap_or("device without a kind")
+                            link.kind
+                                .as_ref()
+                                .map_or("device without a kind", LinkKind::as_str)
                         ),
                     ),
                 });
@@ -47,7 +49,7 @@ impl Netlink {
         match self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
             // Another plugin run created it meanwhile: use it.
             Err(e) if e.raw_os_error() != Some(nix::errno::Errno::EEXIST as i32) => {
-                return Err(NetError::kernel("create bridge", format!("{name:?}"))(e))
+                return Err(NetError::kernel(Op::CreateBridge, format!("{name:?}"))(e))
             }
             _ => {}
         }
@@ -62,7 +64,7 @@ impl Netlink {
         let mut msg = link_message(port);
         msg.attributes
             .push(LinkAttribute::Controller(bridge.unwrap_or(0)));
-        self.set_link(msg, "set the master of")
+        self.set_link(msg, Op::SetMaster)
     }
 
     /// Sets hairpin mode of a bridge port (traffic may leave by the port
@@ -81,7 +83,7 @@ impl Netlink {
         // Port settings go through RTM_NEWLINK on the existing link.
         let object = self.label(port);
         self.change(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(NetError::kernel("set hairpin mode of", object))
+            .map_err(NetError::kernel(Op::SetHairpin, object))
     }
 
     /// Whether hairpin mode is on for a bridge port.
@@ -89,7 +91,7 @@ impl Netlink {
         let msg = link_message(port);
         let replies = self
             .get(RouteNetlinkMessage::GetLink(msg))
-            .map_err(NetError::kernel("look up link", format!("#{port}")))?;
+            .map_err(NetError::kernel(Op::LookUpLink, format!("#{port}")))?;
         Ok(replies.iter().any(|r| match r {
             RouteNetlinkMessage::NewLink(link) => link.attributes.iter().any(|a| {
                 matches!(a, LinkAttribute::LinkInfo(infos) if infos.iter().any(|i| matches!(

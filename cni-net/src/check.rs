@@ -50,7 +50,7 @@ pub fn check_interface(
             ))
         })?;
     let link = netlink
-        .link_by_name(ifname)?
+        .find_link(ifname)?
         .ok_or_else(|| differs(format!("interface {ifname:?} is missing")))?;
     if !expected.mac.is_empty() {
         let want: Mac = expected

@@ -92,7 +92,5 @@ pub fn configure_iface(
         };
         netlink.replace_route(link.index, &route)?;
     }
-    netlink
-        .link_by_index(link.index)?
-        .ok_or_else(|| NetError::NoSuchLink(format!("{ifname:?}")))
+    netlink.link(link.index)
 }

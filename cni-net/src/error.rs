@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use cni_types::{Code, Error};
 
+use crate::{LinkId, Op};
+
 /// What went wrong talking to the kernel, naming the object concerned.
 ///
 /// A kernel refusal keeps its `io::Error` (and so its errno, see
@@ -30,8 +32,9 @@ pub enum NetError {
     /// The namespace path could not be opened or entered.
     #[error("failed to {op} network namespace {}", path.display())]
     Netns {
-        /// What was attempted: "open", "enter", "create".
-        op: &'static str,
+        /// What was attempted: [`Op::OpenNetns`], [`Op::EnterNetns`],
+        /// [`Op::OpenSocket`] ...
+        op: Op,
         /// The namespace's path.
         path: PathBuf,
         /// The system's refusal.
@@ -40,9 +43,10 @@ pub enum NetError {
     },
     /// No link of that name (or index) in the namespace.
     #[error("link {0} not found")]
-    NoSuchLink(String),
-    /// An interface name the kernel would refuse: empty, over 15 bytes,
-    /// `.`/`..`, or with `/`, `:` or whitespace (Go: `ip.ValidateIfName`
+    NoSuchLink(LinkId),
+    /// An interface name the kernel would refuse (empty, over 15 bytes,
+    /// `.`/`..`, with `/`, `:` or whitespace) or holding a control
+    /// character; see [`crate::validate_ifname`] (Go: `ip.ValidateIfName`
     /// in containernetworking/cni `pkg/utils`).
     #[error("invalid interface name {name:?}: {reason}")]
     InvalidName {
@@ -63,11 +67,20 @@ pub enum NetError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A sysctl value holding a newline or NUL (see
+    /// [`crate::validate_sysctl_value`]).
+    #[error("invalid value {value:?} for sysctl {name}: it holds a newline or NUL")]
+    InvalidSysctlValue {
+        /// The sysctl's name.
+        name: String,
+        /// The value given.
+        value: String,
+    },
     /// The kernel (or `/proc/sys`) refused an operation.
     #[error("failed to {op} {object}")]
     Kernel {
-        /// What was attempted, as a verb: "add address", "set MTU of".
-        op: &'static str,
+        /// What was attempted: [`Op::AddAddress`], [`Op::SetMtu`] ...
+        op: Op,
         /// The object: `10.1.0.2/24 on eth0`, `link eth0`.
         object: String,
         /// The kernel's answer.
@@ -98,6 +111,38 @@ impl NetError {
         }
     }
 
+    /// Whether the object is not there: a namespace path that does not
+    /// exist, a link not found, or the kernel's `ENODEV`, `ENOENT` or
+    /// `ESRCH` (a link, address or route gone). DEL reads it as success.
+    ///
+    /// Go: `ip.ErrLinkNotFound`, `os.IsNotExist`, `errors.Is(err,
+    /// syscall.ESRCH)`.
+    pub fn is_not_found(&self) -> bool {
+        use nix::errno::Errno;
+        match self {
+            NetError::NoSuchNetns { .. } | NetError::NoSuchLink(_) => true,
+            _ => [Errno::ENODEV, Errno::ENOENT, Errno::ESRCH]
+                .iter()
+                .any(|e| self.errno() == Some(*e as i32)),
+        }
+    }
+
+    /// Whether the kernel refused because the object is already there
+    /// (`EEXIST`): a link name taken, an address or route present.
+    ///
+    /// Go: `os.IsExist`, `errors.Is(err, syscall.EEXIST)`.
+    pub fn is_exists(&self) -> bool {
+        self.errno() == Some(nix::errno::Errno::EEXIST as i32)
+    }
+
+    /// The operation that failed, for a kernel or namespace failure.
+    pub fn op(&self) -> Option<Op> {
+        match self {
+            NetError::Kernel { op, .. } | NetError::Netns { op, .. } => Some(*op),
+            _ => None,
+        }
+    }
+
     /// The CNI error for this, with the plugin's own code.
     pub fn with_code(self, code: Code) -> Error {
         let mut err = Error::from(self);
@@ -106,7 +151,7 @@ impl NetError {
     }
 
     pub(crate) fn kernel(
-        op: &'static str,
+        op: Op,
         object: impl std::fmt::Display,
     ) -> impl FnOnce(io::Error) -> NetError {
         move |source| NetError::Kernel {
@@ -123,8 +168,9 @@ impl From<NetError> for Error {
     ///   not a namespace or cannot be entered. The reference plugins answer
     ///   999 (an untyped Go error) here; 8 is the code the reference SDK
     ///   gives a bad `CNI_NETNS`, so a runtime can tell this case apart.
-    /// - 7 (invalid network config) for an invalid interface or sysctl
-    ///   name: both come from the configuration or the runtime's input.
+    /// - 7 (invalid network config) for an invalid interface name, MTU,
+    ///   sysctl name or sysctl value: all come from the configuration or
+    ///   the runtime's input.
     /// - 999 (internal) for the rest, as the reference does for a kernel
     ///   refusal, a missing link or a CHECK difference; a plugin chooses
     ///   its own with [`NetError::with_code`].
@@ -138,7 +184,8 @@ impl From<NetError> for Error {
             }
             NetError::InvalidName { .. }
             | NetError::InvalidMtu(_)
-            | NetError::InvalidSysctl { .. } => Code::INVALID_NETWORK_CONFIG,
+            | NetError::InvalidSysctl { .. }
+            | NetError::InvalidSysctlValue { .. } => Code::INVALID_NETWORK_CONFIG,
             _ => Code::INTERNAL,
         };
         let details = std::error::Error::source(&err)
@@ -154,14 +201,29 @@ mod tests {
 
     #[test]
     fn kernel_refusals_keep_the_errno_and_name_the_object() {
-        let err = NetError::kernel("add address", "10.1.0.2/24 on eth0")(
+        let err = NetError::kernel(Op::AddAddress, "10.1.0.2/24 on eth0")(
             io::Error::from_raw_os_error(17),
         );
         assert_eq!(err.errno(), Some(17));
+        assert!(err.is_exists() && !err.is_not_found());
+        assert_eq!(err.op(), Some(Op::AddAddress));
         let cni = Error::from(err);
         assert_eq!(cni.code, Code::INTERNAL);
         assert_eq!(cni.msg, "failed to add address 10.1.0.2/24 on eth0");
         assert!(cni.details.contains("os error 17"), "{cni:?}");
+    }
+
+    #[test]
+    fn what_is_gone_reads_as_not_found() {
+        let gone = NetError::kernel(Op::DeleteRoute, "10.1.0.0/24 dev eth0")(
+            io::Error::from_raw_os_error(nix::errno::Errno::ESRCH as i32),
+        );
+        assert!(gone.is_not_found() && !gone.is_exists());
+        assert!(NetError::NoSuchLink(LinkId::Index(7)).is_not_found());
+        let refused = NetError::kernel(Op::SetMtu, "link \"eth0\"")(io::Error::from_raw_os_error(
+            nix::errno::Errno::EINVAL as i32,
+        ));
+        assert!(!refused.is_not_found());
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //! namespaces, links, addresses, routes and sysctls over rtnetlink and
 //! `/proc/sys`, synchronous, without running `ip`.
 //!
-//! - [`Netns`] (`netns.rs`): open `CNI_NETNS`, compare namespaces, run a
-//!   closure inside one with [`Netns::run`], or get a socket there with
-//!   [`Netns::socket`] (Go: plugins `pkg/ns`).
+//! - [`Netns`] (`netns.rs`): open `CNI_NETNS` ([`Netns::of`], and
+//!   [`Netns::of_for_del`]: DEL's one rule for a namespace already gone),
+//!   compare namespaces, run a closure inside one with [`Netns::run`], or
+//!   get a socket there with [`Netns::socket`] (Go: plugins `pkg/ns`).
 //! - [`Netlink`] (`socket.rs`): the rtnetlink socket. Its operations are
-//!   grouped by object: links (`link.rs`, like `ip link`: MTU, MAC,
-//!   flags; `veth.rs`: pairs into another namespace; `bridge.rs`: bridges
-//!   and ports), addresses (`addr.rs`, like `ip addr`),
+//!   grouped by object: links (`link.rs`, like `ip link`, each named by a
+//!   [`LinkId`] and typed by a [`LinkKind`] (`kind.rs`): MTU, MAC, flags;
+//!   `veth.rs`: pairs into another namespace, a container's pair with
+//!   [`ContainerVeth`]; `bridge.rs`: bridges and ports), addresses
+//!   (`addr.rs`, like `ip addr`),
 //!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
 //!   (Go: vishvananda/netlink, plugins `pkg/ip`).
 //! - [`configure_iface`] (`configure.rs`): a `Result100`'s interface into
@@ -16,12 +19,14 @@
 //!   [`check_addresses`], [`check_routes`] (`check.rs`): CHECK, naming the
 //!   first difference (Go: `ip.ValidateExpected*`).
 //! - [`Netns::sysctl`], [`Netns::set_sysctl`], [`Netns::enable_forwarding`]
-//!   (`sysctl.rs`): `net.*` keys of a namespace (Go: `pkg/utils/sysctl`).
+//!   (`sysctl.rs`): `net.*` keys of a namespace (Go: `pkg/utils/sysctl`);
+//!   [`sysctl_for_ifname`] puts an interface into a key's `IFNAME`.
 //! - [`testing::TempNetns`] (`testing.rs`): a namespace removed on drop,
 //!   and [`TestRequest`](cni_skel::TestRequest)s for it (Go: `pkg/testutils`).
-//! - [`NetError`] (`error.rs`): one error that names the object and keeps
-//!   the kernel's errno; it becomes a CNI error with a default code, and
-//!   the plugin may choose another.
+//! - [`NetError`] (`error.rs`): one error that names the object and the
+//!   operation ([`Op`]) and keeps the kernel's errno
+//!   ([`NetError::is_not_found`], [`NetError::is_exists`]); it becomes a
+//!   CNI error with a default code, and the plugin may choose another.
 //!
 //! # Why namespaces and threads don't mix
 //! A network namespace belongs to a thread, not to a process: `setns`
@@ -53,21 +58,30 @@
 //! - [`configure_iface`] leaves `disable_ipv6` alone (Go sets it to 0):
 //!   a socket may be used outside its namespace's thread, where
 //!   `/proc/sys` is another namespace's; use [`Netns::set_sysctl`].
-//! - [`host_veth_name`] is stable (a hash of container id and interface
-//!   name), where Go's `ip.RandomVethName` is random, so DEL and CHECK
-//!   find the host end again without a result.
+//! - [`host_veth_names`] are derived (a hash of container id and
+//!   interface name, then with a counter when one is taken), where Go's
+//!   `ip.RandomVethName` is random, so a test or an operator can find the
+//!   host end; DEL and CHECK find it from the container's side
+//!   ([`Link::veth_peer`]), as Go does.
+//! - [`validate_ifname`] refuses control characters (NUL among them),
+//!   which the kernel takes, and netlink cuts a name at NUL.
+//! - [`Netns::of_for_del`] reads a path that is no longer a namespace as
+//!   gone (DEL succeeds), where Go's plugins fail with 999.
 
 mod addr;
 mod bridge;
 mod check;
 mod configure;
 mod error;
+mod kind;
 mod link;
 mod netns;
+mod op;
 mod route;
 mod socket;
 mod sysctl;
 pub mod testing;
+mod validate;
 mod veth;
 
 pub use addr::{Address, Dad};
@@ -78,9 +92,12 @@ pub use check::{check_addresses, check_interface, check_routes};
 pub use cni_types::Mac;
 pub use configure::configure_iface;
 pub use error::NetError;
-pub use link::{validate_ifname, validate_mtu, Link, MAX_IFNAME_LEN};
+pub use kind::LinkKind;
+pub use link::{Link, LinkId};
 pub use netns::{Netns, NetnsId};
+pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};
 pub use socket::Netlink;
-pub use sysctl::sysctl_path;
-pub use veth::{host_veth_name, VethPair};
+pub use sysctl::{sysctl_for_ifname, sysctl_path, validate_sysctl_value};
+pub use validate::{configured_mtu, validate_ifname, validate_mtu, MAX_IFNAME_LEN};
+pub use veth::{host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES};

@@ -1,5 +1,6 @@
-//! Links: find, create (dummy), change and delete them, like `ip link`;
-//! veth pairs are in `veth.rs`, bridges in `bridge.rs`.
+//! Links: find (by [`LinkId`]), create (dummy), change and delete them,
+//! like `ip link`; veth pairs are in `veth.rs`, bridges in `bridge.rs`,
+//! names and MTUs are checked in `validate.rs`.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -10,10 +11,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::{Mac, NetError, Netlink};
-
-/// The kernel's limit on interface names: `IFNAMSIZ` (16) with its NUL.
-pub const MAX_IFNAME_LEN: usize = 15;
+use crate::{validate_ifname, LinkKind, Mac, NetError, Netlink, Op};
 
 /// A link as the kernel reports it.
 ///
@@ -39,71 +37,101 @@ pub struct Link {
     pub allmulti: bool,
     /// The index of the bridge (or bond) this link is a port of.
     pub master: Option<u32>,
-    /// The link's kind (`veth`, `bridge`), when it has one.
-    pub kind: Option<String>,
+    /// The link's kind, when it has one (a physical device or `lo` has
+    /// none).
+    pub kind: Option<LinkKind>,
+    /// The link this one is tied to (`IFLA_LINK`): a veth end's peer, whose
+    /// index is in the peer's namespace (see [`Link::veth_peer`]), or the
+    /// parent of a vlan or macvlan.
+    pub parent: Option<u32>,
 }
 
-/// Checks a name the kernel will be asked to give a link: not empty, at
-/// most 15 bytes, not `.` or `..`, no `/`, `:` or whitespace.
+impl Link {
+    /// The index of a veth end's peer, in the peer's namespace: how to
+    /// find the host end of a pair from inside the container.
+    ///
+    /// Go: `ip.GetVethPeerIfindex` (plugins `pkg/ip`).
+    pub fn veth_peer(&self) -> Option<u32> {
+        self.parent.filter(|_| self.kind == Some(LinkKind::Veth))
+    }
+}
+
+/// How to name a link: by index or by name.
 ///
-/// Go: `ip.ValidateIfName` (plugins `pkg/ip`: containernetworking/cni
-/// `pkg/utils`).
-pub fn validate_ifname(name: &str) -> Result<(), NetError> {
-    let reason = if name.is_empty() {
-        "empty"
-    } else if name.len() > MAX_IFNAME_LEN {
-        "longer than 15 bytes"
-    } else if name == "." || name == ".." {
-        "not a name"
-    } else if name.contains(['/', ':']) || name.contains(char::is_whitespace) {
-        "contains '/', ':' or whitespace"
-    } else {
-        return Ok(());
-    };
-    Err(NetError::InvalidName {
-        name: name.to_owned(),
-        reason,
-    })
+/// Each lookup takes one (`nl.link("eth0")`, `nl.link(7)`,
+/// `nl.find_link(&name)`). Its `Display` is how errors name the link:
+/// `"eth0"` or `#7`.
+///
+/// Go: the `LinkByName` / `LinkByIndex` pair (vishvananda/netlink).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LinkId {
+    /// The interface index, unique within its namespace.
+    Index(u32),
+    /// The interface name.
+    Name(String),
 }
 
-/// Checks an MTU a configuration asks for a link: 68 (the least an IPv4
-/// link must carry, RFC 791) to 65535 (the largest IP packet), the range
-/// the sample `bridge` and `veth` plugins accept.
-pub fn validate_mtu(mtu: u32) -> Result<(), NetError> {
-    if (68..=65535).contains(&mtu) {
-        Ok(())
-    } else {
-        Err(NetError::InvalidMtu(mtu))
+impl From<u32> for LinkId {
+    fn from(index: u32) -> LinkId {
+        LinkId::Index(index)
+    }
+}
+
+impl From<&str> for LinkId {
+    fn from(name: &str) -> LinkId {
+        LinkId::Name(name.to_owned())
+    }
+}
+
+impl From<&String> for LinkId {
+    fn from(name: &String) -> LinkId {
+        LinkId::Name(name.clone())
+    }
+}
+
+impl From<String> for LinkId {
+    fn from(name: String) -> LinkId {
+        LinkId::Name(name)
+    }
+}
+
+impl std::fmt::Display for LinkId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkId::Index(index) => write!(f, "#{index}"),
+            LinkId::Name(name) => write!(f, "{name:?}"),
+        }
     }
 }
 
 impl Netlink {
-    /// The link named `name`; [`NetError::NoSuchLink`] naming it when
-    /// there is none.
+    /// The link `id` names; [`NetError::NoSuchLink`] naming it when there
+    /// is none.
     ///
-    /// Go: `netlink.LinkByName`.
-    pub fn link(&mut self, name: &str) -> Result<Link, NetError> {
-        self.link_by_name(name)?
-            .ok_or_else(|| NetError::NoSuchLink(format!("{name:?}")))
+    /// Like `ip link show NAME`; Go: `netlink.LinkByName`,
+    /// `netlink.LinkByIndex`.
+    pub fn link(&mut self, id: impl Into<LinkId>) -> Result<Link, NetError> {
+        let id = id.into();
+        match self.find_link(id.clone())? {
+            Some(link) => Ok(link),
+            None => Err(NetError::NoSuchLink(id)),
+        }
     }
 
-    /// The link named `name`, if there is one.
-    pub fn link_by_name(&mut self, name: &str) -> Result<Option<Link>, NetError> {
-        validate_ifname(name)?;
+    /// The link `id` names, if there is one (a name the kernel would
+    /// refuse is [`NetError::InvalidName`]).
+    pub fn find_link(&mut self, id: impl Into<LinkId>) -> Result<Option<Link>, NetError> {
+        let id = id.into();
         let mut msg = LinkMessage::default();
-        msg.attributes.push(LinkAttribute::IfName(name.to_owned()));
+        match &id {
+            LinkId::Index(index) => msg.header.index = *index,
+            LinkId::Name(name) => {
+                validate_ifname(name)?;
+                msg.attributes.push(LinkAttribute::IfName(name.clone()));
+            }
+        }
         self.get_link(msg)
-            .map_err(NetError::kernel("look up link", format!("{name:?}")))
-    }
-
-    /// The link with index `index`, if there is one.
-    ///
-    /// Go: `netlink.LinkByIndex`.
-    pub fn link_by_index(&mut self, index: u32) -> Result<Option<Link>, NetError> {
-        let mut msg = LinkMessage::default();
-        msg.header.index = index;
-        self.get_link(msg)
-            .map_err(NetError::kernel("look up link", format!("#{index}")))
+            .map_err(NetError::kernel(Op::LookUpLink, id))
     }
 
     /// All links of the namespace.
@@ -112,7 +140,7 @@ impl Netlink {
     pub fn links(&mut self) -> Result<Vec<Link>, NetError> {
         let replies = self
             .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
-            .map_err(NetError::kernel("list", "links"))?;
+            .map_err(NetError::kernel(Op::List, "links"))?;
         Ok(replies.iter().filter_map(link_of).collect())
     }
 
@@ -137,7 +165,7 @@ impl Netlink {
                 InfoKind::Dummy,
             )]));
         self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
-            .map_err(NetError::kernel("create dummy link", format!("{name:?}")))?;
+            .map_err(NetError::kernel(Op::CreateDummy, format!("{name:?}")))?;
         self.link(name)
     }
 
@@ -148,35 +176,35 @@ impl Netlink {
         validate_ifname(name)?;
         let mut msg = link_message(index);
         msg.attributes.push(LinkAttribute::IfName(name.to_owned()));
-        self.set_link(msg, "rename")
+        self.set_link(msg, Op::Rename)
     }
 
     /// Sets a link up.
     ///
     /// Like `ip link set NAME up`; Go: `netlink.LinkSetUp`.
     pub fn set_up(&mut self, index: u32) -> Result<(), NetError> {
-        self.set_flag(index, LinkFlags::Up, true, "set up")
+        self.set_flag(index, LinkFlags::Up, true, Op::SetUp)
     }
 
     /// Sets a link down.
     ///
     /// Like `ip link set NAME down`; Go: `netlink.LinkSetDown`.
     pub fn set_down(&mut self, index: u32) -> Result<(), NetError> {
-        self.set_flag(index, LinkFlags::Up, false, "set down")
+        self.set_flag(index, LinkFlags::Up, false, Op::SetDown)
     }
 
     /// Sets promiscuous mode on or off.
     ///
     /// Like `ip link set NAME promisc on`; Go: `netlink.SetPromiscOn`.
     pub fn set_promisc(&mut self, index: u32, on: bool) -> Result<(), NetError> {
-        self.set_flag(index, LinkFlags::Promisc, on, "set promiscuous mode of")
+        self.set_flag(index, LinkFlags::Promisc, on, Op::SetPromisc)
     }
 
     /// Sets all-multicast mode on or off.
     ///
     /// Like `ip link set NAME allmulticast on`; Go: `netlink.LinkSetAllmulticastOn`.
     pub fn set_allmulti(&mut self, index: u32, on: bool) -> Result<(), NetError> {
-        self.set_flag(index, LinkFlags::Allmulti, on, "set all-multicast mode of")
+        self.set_flag(index, LinkFlags::Allmulti, on, Op::SetAllmulti)
     }
 
     /// Sets the MTU.
@@ -185,7 +213,7 @@ impl Netlink {
     pub fn set_mtu(&mut self, index: u32, mtu: u32) -> Result<(), NetError> {
         let mut msg = link_message(index);
         msg.attributes.push(LinkAttribute::Mtu(mtu));
-        self.set_link(msg, "set the MTU of")
+        self.set_link(msg, Op::SetMtu)
     }
 
     /// Sets the hardware address.
@@ -194,7 +222,7 @@ impl Netlink {
     pub fn set_mac(&mut self, index: u32, mac: Mac) -> Result<(), NetError> {
         let mut msg = link_message(index);
         msg.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
-        self.set_link(msg, "set the MAC address of")
+        self.set_link(msg, Op::SetMac)
     }
 
     /// Deletes a link (both ends, for a veth).
@@ -203,22 +231,23 @@ impl Netlink {
     pub fn delete_link(&mut self, index: u32) -> Result<(), NetError> {
         let object = self.label(index);
         self.change(RouteNetlinkMessage::DelLink(link_message(index)), 0)
-            .map_err(NetError::kernel("delete", object))
+            .map_err(NetError::kernel(Op::DeleteLink, object))
     }
 
-    /// Deletes the link named `name` if there is one; whether there was.
+    /// Deletes the link `id` names if there is one; whether there was.
     /// For DEL, where "already gone" is success.
     ///
-    /// Go: `ip.DelLinkByName`, ignoring `ip.ErrLinkNotFound`.
-    pub fn delete_link_if_present(&mut self, name: &str) -> Result<bool, NetError> {
-        let Some(link) = self.link_by_name(name)? else {
+    /// Like `ip link del NAME`; Go: `ip.DelLinkByName`, ignoring
+    /// `ip.ErrLinkNotFound`.
+    pub fn delete_link_if_present(&mut self, id: impl Into<LinkId>) -> Result<bool, NetError> {
+        let Some(link) = self.find_link(id)? else {
             return Ok(false);
         };
-        match self.change(RouteNetlinkMessage::DelLink(link_message(link.index)), 0) {
+        match self.delete_link(link.index) {
             Ok(()) => Ok(true),
             // Gone meanwhile (its peer's namespace went away).
-            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENODEV as i32) => Ok(false),
-            Err(e) => Err(NetError::kernel("delete", format!("link {name:?}"))(e)),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -228,9 +257,7 @@ impl Netlink {
         let start = Instant::now();
         let mut delay = Duration::from_micros(200);
         loop {
-            let link = self
-                .link_by_index(index)?
-                .ok_or_else(|| NetError::NoSuchLink(format!("#{index}")))?;
+            let link = self.link(index)?;
             if link.oper_up {
                 return Ok(link);
             }
@@ -245,20 +272,14 @@ impl Netlink {
         }
     }
 
-    fn set_flag(
-        &mut self,
-        index: u32,
-        flag: LinkFlags,
-        on: bool,
-        op: &'static str,
-    ) -> Result<(), NetError> {
+    fn set_flag(&mut self, index: u32, flag: LinkFlags, on: bool, op: Op) -> Result<(), NetError> {
         let mut msg = link_message(index);
         msg.header.flags = if on { flag } else { LinkFlags::empty() };
         msg.header.change_mask = flag;
         self.set_link(msg, op)
     }
 
-    pub(crate) fn set_link(&mut self, msg: LinkMessage, op: &'static str) -> Result<(), NetError> {
+    pub(crate) fn set_link(&mut self, msg: LinkMessage, op: Op) -> Result<(), NetError> {
         let index = msg.header.index;
         match self.change(RouteNetlinkMessage::SetLink(msg), 0) {
             Ok(()) => Ok(()),
@@ -269,7 +290,7 @@ impl Netlink {
     /// `link "eth0"` when the link can be found, else `link #7`: for
     /// errors, so each names its object.
     pub(crate) fn label(&mut self, index: u32) -> String {
-        match self.link_by_index(index) {
+        match self.find_link(index) {
             Ok(Some(link)) => format!("link {:?}", link.name),
             _ => format!("link #{index}"),
         }
@@ -298,6 +319,7 @@ fn link_of(reply: &RouteNetlinkMessage) -> Option<Link> {
         allmulti: flags.contains(LinkFlags::Allmulti),
         master: None,
         kind: None,
+        parent: None,
     };
     for attr in &msg.attributes {
         match attr {
@@ -306,9 +328,10 @@ fn link_of(reply: &RouteNetlinkMessage) -> Option<Link> {
             LinkAttribute::Mtu(m) => link.mtu = *m,
             LinkAttribute::OperState(state) => link.oper_up = *state == State::Up,
             LinkAttribute::Controller(m) => link.master = Some(*m),
+            LinkAttribute::Link(parent) => link.parent = Some(*parent),
             LinkAttribute::LinkInfo(infos) => {
                 link.kind = infos.iter().find_map(|i| match i {
-                    LinkInfo::Kind(kind) => Some(kind.to_string()),
+                    LinkInfo::Kind(kind) => Some(LinkKind::from(kind)),
                     _ => None,
                 })
             }
@@ -316,43 +339,4 @@ fn link_of(reply: &RouteNetlinkMessage) -> Option<Link> {
         }
     }
     Some(link)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_the_kernel_would_refuse_are_rejected_naming_the_reason() {
-        for (name, reason) in [
-            ("", "empty"),
-            ("sixteen-bytes-xx", "longer than 15 bytes"),
-            ("..", "not a name"),
-            ("a/b", "contains '/', ':' or whitespace"),
-            ("eth0:1", "contains '/', ':' or whitespace"),
-            ("e th", "contains '/', ':' or whitespace"),
-        ] {
-            let err = validate_ifname(name).unwrap_err();
-            assert!(
-                matches!(&err, NetError::InvalidName { reason: r, .. } if *r == reason),
-                "{name:?}: {err}"
-            );
-        }
-        validate_ifname("fifteen-bytes-x").unwrap();
-    }
-
-    #[test]
-    fn mtus_outside_68_to_65535_are_rejected_naming_the_value() {
-        for mtu in [0, 67, 65536] {
-            let err = validate_mtu(mtu).unwrap_err();
-            assert!(matches!(err, NetError::InvalidMtu(m) if m == mtu), "{err}");
-            assert_eq!(
-                err.to_string(),
-                format!("{mtu}: must be between 68 and 65535")
-            );
-        }
-        for mtu in [68, 1500, 65535] {
-            validate_mtu(mtu).unwrap();
-        }
-    }
 }

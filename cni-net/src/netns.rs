@@ -12,7 +12,7 @@ use nix::sys::statfs::{fstatfs, NSFS_MAGIC, PROC_SUPER_MAGIC};
 use cni_skel::Request;
 use cni_types::{Code, Error};
 
-use crate::{NetError, Netlink};
+use crate::{NetError, Netlink, Op};
 
 /// An open network namespace, such as `CNI_NETNS` names.
 ///
@@ -52,14 +52,14 @@ impl Netns {
             }
             Err(source) => {
                 return Err(NetError::Netns {
-                    op: "open",
+                    op: Op::OpenNetns,
                     path,
                     source,
                 })
             }
         };
         let fs = fstatfs(&file).map_err(|e| NetError::Netns {
-            op: "open",
+            op: Op::OpenNetns,
             path: path.clone(),
             source: e.into(),
         })?;
@@ -93,6 +93,46 @@ impl Netns {
         Ok(Netns::open(path)?)
     }
 
+    /// Opens the namespace `CNI_NETNS` names for DEL: `None` when there
+    /// is nothing left to clean up in, which DEL answers with success.
+    ///
+    /// That is: `CNI_NETNS` unset or empty (runtimes repeat DEL without
+    /// it once the sandbox is gone), a path that no longer exists, or one
+    /// that is no longer a namespace (the empty mount point a runtime
+    /// leaves after unmounting it). Any other failure to open it, such as
+    /// a permission refused, is [`Netns::open`]'s error: the namespace
+    /// may still hold what DEL must remove.
+    ///
+    /// The spec: "Plugins should generally complete a `DEL` action without
+    /// error even if some resources are missing. [...] the `bridge` plugin
+    /// should delegate the DEL action to the IPAM plugin and clean up its
+    /// own resources even if the container network namespace and/or
+    /// container network interface no longer exist" (SPEC-1.0.0, DEL).
+    ///
+    /// ```no_run
+    /// # fn del(req: &cni_skel::Request<'_, cni_types::NetConf>) -> Result<(), cni_skel::BoxError> {
+    /// if let Some(netns) = cni_net::Netns::of_for_del(req)? {
+    ///     netns.socket()?.delete_link_if_present(&req.ifname)?;
+    /// }
+    /// // Then release what lives outside the namespace (IPAM), in any case.
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Go: `ns.WithNetNSPath` in each reference plugin's `cmdDel`, ignoring
+    /// `ns.NSPathNotExistErr`. Where we deliberately differ: the reference
+    /// fails (code 999) on a path that is not a namespace
+    /// (`ns.NSPathNotNSErr`), though nothing is left in it to delete.
+    pub fn of_for_del<C>(req: &Request<'_, C>) -> Result<Option<Netns>, Error> {
+        let Some(path) = req.netns.as_ref().filter(|p| !p.as_os_str().is_empty()) else {
+            return Ok(None);
+        };
+        match Netns::open(path) {
+            Ok(netns) => Ok(Some(netns)),
+            Err(NetError::NoSuchNetns { .. } | NetError::NotANetns { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The path this was opened from.
     pub fn path(&self) -> &Path {
         &self.path
@@ -101,7 +141,7 @@ impl Netns {
     /// The namespace's identity (the nsfs inode).
     pub fn id(&self) -> Result<NetnsId, NetError> {
         let meta = self.file.metadata().map_err(|source| NetError::Netns {
-            op: "stat",
+            op: Op::StatNetns,
             path: self.path.clone(),
             source,
         })?;
@@ -123,8 +163,8 @@ impl Netns {
     /// Go: `netlink.NewHandleAt`.
     pub fn socket(&self) -> Result<Netlink, NetError> {
         self.on_thread(|| {
-            Netlink::open().map_err(|source| NetError::Netns {
-                op: "open a netlink socket in",
+            Netlink::open_here().map_err(|source| NetError::Netns {
+                op: Op::OpenSocket,
                 path: self.path.clone(),
                 source,
             })
@@ -161,8 +201,8 @@ impl Netns {
         E: From<NetError> + Send,
     {
         self.on_thread(|| {
-            let mut netlink = Netlink::open().map_err(|source| NetError::Netns {
-                op: "open a netlink socket in",
+            let mut netlink = Netlink::open_here().map_err(|source| NetError::Netns {
+                op: Op::OpenSocket,
                 path: self.path.clone(),
                 source,
             })?;
@@ -187,7 +227,7 @@ impl Netns {
                             }
                         } else {
                             NetError::Netns {
-                                op: "enter",
+                                op: Op::EnterNetns,
                                 path: self.path.clone(),
                                 source: e.into(),
                             }

@@ -11,7 +11,7 @@ use netlink_packet_route::route::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use crate::addr::family;
-use crate::{NetError, Netlink};
+use crate::{NetError, Netlink, Op};
 
 /// The main routing table, where a route without `table` goes.
 pub const MAIN_TABLE: u32 = 254;
@@ -55,7 +55,9 @@ impl Netlink {
         let msg = route_message(oif, route);
         match self.change(RouteNetlinkMessage::NewRoute(msg), NLM_F_CREATE | flags) {
             Ok(()) => Ok(()),
-            Err(e) => Err(NetError::kernel("add route", describe(self, oif, route))(e)),
+            Err(e) => Err(NetError::kernel(Op::AddRoute, describe(self, oif, route))(
+                e,
+            )),
         }
     }
 
@@ -69,7 +71,24 @@ impl Netlink {
         msg.header.scope = RouteScope::NoWhere;
         match self.change(RouteNetlinkMessage::DelRoute(msg), 0) {
             Ok(()) => Ok(()),
-            Err(e) => Err(NetError::kernel("delete route", describe(self, oif, route))(e)),
+            Err(e) => Err(NetError::kernel(
+                Op::DeleteRoute,
+                describe(self, oif, route),
+            )(e)),
+        }
+    }
+
+    /// Deletes a route through link `oif` if it is there; whether it was.
+    /// For DEL, where a route already gone (with its link, or removed by
+    /// hand) is success.
+    ///
+    /// Like `ip route del`, ignoring "No such process"; Go:
+    /// `netlink.RouteDel`, ignoring `ESRCH`.
+    pub fn delete_route_if_present(&mut self, oif: u32, route: &Route) -> Result<bool, NetError> {
+        match self.delete_route(oif, route) {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -83,7 +102,7 @@ impl Netlink {
             msg.header.address_family = af;
             let replies = self
                 .dump(RouteNetlinkMessage::GetRoute(msg))
-                .map_err(NetError::kernel("list", "routes"))?;
+                .map_err(NetError::kernel(Op::List, "routes"))?;
             out.extend(replies.iter().filter_map(route_of));
         }
         Ok(out)

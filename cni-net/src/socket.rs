@@ -8,6 +8,8 @@ use netlink_packet_core::{
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
+use crate::{NetError, Op};
+
 /// "Dump was inconsistent due to sequence change": the kernel's flag on a
 /// dump that a concurrent change interrupted.
 const NLM_F_DUMP_INTR: u16 = 0x10;
@@ -50,8 +52,20 @@ impl std::fmt::Debug for Netlink {
 }
 
 impl Netlink {
-    /// A socket in the calling thread's network namespace.
-    pub fn open() -> io::Result<Netlink> {
+    /// A socket in the calling thread's network namespace; a refusal is
+    /// [`NetError::Kernel`] with [`Op::OpenSocket`].
+    ///
+    /// Go: `netlink.NewHandle`.
+    pub fn open() -> Result<Netlink, NetError> {
+        Netlink::open_here().map_err(NetError::kernel(
+            Op::OpenSocket,
+            "the calling thread's network namespace",
+        ))
+    }
+
+    /// [`Netlink::open`], keeping the system's error for the caller to
+    /// name the namespace.
+    pub(crate) fn open_here() -> io::Result<Netlink> {
         let mut socket = Socket::new(NETLINK_ROUTE)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;

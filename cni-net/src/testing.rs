@@ -10,7 +10,7 @@ use cni_skel::TestRequest;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
-use crate::{Link, NetError, Netns, VethPair};
+use crate::{Link, NetError, Netns, Op, VethPair};
 
 /// Where named namespaces live, as `ip netns` keeps them.
 const NETNS_DIR: &str = "/run/netns";
@@ -51,7 +51,7 @@ impl TempNetns {
         );
         let path = Path::new(NETNS_DIR).join(&name);
         let failed = |source: io::Error| NetError::Netns {
-            op: "create",
+            op: Op::CreateNetns,
             path: path.clone(),
             source,
         };

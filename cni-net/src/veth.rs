@@ -8,7 +8,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::{validate_ifname, Link, Mac, NetError, Netlink, Netns};
+use crate::{validate_ifname, Link, Mac, NetError, Netlink, Netns, Op};
 
 /// A veth pair to create: `name` in the socket's namespace, `peer_name` in
 /// `peer_netns` (the socket's own when `None`), both with `mtu` when given.
@@ -29,23 +29,73 @@ pub struct VethPair<'a> {
     pub peer_mac: Option<Mac>,
 }
 
+/// How many host names [`host_veth_names`] derives for one attachment.
+pub const HOST_VETH_NAMES: u32 = 16;
+
 /// A host-side veth name for an attachment: `veth` and 8 hex digits of a
 /// hash of the container id and interface name, so it is stable (a
 /// runtime or a test can find it again), fits the 15-byte limit, and
-/// differs between attachments.
+/// differs between attachments. The first of [`host_veth_names`].
 ///
-/// Go: `ip.RandomVethName` is random instead; a stable name lets DEL and
-/// CHECK find the host end without a result.
+/// Go: `ip.RandomVethName` is random instead.
 pub fn host_veth_name(container_id: &str, ifname: &str) -> String {
-    // FNV-1a: a stable, dependency-free hash; collisions only mean EEXIST.
+    veth_name(container_id, ifname, 0)
+}
+
+/// The host-side veth names of an attachment, in the order to try them:
+/// [`host_veth_name`], then [`HOST_VETH_NAMES`]` - 1` more, each with a
+/// counter folded into the hash. Two attachments whose first names
+/// collide (a 32-bit hash) take the next free one instead of failing; DEL
+/// and CHECK find the host end from the container's side (its
+/// [`Link::veth_peer`]), never by recomputing the name.
+///
+/// ```
+/// let names: Vec<String> = cni_net::host_veth_names("c1", "eth0").collect();
+/// assert_eq!(names[0], cni_net::host_veth_name("c1", "eth0"));
+/// assert_eq!(names.len(), cni_net::HOST_VETH_NAMES as usize);
+/// ```
+///
+/// Go: `ip.SetupVeth` draws another random name when one is taken.
+pub fn host_veth_names<'a>(
+    container_id: &'a str,
+    ifname: &'a str,
+) -> impl Iterator<Item = String> + 'a {
+    (0..HOST_VETH_NAMES).map(move |n| veth_name(container_id, ifname, n))
+}
+
+/// `veth` and 8 hex digits of FNV-1a over the container id, NUL, the
+/// interface name and, after the first, NUL and the counter `n`.
+fn veth_name(container_id: &str, ifname: &str, n: u32) -> String {
+    // FNV-1a: a stable, dependency-free hash.
+    let counter = (n > 0).then(|| [0].into_iter().chain(n.to_le_bytes()));
     let hash = container_id
         .bytes()
         .chain([0])
         .chain(ifname.bytes())
+        .chain(counter.into_iter().flatten())
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
     format!("veth{:08x}", hash as u32)
+}
+
+/// A container's veth pair, created from the host: the end in the
+/// container is `ifname` in `netns`, the host end takes the first of
+/// [`host_veth_names`] that no host link holds.
+///
+/// Go: `ip.SetupVeth` (plugins `pkg/ip`).
+#[derive(Debug, Clone, Copy)]
+pub struct ContainerVeth<'a> {
+    /// `CNI_CONTAINERID`, from which the host end's name derives.
+    pub container_id: &'a str,
+    /// `CNI_IFNAME`: the container end's name.
+    pub ifname: &'a str,
+    /// `CNI_NETNS`: where the container end goes.
+    pub netns: &'a Netns,
+    /// MTU of both ends; the kernel default when `None`.
+    pub mtu: Option<u32>,
+    /// The container end's MAC; random when `None`.
+    pub mac: Option<Mac>,
 }
 
 impl Netlink {
@@ -79,8 +129,41 @@ impl Netlink {
         ]));
         let object = format!("{:?} (peer {:?})", pair.name, pair.peer_name);
         self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
-            .map_err(NetError::kernel("create veth pair", &object))?;
+            .map_err(NetError::kernel(Op::CreateVeth, &object))?;
         self.link(pair.name)
+    }
+
+    /// Creates a container's veth pair from this (the host's) side and
+    /// returns the host end (down, as is the container end). A host name
+    /// already taken moves on to the next of [`host_veth_names`]; a
+    /// container end name already taken, or all host names taken, is the
+    /// kernel's `EEXIST` naming the pair.
+    ///
+    /// Like `ip link add vethXXXXXXXX type veth peer name IFNAME netns NS`;
+    /// Go: `ip.SetupVeth`.
+    pub fn add_container_veth(&mut self, veth: &ContainerVeth) -> Result<Link, NetError> {
+        let mut more = host_veth_names(veth.container_id, veth.ifname).skip(1);
+        let mut name = host_veth_name(veth.container_id, veth.ifname);
+        loop {
+            let pair = VethPair {
+                name: &name,
+                peer_name: veth.ifname,
+                peer_netns: Some(veth.netns),
+                mtu: veth.mtu,
+                peer_mac: veth.mac,
+            };
+            match self.add_veth(&pair) {
+                // The host name is another attachment's: derive again,
+                // unless the container's name was the clash.
+                Err(e) if e.is_exists() => {
+                    if self.find_link(name.as_str())?.is_none() {
+                        return Err(e);
+                    }
+                    name = more.next().ok_or(e)?;
+                }
+                done => return done,
+            }
+        }
     }
 }
 
@@ -89,6 +172,14 @@ mod tests {
     use super::*;
 
     use crate::MAX_IFNAME_LEN;
+
+    #[test]
+    fn an_attachment_has_distinct_fallback_names_all_fitting() {
+        let names: Vec<String> = host_veth_names("c1", "eth0").collect();
+        let distinct: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len());
+        assert!(names.iter().all(|n| validate_ifname(n).is_ok()));
+    }
 
     #[test]
     fn host_veth_names_are_stable_short_and_distinct() {

@@ -2,7 +2,7 @@
 //! namespaces the tests create and remove.
 
 use cni_net::testing::TempNetns;
-use cni_net::{Mac, NetError, VethPair};
+use cni_net::{LinkKind, Mac, NetError, VethPair};
 use cni_types::Code;
 
 fn temp(tag: &str) -> TempNetns {
@@ -27,11 +27,8 @@ fn a_veth_peer_lands_in_the_target_namespace_under_its_name() {
         (end.name.as_str(), end.mtu, end.up),
         ("veth-host0", 1400, false)
     );
-    assert_eq!(end.kind.as_deref(), Some("veth"));
-    assert!(
-        nl.link_by_name("eth0").unwrap().is_none(),
-        "not on this side"
-    );
+    assert_eq!(end.kind, Some(LinkKind::Veth));
+    assert!(nl.find_link("eth0").unwrap().is_none(), "not on this side");
     let peer = container.socket().unwrap().link("eth0").unwrap();
     assert_eq!((peer.mtu, peer.mac), (1400, Some(mac)));
 }
@@ -42,7 +39,7 @@ fn links_change_name_state_mtu_mac_and_flags() {
     let mut nl = tmp.socket().unwrap();
     let link = tmp.add_veth("a0", "b0", None).unwrap();
     nl.rename(link.index, "renamed0").unwrap();
-    assert!(nl.link_by_name("a0").unwrap().is_none());
+    assert!(nl.find_link("a0").unwrap().is_none());
     let mac: Mac = "02:00:00:00:00:42".parse().unwrap();
     nl.set_mtu(link.index, 1280).unwrap();
     nl.set_mac(link.index, mac).unwrap();
@@ -60,7 +57,7 @@ fn links_change_name_state_mtu_mac_and_flags() {
     nl.set_promisc(link.index, false).unwrap();
     nl.set_allmulti(link.index, false).unwrap();
     nl.set_down(link.index).unwrap();
-    let now = nl.link_by_index(link.index).unwrap().unwrap();
+    let now = nl.find_link(link.index).unwrap().unwrap();
     assert!(!now.up && !now.promisc && !now.allmulti);
 }
 
@@ -70,7 +67,7 @@ fn deleting_is_idempotent_only_where_asked() {
     let mut nl = tmp.socket().unwrap();
     let link = tmp.add_veth("del0", "del1", None).unwrap();
     nl.delete_link(link.index).unwrap();
-    assert!(nl.link_by_name("del1").unwrap().is_none(), "both ends gone");
+    assert!(nl.find_link("del1").unwrap().is_none(), "both ends gone");
     let err = nl.delete_link(link.index).unwrap_err();
     assert_eq!(err.errno(), Some(19), "ENODEV: {err}");
     assert!(
@@ -109,7 +106,7 @@ fn a_bridge_is_created_once_then_reused_and_takes_hairpin_ports() {
     let tmp = temp("bridge");
     let mut nl = tmp.socket().unwrap();
     let bridge = nl.ensure_bridge("br0", Some(1400)).unwrap();
-    assert_eq!((bridge.kind.as_deref(), bridge.mtu), (Some("bridge"), 1400));
+    assert_eq!((bridge.kind, bridge.mtu), (Some(LinkKind::Bridge), 1400));
     assert_eq!(nl.ensure_bridge("br0", None).unwrap().index, bridge.index);
     let port = tmp.add_veth("port0", "port1", None).unwrap();
     nl.set_master(port.index, Some(bridge.index)).unwrap();
@@ -129,7 +126,7 @@ fn a_bridge_is_created_once_then_reused_and_takes_hairpin_ports() {
 fn dummy_links_are_created_or_refused_clearly_by_kernels_without_them() {
     let tmp = temp("dummy");
     match tmp.add_dummy("dummy0") {
-        Ok(link) => assert_eq!(link.kind.as_deref(), Some("dummy")),
+        Ok(link) => assert_eq!(link.kind, Some(LinkKind::Dummy)),
         Err(err) => {
             // This kernel has no dummy driver (EOPNOTSUPP).
             assert_eq!(err.errno(), Some(95), "{err}");

@@ -46,7 +46,7 @@ fn thirty_two_veth_pairs_into_thirty_two_namespaces_in_parallel_leave_nothing() 
                     assert!(container
                         .socket()
                         .unwrap()
-                        .link_by_name("eth0")
+                        .find_link("eth0")
                         .unwrap()
                         .is_none());
                 })

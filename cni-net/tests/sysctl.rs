@@ -2,7 +2,7 @@
 //! and remove.
 
 use cni_net::testing::TempNetns;
-use cni_net::Netns;
+use cni_net::{sysctl_for_ifname, Netns};
 use cni_types::{Code, IpConfig};
 
 fn temp(tag: &str) -> TempNetns {
@@ -10,6 +10,7 @@ fn temp(tag: &str) -> TempNetns {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_sysctl_written_in_one_namespace_is_not_seen_in_another() {
     let (a, b) = (temp("sysa"), temp("sysb"));
     let name = "net.ipv4.conf.all.arp_ignore";
@@ -24,6 +25,7 @@ fn a_sysctl_written_in_one_namespace_is_not_seen_in_another() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn forwarding_is_enabled_for_the_families_of_the_addresses() {
     let tmp = temp("fwd");
     // A new namespace may inherit IPv4 forwarding from the host's
@@ -40,6 +42,7 @@ fn forwarding_is_enabled_for_the_families_of_the_addresses() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn invalid_or_unknown_names_are_errors_naming_them() {
     let host = Netns::current().unwrap();
     let err = host
@@ -59,4 +62,31 @@ fn invalid_or_unknown_names_are_errors_naming_them() {
         err.to_string(),
         "failed to read sysctl net.ipv4.conf.eth9.forwarding"
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_value_with_a_newline_is_not_written_and_absent_sysctls_are_told_apart() {
+    let tmp = temp("sysval");
+    let name = "net.ipv4.conf.lo.arp_notify";
+    let before = tmp.sysctl(name).unwrap();
+    let err = tmp.set_sysctl(name, "1\n0").unwrap_err();
+    assert_eq!(
+        cni_types::Error::from(err).code,
+        Code::INVALID_NETWORK_CONFIG
+    );
+    assert_eq!(tmp.sysctl(name).unwrap(), before);
+    assert!(tmp.has_sysctl(name).unwrap());
+    assert!(!tmp.has_sysctl("net.ipv4.conf.eth9.arp_notify").unwrap());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_interface_with_a_dot_in_its_name_is_reached_through_ifname() {
+    let tmp = temp("sysdot");
+    tmp.add_veth("e.1", "peer0", None).unwrap();
+    let name = sysctl_for_ifname("net.ipv4.conf.IFNAME.arp_notify", "e.1").unwrap();
+    tmp.set_sysctl(&name, "1").unwrap();
+    assert_eq!(tmp.sysctl(&name).unwrap(), "1");
+    assert!(!tmp.has_sysctl("net.ipv4.conf.e.1.arp_notify").unwrap());
 }

@@ -43,7 +43,7 @@ fn the_example_sets_mtu_and_mac_in_the_namespace_and_reports_them() {
     let live = tmp
         .socket()
         .unwrap()
-        .link_by_index(eth0.index)
+        .find_link(eth0.index)
         .unwrap()
         .unwrap();
     assert_eq!(

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread::ThreadId;
 
-use cni_types::{CniArgs, Code, Error, NetConf, Result100, ValidAttachments};
+use cni_types::{CniArgs, Error, NetConf, Result100, ValidAttachments};
 use cni_version::peek_fields;
 use serde::de::DeserializeOwned;
 
@@ -193,14 +193,12 @@ impl<C> Request<'_, C> {
             &self.stdin,
             ["cni.dev/valid-attachments", "cni.dev/attachments"],
         )
-        .map_err(|e| Error::new(Code::DECODING_FAILURE, e.to_string()))?;
+        .map_err(|e| Error::decoding("the network configuration", e))?;
         let given = |v: Option<serde_json::Value>| v.filter(|v| !v.is_null());
         match given(valid).or(given(legacy)) {
             None => Ok(ValidAttachments::Unspecified),
-            Some(v) => serde_json::from_value(v).map_err(|e| {
-                Error::new(Code::DECODING_FAILURE, "invalid cni.dev/valid-attachments")
-                    .with_details(e.to_string())
-            }),
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| Error::decoding("cni.dev/valid-attachments", e)),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 
-use crate::{Code, Error};
+use crate::Error;
 
 /// Parsed `CNI_ARGS`: "Extra arguments passed in by the user at invocation
 /// time. Alphanumeric key-value pairs separated by semicolons; for example,
@@ -51,8 +51,7 @@ impl From<CniArgsError> for Error {
     /// [`Error::from_boxed`] applies it too, so `?` on a [`CniArgsError`]
     /// in a plugin method gives code 4, not 999.
     fn from(err: CniArgsError) -> Error {
-        Error::new(Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS")
-            .with_details(err.to_string())
+        Error::invalid_env("CNI_ARGS", err)
     }
 }
 
@@ -282,6 +281,7 @@ impl<'de> de::Deserializer<'de> for ArgValue<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Code;
 
     #[derive(Debug, serde::Deserialize, PartialEq)]
     #[allow(non_snake_case)]

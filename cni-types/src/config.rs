@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::conventions::{Args, RuntimeConfig};
 use crate::raw_de::RawObject;
 use crate::result::{ResultError, Wire};
-use crate::{CniResult, Code, Dns, Error, ValidAttachments};
+use crate::{Attachment, CniResult, Code, Dns, Error, ValidAttachments};
 
 /// Fields a plugin does not declare, as serde_json values: kept, so a
 /// configuration round-trips with the same values. Numbers print as
@@ -116,22 +116,10 @@ pub struct NetConf<T = Extra> {
     )]
     pub valid_attachments: ValidAttachments,
     #[serde(rename = "cni.dev/attachments", default, skip_serializing)]
-    legacy_attachments: Option<Vec<GcAttachment>>,
+    legacy_attachments: Option<Vec<Attachment>>,
     /// The plugin's own fields.
     #[serde(flatten)]
     pub plugin: T,
-}
-
-/// An attachment still in use, in a GC request.
-///
-/// Go: `types.GCAttachment`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct GcAttachment {
-    /// The container id of the attachment.
-    #[serde(rename = "containerID")]
-    pub container_id: String,
-    /// The interface name of the attachment.
-    pub ifname: String,
 }
 
 /// The `ipam` section: "`type` (string): Refers to the filename of the IPAM
@@ -183,13 +171,10 @@ impl Ipam {
     /// assert_eq!(err.msg, "invalid ipam.address");
     /// ```
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        let invalid = |path: &str, why: String| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, format!("invalid {path}")).with_details(why)
-        };
         // Read from its text, as NetConf reads a plugin's fields: numbers
         // beyond 64 bits reach `T` as written.
-        let text = serde_json::to_string(self).map_err(|e| invalid("ipam", e.to_string()))?;
-        let raw = RawObject::parse(&text).map_err(|e| invalid("ipam", e.to_string()))?;
+        let text = serde_json::to_string(self).map_err(|e| Error::invalid_config("ipam", e))?;
+        let raw = RawObject::parse(&text).map_err(|e| Error::invalid_config("ipam", e))?;
         serde_path_to_error::deserialize(raw).map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." || path.is_empty() {
@@ -197,7 +182,7 @@ impl Ipam {
             } else {
                 format!("ipam.{path}")
             };
-            invalid(&path, e.inner().to_string())
+            Error::invalid_config(&path, e.inner())
         })
     }
 }
@@ -342,8 +327,7 @@ impl<T> NetConf<T> {
             .map(|i| i.ipam_type.as_str())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.type")
-                    .with_details("the ipam section must name an IPAM plugin")
+                Error::invalid_config("ipam.type", "the ipam section must name an IPAM plugin")
             })
     }
 
@@ -371,10 +355,7 @@ impl<T> NetConf<T> {
     pub fn ipam_as<I: DeserializeOwned>(&self) -> Result<I, Error> {
         self.ipam
             .as_ref()
-            .ok_or_else(|| {
-                Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam")
-                    .with_details("the configuration has no ipam section")
-            })?
+            .ok_or_else(|| Error::invalid_config("ipam", "the configuration has no ipam section"))?
             .parse()
     }
 

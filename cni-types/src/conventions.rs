@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Code, Error, Extra, IpNetwork};
+use crate::{Error, Extra, IpNetwork};
 
 /// `runtimeConfig`: values the runtime filled in for the plugin's
 /// `capabilities`.
@@ -108,13 +108,9 @@ pub struct Label {
 fn typed<T: DeserializeOwned>(section: &str, map: &Extra, key: &str) -> Option<Result<T, Error>> {
     match map.get(key)? {
         Value::Null => None,
-        v => Some(T::deserialize(v).map_err(|e| {
-            Error::new(
-                Code::INVALID_NETWORK_CONFIG,
-                format!("invalid {section}.{key}"),
-            )
-            .with_details(e.to_string())
-        })),
+        v => Some(
+            T::deserialize(v).map_err(|e| Error::invalid_config(&format!("{section}.{key}"), e)),
+        ),
     }
 }
 
@@ -290,11 +286,10 @@ pub fn requested_mac<T>(
             .ok()
             .filter(|m| m.is_unicast())
             .ok_or_else(|| {
-                Error::new(
-                    Code::INVALID_NETWORK_CONFIG,
-                    format!("invalid MAC address in {source}"),
+                Error::invalid_config(
+                    &format!("MAC address in {source}"),
+                    format!("{text:?}: not a unicast MAC address"),
                 )
-                .with_details(format!("{text:?}: not a unicast MAC address"))
             })?;
         winner.get_or_insert(RequestedMac { mac, source });
     }
@@ -304,6 +299,7 @@ pub fn requested_mac<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Code;
 
     #[test]
     fn conventions_read_typed_and_malformed_ones_name_the_key() {

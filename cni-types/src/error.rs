@@ -193,6 +193,86 @@ impl Error {
         .with_details(err.to_string())
     }
 
+    /// Code 7 (invalid network config) naming the configuration field in
+    /// `msg` (`invalid ipam.type`) and keeping why in `details`: the value
+    /// and the reason, or the decoder's own words. The spec: "If some
+    /// validations on network configs do not pass, this error will be
+    /// raised."
+    ///
+    /// ```
+    /// use cni_types::{Code, Error};
+    ///
+    /// let err = Error::invalid_config("mtu", "70000: more than 65535");
+    /// assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG);
+    /// assert_eq!((err.msg.as_str(), err.details.as_str()), ("invalid mtu", "70000: more than 65535"));
+    /// ```
+    ///
+    /// Go: `types.NewError(types.ErrInvalidNetworkConfig, ..)`, which the
+    /// reference plugins rarely use (most of their configuration errors
+    /// are code 999); one constructor here so every field is named.
+    pub fn invalid_config(field: &str, details: impl fmt::Display) -> Error {
+        Error::new(Code::INVALID_NETWORK_CONFIG, format!("invalid {field}"))
+            .with_details(details.to_string())
+    }
+
+    /// Code 4 (invalid environment variables) naming the variable in `msg`
+    /// (`invalid CNI_ARGS`) and keeping why in `details`, as the spec asks:
+    /// "The error message must contain the names of invalid variables."
+    ///
+    /// ```
+    /// use cni_types::{Code, Error};
+    ///
+    /// let err = Error::invalid_env("CNI_ARGS", "\"IP\": not a KEY=VALUE pair");
+    /// assert_eq!((err.code, err.msg.as_str()), (Code::INVALID_ENVIRONMENT_VARIABLES, "invalid CNI_ARGS"));
+    /// ```
+    ///
+    /// Go: `types.NewError(types.ErrInvalidEnvironmentVariables, ..)`.
+    pub fn invalid_env(variable: &str, details: impl fmt::Display) -> Error {
+        Error::new(
+            Code::INVALID_ENVIRONMENT_VARIABLES,
+            format!("invalid {variable}"),
+        )
+        .with_details(details.to_string())
+    }
+
+    /// Code 6 (decoding failure) naming what could not be decoded in `msg`
+    /// (`failed to decode prevResult`) and keeping the decoder's answer in
+    /// `details`. The spec's example: "failed to unmarshal network config
+    /// from bytes".
+    ///
+    /// ```
+    /// use cni_types::{Code, Error};
+    ///
+    /// let err = serde_json::from_str::<u8>("x").map_err(|e| Error::decoding("the answer", e)).unwrap_err();
+    /// assert_eq!((err.code, err.msg.as_str()), (Code::DECODING_FAILURE, "failed to decode the answer"));
+    /// assert!(err.details.contains("expected value"));
+    /// ```
+    ///
+    /// Go: `types.NewError(types.ErrDecodingFailure, ..)`.
+    pub fn decoding(what: &str, err: impl fmt::Display) -> Error {
+        Error::new(Code::DECODING_FAILURE, format!("failed to decode {what}"))
+            .with_details(err.to_string())
+    }
+
+    /// Code 11 (try again later) with a message saying what is not ready
+    /// and the cause in `details`. The spec: "If the plugin detects some
+    /// transient condition that should clear up, it can use this code to
+    /// notify the runtime it should re-try the operation later."
+    ///
+    /// ```
+    /// use cni_types::{Code, Error};
+    ///
+    /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// let err = Error::try_again_later("the agent is not reachable", refused);
+    /// assert_eq!((err.code, err.msg.as_str()), (Code::TRY_AGAIN_LATER, "the agent is not reachable"));
+    /// assert!(!err.details.is_empty());
+    /// ```
+    ///
+    /// Go: `types.NewError(types.ErrTryAgainLater, ..)`.
+    pub fn try_again_later(msg: impl Into<String>, details: impl fmt::Display) -> Error {
+        Error::new(Code::TRY_AGAIN_LATER, msg).with_details(details.to_string())
+    }
+
     /// Turns any error into a CNI error: a CNI [`Error`] (possibly boxed)
     /// keeps its code; the SDK's own errors that have a code take it
     /// ([`CniArgsError`](crate::CniArgsError): 4); anything else becomes

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::GcAttachment;
+use crate::Attachment;
 
 /// The attachments a GC request names as valid, in the three states a
 /// runtime can send: the key absent (or `null`), an empty list, a list.
@@ -48,7 +48,7 @@ pub enum ValidAttachments {
     Unspecified,
     /// The runtime's list: exactly these attachments are valid. Empty means
     /// none is.
-    List(Vec<GcAttachment>),
+    List(Vec<Attachment>),
 }
 
 impl ValidAttachments {
@@ -81,7 +81,7 @@ impl ValidAttachments {
     }
 
     /// The list, `None` when the runtime sent none.
-    pub fn list(&self) -> Option<&[GcAttachment]> {
+    pub fn list(&self) -> Option<&[Attachment]> {
         match self {
             ValidAttachments::Unspecified => None,
             ValidAttachments::List(list) => Some(list),
@@ -89,9 +89,9 @@ impl ValidAttachments {
     }
 }
 
-impl From<Option<Vec<GcAttachment>>> for ValidAttachments {
+impl From<Option<Vec<Attachment>>> for ValidAttachments {
     /// `None` (absent or `null`) is [`ValidAttachments::Unspecified`].
-    fn from(list: Option<Vec<GcAttachment>>) -> ValidAttachments {
+    fn from(list: Option<Vec<Attachment>>) -> ValidAttachments {
         list.map_or(ValidAttachments::Unspecified, ValidAttachments::List)
     }
 }
@@ -99,7 +99,7 @@ impl From<Option<Vec<GcAttachment>>> for ValidAttachments {
 impl<'de> Deserialize<'de> for ValidAttachments {
     /// `null` is [`ValidAttachments::Unspecified`]; a list is a list.
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<ValidAttachments, D::Error> {
-        Option::<Vec<GcAttachment>>::deserialize(de).map(ValidAttachments::from)
+        Option::<Vec<Attachment>>::deserialize(de).map(ValidAttachments::from)
     }
 }
 

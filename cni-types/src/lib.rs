@@ -13,6 +13,8 @@
 //! - [`CniArgs`] parses `CNI_ARGS`; [`validate`] holds the name rules.
 //! - [`Mac`] is a hardware address; [`conventions::requested_mac`] finds
 //!   the one a runtime asked for.
+//! - [`read_regular_file`] reads a plugin's state file without following
+//!   a link, waiting on a FIFO or reading past a bound.
 //! - Addresses are typed: [`IpNetwork`] keeps the host part
 //!   (`10.1.0.5/16` stays exactly that), gateways are [`std::net::IpAddr`].
 //!
@@ -21,11 +23,14 @@
 //! every unknown key so they round-trip.
 
 mod args;
+mod attachment;
 mod config;
 mod conflist;
 pub mod conventions;
 mod dns;
 mod error;
+#[cfg(unix)]
+mod file;
 mod gc;
 mod ip;
 mod mac;
@@ -40,11 +45,14 @@ pub mod validate;
 mod wire_format;
 
 pub use args::{CniArgs, CniArgsError, IGNORE_UNKNOWN};
+pub use attachment::Attachment;
 pub use cni_version::SpecVersion;
-pub use config::{ConfigError, Extra, GcAttachment, Ipam, NetConf};
+pub use config::{ConfigError, Extra, Ipam, NetConf};
 pub use conflist::NetConfList;
 pub use dns::Dns;
 pub use error::{Code, Error};
+#[cfg(unix)]
+pub use file::read_regular_file;
 pub use gc::ValidAttachments;
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
 pub use mac::{Mac, MacError};

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use cni_types::conventions::{Bandwidth, PortMapping};
-use cni_types::{CniResult, Error, GcAttachment, NetConf, NetConfList};
+use cni_types::{Attachment, CniResult, Error, NetConf, NetConfList};
 use cni_version::PluginInfo;
 use serde_json::Value;
 
@@ -84,7 +84,7 @@ fn every_spec_example_parses_and_prints_back_equal() {
         } else if name == "CONVENTIONS-05-other.json" {
             round_trip::<Bandwidth>(bytes)
         } else if name == "SPEC-1.1.0-delta-01-other.json" {
-            round_trip::<GcAttachment>(bytes)
+            round_trip::<Attachment>(bytes)
         } else {
             panic!("{name}: no rule for this fixture");
         };

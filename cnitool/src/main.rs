@@ -32,7 +32,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use cni_invoke::{NetworkList, Runtime, RuntimeConf};
 use cni_skel::{ProcessEnv, TraceContext};
-use cni_types::{Code, Error, GcAttachment};
+use cni_types::{Attachment, Code, Error};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha512};
 
@@ -43,7 +43,7 @@ struct Options {
     ifname: Option<String>,
     container_id: Option<String>,
     cache_dir: Option<PathBuf>,
-    valid: Vec<GcAttachment>,
+    valid: Vec<Attachment>,
     timeout: Option<Duration>,
 }
 
@@ -75,7 +75,7 @@ fn parse_options(args: &[String]) -> anyhow::Result<Options> {
                 let (container_id, ifname) = v
                     .split_once('/')
                     .with_context(|| format!("--valid {v:?}: expected ID/IFNAME"))?;
-                opts.valid.push(GcAttachment {
+                opts.valid.push(Attachment {
                     container_id: container_id.into(),
                     ifname: ifname.into(),
                 });

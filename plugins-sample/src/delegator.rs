@@ -43,15 +43,16 @@ impl Plugin for Delegator {
             for family in &req.config.plugin.require_families {
                 let want_v4 = *family == IpFamily::V4;
                 if !result.ips.iter().any(|ip| ip.address.is_ipv4() == want_v4) {
-                    return Err(Error::new(
-                        Code::INVALID_NETWORK_CONFIG,
-                        "IPAM assigned no address of a required family",
-                    )
-                    .with_details(format!(
-                        "requireFamilies has {family:?}; {ipam} returned {} address(es)",
-                        result.ips.len()
-                    ))
-                    .into());
+                    return Err(BoxError::from(
+                        Error::new(
+                            Code::INVALID_NETWORK_CONFIG,
+                            "IPAM assigned no address of a required family",
+                        )
+                        .with_details(format!(
+                            "requireFamilies has {family:?}; {ipam} returned {} address(es)",
+                            result.ips.len()
+                        )),
+                    ));
                 }
             }
             result.interfaces = vec![Interface {

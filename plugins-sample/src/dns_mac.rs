@@ -59,7 +59,9 @@ impl Wanted {
         };
         let mac = mac
             .map(|m| {
-                normalize_mac(&m).ok_or_else(|| invalid(field, &m, "not a unicast MAC address"))
+                normalize_mac(&m).ok_or_else(|| {
+                    Error::invalid_config(field, format!("{m:?}: not a unicast MAC address"))
+                })
             })
             .transpose()?;
         let dns = conf.dns.clone().unwrap_or_default();
@@ -67,20 +69,14 @@ impl Wanted {
             // A zone (fe80::1%eth0) is allowed after the address.
             let addr = ns.split('%').next().unwrap_or_default();
             if addr.parse::<std::net::IpAddr>().is_err() {
-                return Err(invalid(
+                return Err(Error::invalid_config(
                     &format!("dns.nameservers[{i}]"),
-                    ns,
-                    "not an IP address",
+                    format!("{ns:?}: not an IP address"),
                 ));
             }
         }
         Ok(Wanted { mac, dns })
     }
-}
-
-fn invalid(field: &str, value: &str, why: &str) -> Error {
-    Error::new(Code::INVALID_NETWORK_CONFIG, format!("invalid {field}"))
-        .with_details(format!("{value:?}: {why}"))
 }
 
 /// `aa:bb:cc:dd:ee:ff` in lower case, if `s` is a unicast MAC-48.

@@ -5,8 +5,8 @@
 //! reference does: the previous result untouched when there is one, else
 //! `lo` (MAC `00:00:00:00:00:00`, sandbox `CNI_NETNS`) with its first IPv4
 //! and first IPv6 address, in the configuration's version. DEL sets it
-//! down, and succeeds when the namespace is gone. CHECK verifies that `lo`
-//! is up.
+//! down, and succeeds when the namespace is gone (absent, or no longer a
+//! namespace: [`Netns::of_for_del`]). CHECK verifies that `lo` is up.
 //!
 //! Where we deliberately differ: the reference prints the 1.0.0 fields
 //! under any `cniVersion` (no `version` in 0.3.x and 0.4.0 `ips`,
@@ -73,15 +73,10 @@ impl Plugin for Loopback {
         Ok(result.into())
     }
 
+    /// A namespace already gone is success ([`Netns::of_for_del`]).
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        let Some(path) = &req.netns else {
+        let Some(netns) = Netns::of_for_del(req)? else {
             return Ok(());
-        };
-        let netns = match Netns::open(path) {
-            Ok(netns) => netns,
-            // Gone already, as when a runtime retries: nothing to undo.
-            Err(NetError::NoSuchNetns { .. }) => return Ok(()),
-            Err(e) => return Err(Error::from(e).into()),
         };
         netns.run(|nl| -> Result<(), NetError> {
             let lo = nl.link("lo")?;
@@ -148,6 +143,20 @@ mod tests {
         let out = cni_skel::TestRequest::new("DEL")
             .env("CNI_CONTAINERID", "c1")
             .env("CNI_NETNS", "/run/netns/cni-rs-loopback-does-not-exist")
+            .env("CNI_IFNAME", "eth0")
+            .stdin(CONF)
+            .run(&Loopback, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    #[test]
+    fn del_succeeds_when_the_namespace_was_unmounted_from_its_path() {
+        // What a runtime leaves after unmounting a namespace: the empty
+        // mount point, no longer a namespace.
+        let unmounted = tempfile::NamedTempFile::new().unwrap();
+        let out = cni_skel::TestRequest::new("DEL")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", unmounted.path())
             .env("CNI_IFNAME", "eth0")
             .stdin(CONF)
             .run(&Loopback, &PluginInfo::all());

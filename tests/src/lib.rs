@@ -348,6 +348,24 @@ where
     output_of(&mut cmd, stdin)
 }
 
+/// Makes the calling process user and group `id`, with no supplementary
+/// groups: for a child, in `CommandExt::pre_exec` (only async-signal-safe
+/// calls).
+///
+/// # Errors
+/// The system's, when the caller may not change its identity (not root).
+pub fn become_user(id: u32) -> std::io::Result<()> {
+    // SAFETY: plain syscalls without pointers but setgroups' null list of
+    // length 0.
+    let failed = unsafe {
+        libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(id) != 0 || libc::setuid(id) != 0
+    };
+    if failed {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A CNI runtime built on the reference `libcni`: runs the `cnidriver` Go
 /// program (see `tests/go/src/cnidriver/main.go` for its full CLI and output
 /// schema) with a cleared environment (plus `PATH`) and returns its JSON

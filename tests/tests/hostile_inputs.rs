@@ -201,12 +201,7 @@ fn run(bin: &Path, inv: &Invocation) -> Run {
                 }
             }
             if let Some(id) = run_as {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(id) != 0
-                    || libc::setuid(id) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
+                tests::become_user(id)?;
             }
             Ok(())
         });

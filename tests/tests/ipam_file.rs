@@ -9,8 +9,8 @@
 //! - concurrency: 200 ADDs as parallel processes for distinct containers,
 //!   then a GC keeping half; and both plugins at once on one directory.
 //!
-//! Where ipam-file departs from host-local on purpose (a repeated ADD, error
-//! codes, `ipRanges` replacing `ranges`), the scenarios are compared on
+//! Where ipam-file departs from host-local on purpose (error codes,
+//! `ipRanges` replacing `ranges`), the scenarios are compared on
 //! what both promise, and the departure is tested on its own.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -360,7 +360,9 @@ fn either_plugin_takes_over_the_others_directory() {
     assert_eq!(addresses(&hl("ADD", "h2")), ["10.7.0.3/24"]);
     // ipam-file continues host-local's round robin and sees its holdings.
     assert_eq!(addresses(&ours("ADD", "o1")), ["10.7.0.4/24"]);
-    assert_eq!(addresses(&ours("ADD", "h1")), ["10.7.0.2/24"]);
+    // host-local's reservation counts: a repeated ADD is refused.
+    assert_eq!(ours("ADD", "h1").stdout_json()["code"], 104);
+    assert!(ours("CHECK", "h1").success());
     assert!(ours("CHECK", "h2").success());
     assert!(ours("DEL", "h2").success());
     // And host-local sees ipam-file's.
@@ -393,8 +395,10 @@ fn add_check_del_gc_status_as_processes() {
         json!({"cniVersion": "1.1.0", "ips": [{"address": "10.8.0.2/29", "gateway": "10.8.0.1"}],
                "routes": [{"dst": "10.0.0.0/8"}]})
     );
-    // The same attachment again: the same address (host-local refuses).
-    assert_eq!(addresses(&run("ADD", "a", "eth0")), ["10.8.0.2/29"]);
+    // The same attachment again: refused (code 104), as host-local refuses it.
+    let repeated = run("ADD", "a", "eth0");
+    assert_eq!(repeated.stdout_json()["code"], 104, "{repeated:?}");
+    assert!(run("CHECK", "a", "eth0").success());
     // Another interface of the same container is another attachment.
     assert_eq!(addresses(&run("ADD", "a", "net1")), ["10.8.0.3/29"]);
     assert!(run("CHECK", "a", "net1").success());

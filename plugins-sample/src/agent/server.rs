@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Mutex;
 
-use cni_types::{Code, Error, GcAttachment, Interface, Result100, SpecVersion};
+use cni_types::{Attachment, Code, Error, Interface, Result100, SpecVersion};
 
 use super::{Answer, Ask};
 
@@ -101,11 +101,11 @@ impl Agent {
 }
 
 /// GC's `cni.dev/valid-attachments`; `None` when absent or unreadable.
-fn valid_attachments(ask: &Ask) -> Option<Vec<GcAttachment>> {
+fn valid_attachments(ask: &Ask) -> Option<Vec<Attachment>> {
     #[derive(serde::Deserialize)]
     struct Gc {
         #[serde(rename = "cni.dev/valid-attachments")]
-        valid: Option<Vec<GcAttachment>>,
+        valid: Option<Vec<Attachment>>,
     }
     serde_json::from_str::<Gc>(ask.config.get())
         .ok()

@@ -1,10 +1,10 @@
 //! CHECK: the bridge, its port and the container end as `prevResult`
 //! says.
 
-use cni_net::{Link, Netns};
+use cni_net::{Link, LinkKind, Netlink, Netns};
 use cni_types::{Code, Error, Result100};
 
-use super::{host_netlink, Plan, Req};
+use super::{Plan, Req};
 
 /// CHECK: the bridge, the port and the container end as `prev` says.
 ///
@@ -12,7 +12,7 @@ use super::{host_netlink, Plan, Req};
 pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> Result<(), Error> {
     let differs = |what: String| Error::new(Code::INTERNAL, what);
     let sandbox = netns.path().display().to_string();
-    let mut host = host_netlink()?;
+    let mut host = Netlink::open()?;
     let named = |name: &str| {
         prev.interfaces
             .iter()
@@ -25,8 +25,8 @@ pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> 
         ))
     })?;
     let bridge = host
-        .link_by_name(&plan.bridge)?
-        .filter(|l| l.kind.as_deref() == Some("bridge"))
+        .find_link(&plan.bridge)?
+        .filter(|l| l.kind == Some(LinkKind::Bridge))
         .ok_or_else(|| {
             differs(format!(
                 "Interface {} does not have link type of bridge",
@@ -40,22 +40,34 @@ pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> 
             bridge.name, req.config.plugin.promisc_mode, bridge.promisc
         )));
     }
-    let port = prev
-        .interfaces
-        .iter()
-        .filter(|i| i.sandbox.is_empty() && i.name != plan.bridge)
-        .find_map(|i| match host.link_by_name(&i.name) {
-            Ok(Some(l)) if l.master == Some(bridge.index) => Some((i, l)),
-            _ => None,
-        })
+    // The host end is the container end's peer: found by index from
+    // inside, never by recomputing its name.
+    let mut inside = netns.socket()?;
+    let container = inside.link(&req.ifname)?;
+    let peer = container
+        .veth_peer()
+        .ok_or_else(|| differs(format!("Container interface {} is not a veth", req.ifname)))?;
+    let port = host
+        .find_link(peer)?
+        .filter(|l| l.master == Some(bridge.index))
         .ok_or_else(|| {
             differs(format!(
                 "CNI veth created for bridge {} was not found",
                 plan.bridge
             ))
         })?;
-    same_mac(&port.0.mac, &port.1)?;
-    cni_net::check_interface(&mut netns.socket()?, prev, &req.ifname, &sandbox)
+    let listed = prev
+        .interfaces
+        .iter()
+        .find(|i| i.sandbox.is_empty() && i.name == port.name)
+        .ok_or_else(|| {
+            differs(format!(
+                "Host veth {} of container interface {} is not in prevResult",
+                port.name, req.ifname
+            ))
+        })?;
+    same_mac(&listed.mac, &port)?;
+    cni_net::check_interface(&mut inside, prev, &req.ifname, &sandbox)
         .map_err(|e| e.with_code(Code::INTERNAL))?;
     Ok(())
 }

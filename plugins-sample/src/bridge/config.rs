@@ -21,7 +21,8 @@ pub struct Fields {
     /// Replace another IPv4 address on the bridge instead of failing.
     #[serde(rename = "forceAddress", default)]
     pub force_address: bool,
-    /// MTU of the bridge and both ends of the pair.
+    /// MTU of the bridge and both ends of the pair; 0, as the reference's
+    /// Go structs always write it, means the kernel's default.
     #[serde(default)]
     pub mtu: Option<u32>,
     /// Let traffic leave a port and come back on it.
@@ -68,6 +69,8 @@ pub(super) struct Plan {
     pub ipam: Option<String>,
     /// The bridge holds the gateways (`isGateway` or `isDefaultGateway`).
     pub gateway: bool,
+    /// `mtu`, unless absent or 0 (see [`cni_net::configured_mtu`]).
+    pub mtu: Option<u32>,
 }
 
 /// Validates the configuration for ADD, CHECK, GC and STATUS: code 2 for
@@ -77,14 +80,8 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     reject_unimplemented(&f.other)?;
     let bridge = f.bridge.clone().filter(|b| !b.is_empty());
     let bridge = bridge.unwrap_or_else(|| DEFAULT_BRIDGE.to_owned());
-    cni_net::validate_ifname(&bridge).map_err(|e| {
-        Error::new(Code::INVALID_NETWORK_CONFIG, "invalid bridge").with_details(e.to_string())
-    })?;
-    if let Some(mtu) = f.mtu {
-        cni_net::validate_mtu(mtu).map_err(|e| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
-        })?;
-    }
+    cni_net::validate_ifname(&bridge).map_err(|e| Error::invalid_config("bridge", e))?;
+    let mtu = cni_net::configured_mtu(f.mtu).map_err(|e| Error::invalid_config("mtu", e))?;
     if f.hairpin_mode && f.promisc_mode {
         return Err(Error::new(
             Code::INVALID_NETWORK_CONFIG,
@@ -95,6 +92,7 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
         bridge,
         ipam: ipam_type(req),
         gateway: f.is_gateway || f.is_default_gateway,
+        mtu,
     })
 }
 

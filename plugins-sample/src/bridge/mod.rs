@@ -24,15 +24,21 @@
 //!  "ranges": [[{"subnet": "10.22.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}
 //! ```
 //!
-//! Where we deliberately differ: the host end's name is stable
-//! ([`cni_net::host_veth_name`]) rather than random, so DEL and CHECK find
-//! it without a result; configuration errors are code 7 before anything
-//! changes on the host; a failed ADD removes the pair at once (the
-//! reference leaves it on the bridge until DEL).
+//! Where we deliberately differ: the host end's name is derived from the
+//! container id and interface name ([`cni_net::host_veth_names`], the
+//! next one when another attachment holds it) rather than random, so a
+//! test or an operator can find it; DEL and CHECK find it from the
+//! container's side as the reference does. Configuration errors are code
+//! 7 before anything changes on the host; `"mtu": 0` is unset, as the
+//! reference reads it. A failed ADD removes the pair at once (the
+//! reference leaves it on the bridge until DEL). `isGateway` refuses
+//! (code 7, naming the link) a subnet that another host link already
+//! holds, where the reference puts the gateway on the bridge anyway and
+//! the host's route to the subnet leaves by the other link.
 //!
 //! Go: containernetworking/plugins `plugins/main/bridge`.
 
-use cni_net::{Netlink, Netns, VethPair};
+use cni_net::{ContainerVeth, Netlink, Netns};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, NetConf};
@@ -57,12 +63,6 @@ pub struct Bridge;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
-fn host_netlink() -> Result<Netlink, Error> {
-    Netlink::open().map_err(|e| {
-        Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
-    })
-}
-
 impl Plugin for Bridge {
     type Config = NetConf<Fields>;
 
@@ -71,24 +71,24 @@ impl Plugin for Bridge {
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let netns = Netns::of(req)?;
         let f = &req.config.plugin;
-        let mut host = host_netlink()?;
-        let bridge = ensure_bridge(&mut host, &plan.bridge, f.mtu, f.promisc_mode)?;
+        let mut host = Netlink::open()?;
+        let bridge = ensure_bridge(&mut host, &plan.bridge, plan.mtu, f.promisc_mode)?;
         let mut inside = netns.socket()?;
-        if inside.link_by_name(&req.ifname)?.is_some() {
+        if inside.find_link(&req.ifname)?.is_some() {
             let what = format!(
                 "container veth name provided ({}) already exists",
                 req.ifname
             );
             return Err(Error::new(Code::INTERNAL, what).into());
         }
-        let host_name = cni_net::host_veth_name(&req.container_id, &req.ifname);
-        let port = host.add_veth(&VethPair {
-            name: &host_name,
-            peer_name: &req.ifname,
-            peer_netns: Some(&netns),
-            mtu: f.mtu,
-            peer_mac: mac.map(|m| m.mac),
+        let port = host.add_container_veth(&ContainerVeth {
+            container_id: &req.container_id,
+            ifname: &req.ifname,
+            netns: &netns,
+            mtu: plan.mtu,
+            mac: mac.map(|m| m.mac),
         })?;
+        let port_index = port.index;
         let mut at = Attachment {
             req,
             plan: &plan,
@@ -113,7 +113,7 @@ impl Plugin for Bridge {
         match done {
             Ok(result) => Ok(result.into()),
             Err(err) => {
-                let _ = at.host.delete_link_if_present(&host_name);
+                let _ = at.host.delete_link_if_present(port_index);
                 Err(err)
             }
         }
@@ -123,13 +123,16 @@ impl Plugin for Bridge {
     /// ADD would refuse (a field not implemented, hairpin with promisc)
     /// still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        if let Some(Ok(netns)) = req.netns.as_ref().map(Netns::open) {
-            netns.socket()?.delete_link_if_present(&req.ifname)?;
-        }
         // A namespace that is gone took the pair with it.
+        let removed = Netns::of_for_del(req).and_then(|netns| match netns {
+            Some(netns) => Ok(netns.socket()?.delete_link_if_present(&req.ifname)?),
+            None => Ok(false),
+        });
+        // The reservation is released whatever became of the pair.
         if let Some(ipam) = &ipam_type(req) {
             cni_invoke::delegate_del(ipam, req)?;
         }
+        removed?;
         Ok(())
     }
 
@@ -166,6 +169,7 @@ impl Plugin for Bridge {
 
 #[cfg(test)]
 mod tests {
+    use cni_net::testing::TempNetns;
     use cni_skel::TestRequest;
     use cni_version::PluginInfo;
 
@@ -223,6 +227,15 @@ mod tests {
     }
 
     #[test]
+    fn an_mtu_of_0_reads_as_unset_as_the_reference_writes_it() {
+        let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
+                                      "mtu": 0});
+        // Past the configuration: the (absent) namespace is what fails.
+        let err = add(conf);
+        assert_eq!(err.code, Code::INVALID_NETNS, "{err:?}");
+    }
+
+    #[test]
     fn del_of_a_configuration_add_refuses_still_succeeds() {
         let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
                                       "ipMasq": true, "hairpinMode": true, "promiscMode": true});
@@ -263,6 +276,123 @@ mod tests {
         let err = check().error().unwrap();
         assert!(err.msg.contains("02:16:00:00:00:99"), "{err:?}");
         drop(bridge_guard);
+    }
+
+    /// Runs `command` in-process from a thread inside `host` (so the
+    /// bridge and host ends land there) for `ifname` in `container`;
+    /// IPAM is the reference host-local, storing in `ipam_dir`.
+    fn run_between(
+        host: &TempNetns,
+        container: &TempNetns,
+        command: &str,
+        ifname: &str,
+        conf: &serde_json::Value,
+    ) -> cni_skel::Outcome {
+        let req = container
+            .request(command, ifname)
+            .env("CNI_PATH", "/usr/lib/cni")
+            .stdin(conf.to_string());
+        host.run(|_| Ok::<_, cni_net::NetError>(req.run(&Bridge, &PluginInfo::all())))
+            .unwrap()
+    }
+
+    /// A layer-3 configuration on `subnet`, IPAM storing in `ipam_dir`.
+    fn with_ipam(subnet: &str, ipam_dir: &std::path::Path) -> serde_json::Value {
+        serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
+            "ipam": {"type": "host-local", "dataDir": ipam_dir,
+                     "ranges": [[{"subnet": subnet}]]}})
+    }
+
+    fn namespaces() -> (TempNetns, TempNetns) {
+        let host = TempNetns::new("bridge-host").unwrap();
+        (host, TempNetns::new("bridge-cont").unwrap())
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn its_sysctls_reach_an_interface_named_with_any_character_the_kernel_takes() {
+        let (host, container) = namespaces();
+        let ipam = tempfile::tempdir().unwrap();
+        let conf = with_ipam("10.9.3.0/24", ipam.path());
+        let out = run_between(&host, &container, "ADD", "a+0", &conf);
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+        let arp_notify = container
+            .run(|_| {
+                std::fs::read_to_string("/proc/sys/net/ipv4/conf/a+0/arp_notify")
+                    .map_err(|e| cni_net::NetError::InvalidResult(e.to_string()))
+            })
+            .unwrap();
+        assert_eq!(arp_notify.trim(), "1");
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_second_container_whose_host_name_collides_is_attached_under_the_next() {
+        let (host, container) = namespaces();
+        let ipam = tempfile::tempdir().unwrap();
+        let mut names = cni_net::host_veth_names(container.name(), "eth0");
+        let (taken, next) = (names.next().unwrap(), names.next().unwrap());
+        // Another attachment's host end, under the name this one derives.
+        host.add_veth(&taken, "other-peer", None).unwrap();
+        let conf = with_ipam("10.9.5.0/24", ipam.path());
+
+        let add = run_between(&host, &container, "ADD", "eth0", &conf);
+        assert_eq!(add.exit_code, 0, "{}", String::from_utf8_lossy(&add.stdout));
+        assert_eq!(add.json()["interfaces"][1]["name"], next.as_str());
+        let mut with_prev = conf.clone();
+        with_prev["prevResult"] = add.json();
+        let check = run_between(&host, &container, "CHECK", "eth0", &with_prev);
+        assert_eq!(check.exit_code, 0, "{:?}", check.error());
+
+        let del = run_between(&host, &container, "DEL", "eth0", &conf);
+        assert_eq!(del.exit_code, 0, "{:?}", del.error());
+        let mut nl = host.socket().unwrap();
+        assert!(
+            nl.find_link(next.as_str()).unwrap().is_none(),
+            "ours removed"
+        );
+        assert!(
+            nl.find_link(taken.as_str()).unwrap().is_some(),
+            "the other's kept"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_gateway_subnet_another_host_link_holds_is_code_7_naming_it() {
+        let (host, container) = namespaces();
+        let ipam = tempfile::tempdir().unwrap();
+        let other = host.add_veth("uplink0", "uplink1", None).unwrap();
+        host.socket()
+            .unwrap()
+            .add_address(
+                other.index,
+                "10.9.6.5/24".parse().unwrap(),
+                cni_net::Dad::Skip,
+            )
+            .unwrap();
+        let mut conf = with_ipam("10.9.6.0/24", ipam.path());
+        conf["isGateway"] = true.into();
+
+        let err = run_between(&host, &container, "ADD", "eth0", &conf)
+            .error()
+            .unwrap();
+        assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+        assert!(err.msg.contains("\"uplink0\""), "{err:?}");
+        // Nothing left: no container end, no port, no reservation.
+        let inside = container.socket().unwrap().find_link("eth0").unwrap();
+        assert!(inside.is_none());
+        let ports: Vec<_> = host.socket().unwrap().links().unwrap();
+        assert!(
+            ports.iter().all(|l| !l.name.starts_with("veth")),
+            "{ports:?}"
+        );
+        let reserved = std::fs::read_dir(ipam.path().join("n")).unwrap();
+        let reserved: Vec<_> = reserved
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("10.9.6."))
+            .collect();
+        assert_eq!(reserved, Vec::<String>::new());
     }
 
     /// Deletes the host bridge `name` when dropped.

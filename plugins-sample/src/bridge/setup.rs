@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use cni_net::{Dad, Link, Netlink, Netns};
+use cni_net::{sysctl_for_ifname, Dad, Link, Netlink, Netns};
 use cni_skel::BoxError;
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
 
@@ -24,11 +24,11 @@ pub(super) fn ensure_bridge(
         host.set_promisc(bridge.index, true)?;
     }
     // The reference owns the bridge's routes: no router advertisements.
-    if let Ok(here) = Netns::current() {
-        let _ = here.set_sysctl(
-            &format!("net.ipv6.conf.{}.accept_ra", name.replace('.', "/")),
-            "0",
-        );
+    if let (Ok(here), Ok(key)) = (
+        Netns::current(),
+        sysctl_for_ifname("net.ipv6.conf.IFNAME.accept_ra", name),
+    ) {
+        let _ = here.set_sysctl(&key, "0");
     }
     host.set_up(bridge.index)?;
     Ok(host.link(name)?)
@@ -77,6 +77,9 @@ impl Attachment<'_, '_> {
         }
         let f = &req.config.plugin;
         let gateways = calc_gateways(&mut result, plan.gateway, f.is_default_gateway);
+        if plan.gateway {
+            refuse_subnet_elsewhere(&mut self.host, &self.bridge, &gateways)?;
+        }
         // The interface list configure_iface reads: the container end at 2.
         let mut view = result.clone();
         view.interfaces = vec![
@@ -84,16 +87,19 @@ impl Attachment<'_, '_> {
             Interface::named(""),
             Interface::named(req.ifname.clone()),
         ];
-        let ifname = req.ifname.replace('.', "/");
         // Best effort, as the reference: IPv6 may be off in the namespace.
-        let netns = self.netns;
+        let set = |key: &str, value: &str| {
+            if let Ok(key) = sysctl_for_ifname(key, &req.ifname) {
+                let _ = self.netns.set_sysctl(&key, value);
+            }
+        };
         if f.enable_dad {
-            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.enhanced_dad"), "1");
-            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.accept_dad"), "1");
+            set("net.ipv6.conf.IFNAME.enhanced_dad", "1");
+            set("net.ipv6.conf.IFNAME.accept_dad", "1");
         } else {
-            let _ = netns.set_sysctl(&format!("net.ipv6.conf.{ifname}.accept_dad"), "0");
+            set("net.ipv6.conf.IFNAME.accept_dad", "0");
         }
-        let _ = netns.set_sysctl(&format!("net.ipv4.conf.{ifname}.arp_notify"), "1");
+        set("net.ipv4.conf.IFNAME.arp_notify", "1");
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
@@ -198,6 +204,45 @@ fn first_host(net: IpNetwork) -> IpAddr {
     }
 }
 
+/// Refuses a gateway whose subnet another host link already holds: the
+/// host's route to that subnet would leave by the other link, so the
+/// containers' gateway could not answer them. Code 7, naming the link.
+///
+/// Go: none; the reference bridge adds the address regardless.
+fn refuse_subnet_elsewhere(
+    host: &mut Netlink,
+    bridge: &Link,
+    gateways: &[IpNetwork],
+) -> Result<(), Error> {
+    let addresses = host.addresses(None)?;
+    for gw in gateways {
+        let clash = addresses.iter().find(|a| {
+            let net = a.network;
+            a.index != bridge.index
+                && net.is_ipv4() == gw.is_ipv4()
+                && (net.contains(gw.addr()) || gw.contains(net.addr()))
+        });
+        if let Some(other) = clash {
+            let name = match host.find_link(other.index)? {
+                Some(link) => format!("{:?}", link.name),
+                None => format!("#{}", other.index),
+            };
+            return Err(Error::new(
+                Code::INVALID_NETWORK_CONFIG,
+                format!(
+                    "isGateway: the subnet of gateway {gw} is already on host link {name} ({})",
+                    other.network
+                ),
+            )
+            .with_details(format!(
+                "bridge {:?} cannot be the gateway of a subnet another link routes",
+                bridge.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Puts `gw` on the bridge: present is fine; another IPv4 address, or an
 /// overlapping IPv6 one, is replaced with `force`, else an error.
 ///
@@ -231,7 +276,7 @@ fn ensure_address(
         }
     }
     match host.add_address(bridge.index, gw, Dad::Skip) {
-        Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST as i32) => Ok(()),
+        Err(e) if e.is_exists() => Ok(()),
         other => Ok(other?),
     }
 }

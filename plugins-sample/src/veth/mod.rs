@@ -14,7 +14,10 @@
 //! IPAM had answered, the IPAM DEL runs before the error is returned.
 //!
 //! DEL deletes the pair while the IPAM DEL runs; a namespace or interface
-//! that is already gone is success. CHECK verifies the previous result
+//! that is already gone is success ([`Netns::of_for_del`]). The host end
+//! is named from the container id and interface name
+//! ([`host_veth_names`]: the next name when another attachment holds
+//! one); DEL removes it from the container's side. CHECK verifies the previous result
 //! against the namespace (interface, MAC, MTU, addresses, routes) and
 //! delegates to IPAM. The kernel work is `cni_net`'s: `configure_iface` and
 //! `check_interface` for the container end, `Netlink` for the host end.
@@ -27,16 +30,16 @@
 //! ```
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use cni_net::{Dad, NetError, Netlink, Netns, VethPair};
+use cni_net::{ContainerVeth, Dad, NetError, Netlink, Netns, Op};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{CniResult, Code, Error, Interface, IpNetwork, Mac, NetConf, Result100, Route};
 use serde::Deserialize;
 
-pub use cni_net::host_veth_name;
+pub use cni_net::{host_veth_name, host_veth_names};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI veth sample plugin v0.1.0";
@@ -49,7 +52,8 @@ pub const NOT_AS_EXPECTED: Code = Code(102);
 /// The plugin's own configuration keys.
 #[derive(Debug, Default, Deserialize)]
 pub struct Fields {
-    /// MTU of both ends (the kernel default when absent).
+    /// MTU of both ends (the kernel default when absent or 0, as the
+    /// reference plugins read their Go `int`).
     #[serde(default)]
     pub mtu: Option<u32>,
 }
@@ -75,55 +79,60 @@ fn failed(what: &str) -> impl FnOnce(NetError) -> Error + '_ {
     }
 }
 
+/// The validated configuration.
+struct Plan {
+    /// `ipam.type`.
+    ipam: String,
+    /// `mtu`, unless absent or 0 (see [`cni_net::configured_mtu`]).
+    mtu: Option<u32>,
+}
+
 /// Validates the configuration before anything changes on the host.
-fn validate(req: &Req) -> Result<String, Error> {
-    if let Some(mtu) = req.config.plugin.mtu {
-        cni_net::validate_mtu(mtu).map_err(|e| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid mtu").with_details(e.to_string())
-        })?;
-    }
-    Ok(req.config.ipam_type()?.to_owned())
+fn validate(req: &Req) -> Result<Plan, Error> {
+    let mtu = cni_net::configured_mtu(req.config.plugin.mtu)
+        .map_err(|e| Error::invalid_config("mtu", e))?;
+    let ipam = req.config.ipam_type()?.to_owned();
+    Ok(Plan { ipam, mtu })
 }
 
 impl Plugin for Veth {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        let ipam = validate(req)?;
+        let plan = validate(req)?;
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let netns = Netns::of(req)?;
         let mut inside = netns.socket()?;
-        if inside.link_by_name(&req.ifname)?.is_some() {
+        if inside.find_link(&req.ifname)?.is_some() {
             return Err(
                 Error::new(INTERFACE_EXISTS, "container interface already exists")
                     .with_details(format!("{:?} in {}", req.ifname, netns.path().display()))
                     .into(),
             );
         }
-        let host = Netlink::open().map_err(|e| {
-            Error::new(Code::INTERNAL, "failed to open netlink").with_details(e.to_string())
-        })?;
-        let host_name = host_veth_name(&req.container_id, &req.ifname);
-        let pair = VethPair {
-            name: &host_name,
-            peer_name: &req.ifname,
-            peer_netns: Some(&netns),
-            mtu: req.config.plugin.mtu,
-            peer_mac: mac.map(|m| m.mac),
+        let host = Netlink::open()?;
+        let pair = ContainerVeth {
+            container_id: &req.container_id,
+            ifname: &req.ifname,
+            netns: &netns,
+            mtu: plan.mtu,
+            mac: mac.map(|m| m.mac),
         };
         // The pair is made and brought up on a thread while the IPAM
         // plugin, a process of its own, runs: the two overlap (about 2 ms
         // of an ADD, BENCHMARKS.md). Done in sequence, it would be
         // make_pair inside the closure, before configure.
-        let created = AtomicBool::new(false);
+        // The host end's index once this ADD made the pair; 0 before.
+        let created = AtomicU32::new(0);
         let outcome = std::thread::scope(|scope| {
             let making = scope.spawn(|| make_pair(host, inside, &pair, &created));
-            cni_invoke::add_with_cleanup(&ipam, req, |ipam_result| {
+            cni_invoke::add_with_cleanup(&plan.ipam, req, |ipam_result| {
                 let (mut host, mut inside, host_index) = making
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
                 configure(
                     req,
+                    &plan,
                     &netns,
                     &ipam_result,
                     host_index,
@@ -134,10 +143,11 @@ impl Plugin for Veth {
         });
         let result = outcome.inspect_err(|_| {
             // Whichever step failed, remove the pair if this ADD made it
-            // (never a link of that name that was there before).
-            if created.load(Ordering::SeqCst) {
+            // (never a link that was there before).
+            let index = created.load(Ordering::SeqCst);
+            if index != 0 {
                 if let Ok(mut host) = Netlink::open() {
-                    let _ = host.delete_link_if_present(&host_name);
+                    let _ = host.delete_link_if_present(index);
                 }
             }
         })?;
@@ -145,15 +155,15 @@ impl Plugin for Veth {
     }
 
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        let ipam = validate(req)?;
+        let ipam = validate(req)?.ipam;
         let ifname = req.ifname.as_str();
         // A namespace that is gone took the pair with it.
-        let netns = req.netns.as_ref().map(Netns::open);
+        let netns = Netns::of_for_del(req);
         // The kernel takes tens of milliseconds to delete a link; the IPAM
         // DEL runs meanwhile instead of before it.
         std::thread::scope(|scope| {
             let removing = scope.spawn(move || -> Result<(), Error> {
-                if let Some(Ok(netns)) = netns {
+                if let Some(netns) = netns? {
                     netns
                         .socket()?
                         .delete_link_if_present(ifname)
@@ -171,7 +181,7 @@ impl Plugin for Veth {
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
-        let ipam = validate(req)?;
+        let ipam = validate(req)?.ipam;
         let prev = req
             .config
             .prev_result
@@ -185,12 +195,12 @@ impl Plugin for Veth {
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
-        cni_invoke::delegate_gc(&validate(req)?, req)?;
+        cni_invoke::delegate_gc(&validate(req)?.ipam, req)?;
         Ok(())
     }
 
     fn status(&self, req: &Req) -> Result<(), BoxError> {
-        cni_invoke::delegate_status(&validate(req)?, req)?;
+        cni_invoke::delegate_status(&validate(req)?.ipam, req)?;
         Ok(())
     }
 }
@@ -205,15 +215,15 @@ const UP_TIMEOUT: Duration = Duration::from_millis(1500);
 fn make_pair(
     mut host: Netlink,
     mut inside: Netlink,
-    pair: &VethPair,
-    created: &AtomicBool,
+    pair: &ContainerVeth,
+    created: &AtomicU32,
 ) -> Result<(Netlink, Netlink, u32), Error> {
     let host_link = host
-        .add_veth(pair)
+        .add_container_veth(pair)
         .map_err(failed("create the veth pair"))?;
-    created.store(true, Ordering::SeqCst);
+    created.store(host_link.index, Ordering::SeqCst);
     let peer = inside
-        .link(pair.peer_name)
+        .link(pair.ifname)
         .map_err(failed("find the container end"))?;
     inside
         .set_up(peer.index)
@@ -230,6 +240,7 @@ fn make_pair(
 /// each container address, and the result describing both ends.
 fn configure(
     req: &Req,
+    plan: &Plan,
     netns: &Netns,
     ipam_result: &CniResult,
     host_index: u32,
@@ -241,7 +252,7 @@ fn configure(
         Interface::default(),
         Interface {
             sandbox: netns.path().display().to_string(),
-            mtu: req.config.plugin.mtu,
+            mtu: plan.mtu,
             ..Interface::named(req.ifname.clone())
         },
     ];
@@ -250,15 +261,15 @@ fn configure(
     }
     // The container end is one half of a pair: no other host can hold its
     // addresses, so duplicate address detection is skipped.
-    let peer =
-        cni_net::configure_iface(inside, &req.ifname, &result, Dad::Skip).map_err(|e| match e {
-            NetError::Kernel {
-                op: "add route", ..
-            } => failed("add a route in the container")(e),
-            e => failed("configure the container interface")(e),
-        })?;
+    let peer = cni_net::configure_iface(inside, &req.ifname, &result, Dad::Skip).map_err(|e| {
+        if e.op() == Some(Op::AddRoute) {
+            failed("add a route in the container")(e)
+        } else {
+            failed("configure the container interface")(e)
+        }
+    })?;
     let host_link = host
-        .link_by_index(host_index)?
+        .find_link(host_index)?
         .ok_or_else(|| Error::new(Code::INTERNAL, "the host end of the pair vanished"))?;
     for ip in &result.ips {
         host.replace_route(
@@ -348,6 +359,15 @@ mod tests {
     }
 
     #[test]
+    fn an_mtu_of_0_reads_as_unset_as_the_reference_plugins_read_it() {
+        let err = add(r#"{"cniVersion":"1.0.0","name":"n","mtu":0,"ipam":{"type":"host-local"}}"#)
+            .error()
+            .unwrap();
+        // Past the configuration: the (absent) namespace is what fails.
+        assert_eq!(err.code, Code::INVALID_NETNS, "{err:?}");
+    }
+
+    #[test]
     fn a_missing_namespace_is_code_8_naming_it() {
         let err = add(r#"{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local"}}"#)
             .error()
@@ -376,6 +396,15 @@ mod tests {
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
     }
 
+    /// A configuration on 10.9.1.0/24, the reference host-local storing
+    /// in `ipam_dir`.
+    fn ipam_conf(ipam_dir: &std::path::Path) -> String {
+        format!(
+            r#"{{"cniVersion":"1.0.0","name":"n","ipam":{{"type":"host-local","dataDir":"{}","ranges":[[{{"subnet":"10.9.1.0/24"}}]]}}}}"#,
+            ipam_dir.display()
+        )
+    }
+
     /// ADD run in-process with the test's thread inside `host` (so the
     /// host ends land there, not in the machine's namespace) and the
     /// container in `container`; IPAM is the reference host-local.
@@ -384,35 +413,72 @@ mod tests {
         container: &TempNetns,
         ipam_dir: &std::path::Path,
     ) -> cni_skel::Outcome {
-        let conf = format!(
-            r#"{{"cniVersion":"1.0.0","name":"n","ipam":{{"type":"host-local","dataDir":"{}","ranges":[[{{"subnet":"10.9.1.0/24"}}]]}}}}"#,
-            ipam_dir.display()
-        );
         let req = container
             .request("ADD", "eth0")
             .env("CNI_PATH", "/usr/lib/cni")
-            .stdin(conf);
+            .stdin(ipam_conf(ipam_dir));
         host.run(|_| Ok::<_, NetError>(req.run(&Veth, &PluginInfo::all())))
             .unwrap()
     }
 
     #[test]
-    fn a_failed_add_leaves_a_host_link_of_the_same_name_alone() {
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_second_container_whose_host_name_collides_is_attached_under_the_next() {
         let host = TempNetns::new("veth-host").unwrap();
         let container = TempNetns::new("veth-cont").unwrap();
-        let taken = host_veth_name(container.name(), "eth0");
+        let mut names = host_veth_names(container.name(), "eth0");
+        let (taken, next) = (names.next().unwrap(), names.next().unwrap());
+        // Another attachment's host end, under the name this one derives.
         host.add_veth(&taken, "taken-peer", None).unwrap();
+        let ipam = tempfile::tempdir().unwrap();
+
+        let out = add_between(&host, &container, ipam.path());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(out.json()["interfaces"][0]["name"], next.as_str());
+        let mut nl = host.socket().unwrap();
+        assert!(nl.find_link(taken.as_str()).unwrap().is_some(), "untouched");
+        let del = container
+            .request("DEL", "eth0")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .stdin(ipam_conf(ipam.path()));
+        let del = host
+            .run(|_| Ok::<_, NetError>(del.run(&Veth, &PluginInfo::all())))
+            .unwrap();
+        assert_eq!(del.exit_code, 0, "{:?}", del.error());
+        assert!(
+            nl.find_link(next.as_str()).unwrap().is_none(),
+            "ours removed"
+        );
+        assert!(
+            nl.find_link(taken.as_str()).unwrap().is_some(),
+            "theirs kept"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_failed_add_leaves_host_links_of_the_same_names_alone() {
+        let host = TempNetns::new("veth-host").unwrap();
+        let container = TempNetns::new("veth-cont").unwrap();
+        let taken: Vec<String> = host_veth_names(container.name(), "eth0").collect();
+        for (n, name) in taken.iter().enumerate() {
+            host.add_veth(name, &format!("taken-peer{n}"), None)
+                .unwrap();
+        }
         let ipam = tempfile::tempdir().unwrap();
 
         let err = add_between(&host, &container, ipam.path()).error().unwrap();
         assert_eq!(err.msg, "failed to create the veth pair", "{err:?}");
-        assert!(err.details.contains(&format!("{taken:?}")), "{err:?}");
+        let last = taken.last().unwrap();
+        assert!(err.details.contains(&format!("{last:?}")), "{err:?}");
         let mut nl = host.socket().unwrap();
-        assert!(nl.link_by_name(&taken).unwrap().is_some(), "untouched");
+        for name in &taken {
+            assert!(nl.find_link(name.as_str()).unwrap().is_some(), "untouched");
+        }
         assert!(container
             .socket()
             .unwrap()
-            .link_by_name("eth0")
+            .find_link("eth0")
             .unwrap()
             .is_none());
         let reserved: Vec<_> = std::fs::read_dir(ipam.path().join("n"))
@@ -436,7 +502,7 @@ mod tests {
         assert!(eth0.up && eth0.oper_up);
         assert_eq!(json["interfaces"][1]["mac"], eth0.mac.unwrap().to_string());
         let mut nl = host.socket().unwrap();
-        let host_end = nl.link(&host_veth_name(container.name(), "eth0")).unwrap();
+        let host_end = nl.link(host_veth_name(container.name(), "eth0")).unwrap();
         let routes = nl.routes().unwrap();
         assert!(
             routes

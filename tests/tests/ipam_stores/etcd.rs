@@ -3,14 +3,12 @@
 
 use std::net::IpAddr;
 
-use cni_ipam::config::IpamConfig;
-use cni_ipam::plan::{Assigned, Attachment};
 use cni_ipam::store::etcd::EtcdStore;
-use cni_ipam::store::{Access, Owner, Reservation, Reserved, Store};
+use cni_ipam::store::{Access, Assigned, Owner, Reservation, Reserved, Store};
 use serde_json::{json, Value};
 use tests::etcd::Etcd;
 
-use crate::suite::{assigned, config, ip, Backend, NETWORK};
+use crate::suite::{assigned, attachment, config, ip, Backend, Config, NETWORK};
 
 /// The node the suite's stores run as.
 const NODE: &str = "node-a";
@@ -64,10 +62,8 @@ impl Backend for Cluster {
 
 crate::store_suite!(Cluster);
 
-fn open(cfg: &IpamConfig) -> EtcdStore {
-    EtcdStore::open(cfg, Access::Change)
-        .expect("open")
-        .expect("a store")
+fn open(cfg: &Config) -> EtcdStore {
+    cfg.open::<EtcdStore>(Access::Change)
 }
 
 #[test]
@@ -81,7 +77,7 @@ fn another_nodes_reservations_are_taken_but_never_matched_or_released() {
         &cluster.ipam_as("node-b"),
         json!([[{"subnet": "10.70.0.0/24"}]]),
     );
-    let c1 = Attachment::new("c1", "eth0");
+    let c1 = attachment("c1", "eth0");
     assert_eq!(
         open(&b)
             .reserve(&[assigned(0, "10.70.0.2")], &c1)
@@ -98,7 +94,7 @@ fn another_nodes_reservations_are_taken_but_never_matched_or_released() {
         !held.local,
         "node-b's reservation read on node-a as its own"
     );
-    assert!(!c1.holds(held), "node-a's c1 matched node-b's c1");
+    assert!(!held.belongs_to(&c1), "node-a's c1 matched node-b's c1");
     // Node a's GC with an empty list, and a DEL of c1 on node a.
     let stale = cni_ipam::gc::stale(&state.held, &cni_types::ValidAttachments::List(vec![]));
     assert!(stale.is_empty(), "{stale:?}");
@@ -118,7 +114,7 @@ fn a_release_keeps_an_address_reserved_again_since_it_was_read() {
     let mut slow = open(&cfg);
     for (id, address) in [("c1", "10.71.0.2"), ("c3", "10.71.0.3")] {
         let done = slow
-            .reserve(&[assigned(0, address)], &Attachment::new(id, "eth0"))
+            .reserve(&[assigned(0, address)], &attachment(id, "eth0"))
             .expect("reserve");
         assert_eq!(done, Reserved::Done);
     }
@@ -127,9 +123,12 @@ fn a_release_keeps_an_address_reserved_again_since_it_was_read() {
     let read = slow.read(1).expect("read");
     let mut fast = open(&cfg);
     let held = fast.read(1).expect("read").held;
-    let c1: Vec<&Reservation> = held.iter().filter(|r| r.held_by("c1", "eth0")).collect();
+    let c1: Vec<&Reservation> = held
+        .iter()
+        .filter(|r| r.held_by(&attachment("c1", "eth0")))
+        .collect();
     fast.release(&c1).expect("release");
-    let c2 = Attachment::new("c2", "eth0");
+    let c2 = attachment("c2", "eth0");
     assert_eq!(
         fast.reserve(&[assigned(0, "10.71.0.2")], &c2)
             .expect("reserve"),
@@ -141,13 +140,7 @@ fn a_release_keeps_an_address_reserved_again_since_it_was_read() {
     let now = open(&cfg).read(1).expect("read").held;
     assert_eq!(now.len(), 1, "{now:?}");
     assert_eq!(now[0].ip, ip("10.71.0.2"));
-    assert_eq!(
-        now[0].owner,
-        Owner::Attachment {
-            container_id: "c2".into(),
-            ifname: "eth0".into()
-        }
-    );
+    assert_eq!(now[0].owner, Owner::Attachment(attachment("c2", "eth0")));
 }
 
 #[test]
@@ -162,14 +155,14 @@ fn a_reservation_is_the_one_transaction_that_wins_among_nodes() {
     let won = open(&a)
         .reserve(
             &both("10.72.0.2", "2001:db8:72::2"),
-            &Attachment::new("a1", "eth0"),
+            &attachment("a1", "eth0"),
         )
         .expect("reserve");
     assert_eq!(won, Reserved::Done);
     let lost = open(&b)
         .reserve(
             &both("10.72.0.3", "2001:db8:72::2"),
-            &Attachment::new("b1", "eth0"),
+            &attachment("b1", "eth0"),
         )
         .expect("reserve");
     assert!(matches!(lost, Reserved::Taken(_)), "{lost:?}");

@@ -10,9 +10,9 @@ use std::net::IpAddr;
 
 use cni_ipam::config::IpamConfig;
 use cni_ipam::gc;
-use cni_ipam::plan::{self, Assigned, Attachment};
-use cni_ipam::store::{Access, Owner, Reservation, Reserved, Store};
-use cni_types::{NetConf, ValidAttachments};
+use cni_ipam::plan;
+use cni_ipam::store::{Access, Assigned, Owner, Reservation, Reserved, Store};
+use cni_types::{Attachment, NetConf, ValidAttachments};
 use serde_json::{json, Value};
 
 /// The network every test uses; each backend is a fresh store.
@@ -60,9 +60,38 @@ pub fn assigned(set: usize, address: &str) -> Assigned {
     }
 }
 
+/// A network's configuration: the validated `ipam` section, and the keys
+/// its store reads.
+pub struct Config {
+    /// The section, validated.
+    pub ipam: IpamConfig,
+    /// The section as written, for the store's keys.
+    section: Value,
+}
+
+impl Config {
+    /// The store, opened for `access`; panics unless it exists.
+    pub fn open<S: Store>(&self, access: Access) -> S {
+        let section = self.section.as_object().expect("an ipam object");
+        let store = S::config(section).expect("a valid store section");
+        S::open(&self.ipam.name, &store, access)
+            .expect("open")
+            .expect("a store that was written")
+    }
+
+    /// How many range sets.
+    pub fn sets(&self) -> usize {
+        self.ipam.range_sets.len()
+    }
+}
+
 /// The configuration of `ranges` on the store `ipam` selects.
-pub fn config(ipam: &Value, ranges: Value) -> IpamConfig {
-    IpamConfig::from_conf(&conf(ipam, ranges, None)).expect("a valid ipam section")
+pub fn config(ipam: &Value, ranges: Value) -> Config {
+    let conf = conf(ipam, ranges, None);
+    Config {
+        ipam: IpamConfig::from_conf(&conf).expect("a valid ipam section"),
+        section: serde_json::to_value(&conf.ipam).expect("JSON"),
+    }
 }
 
 /// The network configuration, with `cni.dev/valid-attachments` when
@@ -78,28 +107,26 @@ fn conf(ipam: &Value, ranges: Value, valid: Option<Value>) -> NetConf {
 }
 
 /// One /24.
-fn v4<B: Backend>(b: &B) -> IpamConfig {
+fn v4<B: Backend>(b: &B) -> Config {
     config(&b.ipam(), json!([[{"subnet": "10.60.0.0/24"}]]))
 }
 
-fn open<B: Backend>(cfg: &IpamConfig, access: Access) -> B::Store {
-    B::Store::open(cfg, access)
-        .expect("open")
-        .expect("a store that was written")
+fn open<B: Backend>(cfg: &Config, access: Access) -> B::Store {
+    cfg.open::<B::Store>(access)
 }
 
 /// Reserves `addresses` for `(id, ifname)`; panics unless done.
-fn reserve<B: Backend>(cfg: &IpamConfig, id: &str, ifname: &str, addresses: &[Assigned]) {
+fn reserve<B: Backend>(cfg: &Config, id: &str, ifname: &str, addresses: &[Assigned]) {
     let done = open::<B>(cfg, Access::Create)
-        .reserve(addresses, &Attachment::new(id, ifname))
+        .reserve(addresses, &attachment(id, ifname))
         .expect("reserve");
     assert_eq!(done, Reserved::Done, "{id}/{ifname}: {addresses:?}");
 }
 
 /// What a fresh reader sees: address -> owner.
-fn held<B: Backend>(cfg: &IpamConfig) -> Vec<(IpAddr, Owner)> {
+fn held<B: Backend>(cfg: &Config) -> Vec<(IpAddr, Owner)> {
     let mut held: Vec<(IpAddr, Owner)> = open::<B>(cfg, Access::Read)
-        .read(cfg.range_sets.len())
+        .read(cfg.sets())
         .expect("read")
         .held
         .into_iter()
@@ -109,17 +136,22 @@ fn held<B: Backend>(cfg: &IpamConfig) -> Vec<(IpAddr, Owner)> {
     held
 }
 
-fn at(id: &str, ifname: &str) -> Owner {
-    Owner::Attachment {
+/// The attachment `(id, ifname)`.
+pub fn attachment(id: &str, ifname: &str) -> Attachment {
+    Attachment {
         container_id: id.into(),
         ifname: ifname.into(),
     }
 }
 
+fn at(id: &str, ifname: &str) -> Owner {
+    Owner::Attachment(attachment(id, ifname))
+}
+
 /// Releases what `which` picks from a fresh read, as DEL and GC do.
-fn release_where<B: Backend>(cfg: &IpamConfig, which: impl Fn(&Reservation) -> bool) {
+fn release_where<B: Backend>(cfg: &Config, which: impl Fn(&Reservation) -> bool) {
     let mut store = open::<B>(cfg, Access::Change);
-    let state = store.read(cfg.range_sets.len()).expect("read");
+    let state = store.read(cfg.sets()).expect("read");
     let gone: Vec<&Reservation> = state.held.iter().filter(|r| which(r)).collect();
     store.release(&gone).expect("release");
 }
@@ -144,11 +176,11 @@ pub fn a_reservation_is_read_back_with_its_owner_and_as_last_reserved<B: Backend
         state.last_reserved,
         [Some(ip("10.60.0.7")), Some(ip("2001:db8:60::7"))]
     );
-    let c1 = Attachment::new("c1", "eth0");
+    let c1 = attachment("c1", "eth0");
     let mut mine: Vec<IpAddr> = state
         .held
         .iter()
-        .filter(|r| c1.holds(r))
+        .filter(|r| r.belongs_to(&c1))
         .map(|r| r.ip)
         .collect();
     mine.sort();
@@ -168,7 +200,7 @@ pub fn a_reservation_is_all_or_nothing_when_one_address_is_taken<B: Backend>() {
     let taken = open::<B>(&cfg, Access::Create)
         .reserve(
             &[assigned(0, "10.60.0.3"), assigned(1, "2001:db8:60::3")],
-            &Attachment::new("c2", "eth0"),
+            &attachment("c2", "eth0"),
         )
         .expect("reserve");
     assert_eq!(taken, Reserved::Taken(ip("2001:db8:60::3")));
@@ -183,7 +215,7 @@ pub fn release_removes_exactly_the_attachment_given<B: Backend>() {
     reserve::<B>(&cfg, "c1", "net1", &[assigned(0, "10.60.0.3")]);
     reserve::<B>(&cfg, "c2", "eth0", &[assigned(0, "10.60.0.4")]);
     let before = b.bookkeeping();
-    release_where::<B>(&cfg, |r| r.held_by("c1", "eth0"));
+    release_where::<B>(&cfg, |r| r.held_by(&attachment("c1", "eth0")));
     assert_eq!(
         held::<B>(&cfg),
         [
@@ -193,7 +225,7 @@ pub fn release_removes_exactly_the_attachment_given<B: Backend>() {
     );
     assert_eq!(b.bookkeeping(), before);
     // Releasing it again changes nothing and is no error.
-    release_where::<B>(&cfg, |r| r.held_by("c1", "eth0"));
+    release_where::<B>(&cfg, |r| r.held_by(&attachment("c1", "eth0")));
     assert_eq!(held::<B>(&cfg).len(), 2);
 }
 
@@ -216,8 +248,8 @@ pub fn an_older_single_line_reservation_is_released_by_container_id<B: Backend>(
         .iter()
         .find(|r| r.ip == ip("10.60.0.9"))
         .expect("held");
-    assert!(Attachment::new("old", "eth7").holds(old));
-    assert!(!Attachment::new("c1", "eth0").holds(old));
+    assert!(old.belongs_to(&attachment("old", "eth7")));
+    assert!(!old.belongs_to(&attachment("c1", "eth0")));
     // ... and a DEL of any of its interfaces releases it.
     release_where::<B>(&cfg, |r| r.held_by_legacy("old"));
     assert_eq!(held::<B>(&cfg), [(ip("10.60.0.2"), at("c1", "eth0"))]);
@@ -229,14 +261,14 @@ pub fn the_next_search_starts_after_the_last_reserved_address<B: Backend>() {
     let next = |id: &str| {
         let mut store = open::<B>(&cfg, Access::Create);
         let state = store.read(1).expect("read");
-        let a = Attachment::new(id, "eth0");
-        let plan = plan::plan(&cfg, &state, &a, &[]).expect("plan");
+        let a = attachment(id, "eth0");
+        let plan = plan::plan(&cfg.ipam, &state, &a, &[]).expect("plan");
         assert_eq!(store.reserve(&plan, &a).expect("reserve"), Reserved::Done);
         plan[0].ip
     };
     assert_eq!(next("c1"), ip("10.60.0.2"));
     assert_eq!(next("c2"), ip("10.60.0.3"));
-    release_where::<B>(&cfg, |r| r.held_by("c1", "eth0"));
+    release_where::<B>(&cfg, |r| r.held_by(&attachment("c1", "eth0")));
     // .2 is free again, but host-local's order goes on from .3.
     assert_eq!(next("c3"), ip("10.60.0.4"));
 }
@@ -259,8 +291,8 @@ pub fn a_stray_entry_is_taken_named_and_never_released<B: Backend>() {
         .expect("taken");
     assert!(matches!(stray.owner, Owner::Unknown(_)), "{stray:?}");
     // The planner moves past it, as host-local does past a file it cannot create.
-    let c1 = Attachment::new("c1", "eth0");
-    let plan = plan::plan(&cfg, &state, &c1, &[]).expect("plan");
+    let c1 = attachment("c1", "eth0");
+    let plan = plan::plan(&cfg.ipam, &state, &c1, &[]).expect("plan");
     assert_eq!(plan[0].ip, ip("10.60.0.3"));
     assert_eq!(store.reserve(&plan, &c1).expect("reserve"), Reserved::Done);
     // Releasing it, even by mistake, leaves it.
@@ -357,13 +389,13 @@ pub fn concurrent_reservers_never_share_an_address<B: Backend>() {
 
 /// An ADD as `cni_ipam::Ipam` does it: read, plan, reserve, and on a lost
 /// race read again and plan a little further on.
-fn add<B: Backend>(cfg: &IpamConfig, id: &str, worker: usize) -> IpAddr {
-    let a = Attachment::new(id, "eth0");
+fn add<B: Backend>(cfg: &Config, id: &str, worker: usize) -> IpAddr {
+    let a = attachment(id, "eth0");
     let mut store = open::<B>(cfg, Access::Create);
     for lost in 0..1000 {
         let state = store.read(1).expect("read");
-        let plan =
-            plan::plan_skipping(cfg, &state, &a, &[], lost * (worker + 1) % 32).expect("plan");
+        let plan = plan::plan_skipping(&cfg.ipam, &state, &a, &[], lost * (worker + 1) % 32)
+            .expect("plan");
         if store.reserve(&plan, &a).expect("reserve") == Reserved::Done {
             return plan[0].ip;
         }

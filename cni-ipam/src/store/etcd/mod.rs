@@ -23,10 +23,14 @@
 //! name). DEL, CHECK, GC and a repeated ADD only see their own node's
 //! reservations as held by an attachment; every node's are taken.
 //!
-//! **Faults.** Each request waits at most [`REQUEST_TIMEOUT`] per endpoint
-//! (connect and answer), and endpoints are tried in order: an unreachable
-//! etcd is code 11 (try again later) after at most that long per endpoint,
-//! naming the endpoints, with nothing written. Only a transaction whose
+//! **Faults.** Each request to etcd has one deadline, [`REQUEST_TIMEOUT`],
+//! across all endpoints: they are tried in order, each given an equal share
+//! of the time left (an endpoint that refuses at once leaves its share to
+//! the next). An unreachable etcd is code 11 (try again later) within that
+//! time, naming the endpoints, with nothing written. An answer that is not
+//! etcd's (no `header`, a failed transaction naming no taken address) is
+//! code 11 quoting it, never read as a lost race. What etcd answers is
+//! quoted in errors up to [`MAX_QUOTED`] bytes, with the size of the rest. Only a transaction whose
 //! answer was lost (etcd died between applying it and answering) may have
 //! been applied although the ADD answered code 11: it names the
 //! attachment, so the DEL the runtime "must still" execute after a failed
@@ -38,28 +42,33 @@
 //! blocking client: the plugin stays synchronous, and needs no gRPC
 //! stack. TLS is not supported.
 
+mod client;
+mod config;
+
 use std::net::IpAddr;
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine;
-use cni_types::{Code, Error};
+use cni_types::{Attachment, Code, Error, Extra};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::config::{invalid, EtcdConfig, IpamConfig, StoreConfig};
-use crate::plan::{Assigned, Attachment};
-use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
+use self::client::{b64, not_etcd, Client, Txn};
+pub use self::config::{EtcdConfig, DEFAULT_PREFIX};
+use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
-/// The longest a request waits for one endpoint, connecting and answering.
+/// The longest one request to etcd takes, connecting and answering,
+/// across all the endpoints it tries.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Most bytes of an answer quoted in an error; the rest is counted.
+pub const MAX_QUOTED: usize = 4096;
 
 /// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
 /// default, bounds each list of a transaction).
 const MAX_TXN_KEYS: usize = 60;
 
 /// Largest answer read from etcd (a /16 fully reserved is ~10 MB).
-const MAX_ANSWER: u64 = 256 << 20;
+pub(crate) const MAX_ANSWER: u64 = 256 << 20;
 
 /// One network's reservations in etcd.
 #[derive(Debug)]
@@ -87,18 +96,17 @@ struct Record {
 }
 
 impl Store for EtcdStore {
-    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<EtcdStore>, Error> {
-        let StoreConfig::Etcd(etcd) = &cfg.store else {
-            return Err(invalid(
-                "ipam.store.type",
-                "file",
-                "this plugin keeps reservations in etcd: give \"store\": {\"type\": \"etcd\", \"endpoints\": [..]}",
-            ));
-        };
+    type Config = EtcdConfig;
+
+    fn config(ipam: &Extra) -> Result<EtcdConfig, Error> {
+        EtcdConfig::from_section(ipam)
+    }
+
+    fn open(network: &str, cfg: &EtcdConfig, access: Access) -> Result<Option<EtcdStore>, Error> {
         Ok(Some(EtcdStore {
-            client: Client::new(etcd),
-            root: format!("{}/{}/", etcd.prefix, cfg.name),
-            node: node_name(etcd)?,
+            client: Client::new(cfg),
+            root: format!("{}/{network}/", cfg.prefix),
+            node: node_name(cfg)?,
             linearizable: access != Access::Create,
         }))
     }
@@ -191,8 +199,9 @@ impl Store for EtcdStore {
             .iter()
             .map(|a| json!({"request_range": {"key": b64(&self.ip_key(a.ip)), "count_only": true}}))
             .collect();
-        let Some(counts) = self.client.txn_else(compare, success, count)? else {
-            return Ok(Reserved::Done);
+        let failed = match self.client.txn_else(compare, success, count)? {
+            Txn::Succeeded => return Ok(Reserved::Done),
+            Txn::Failed(failed) => failed,
         };
         self.linearizable = true;
         // The gateway leaves out a zero count.
@@ -200,12 +209,24 @@ impl Store for EtcdStore {
             r.pointer("/response_range/count")
                 .is_some_and(|c| c.as_str() != Some("0") && !c.is_null())
         };
-        let taken = new
-            .iter()
-            .zip(&counts)
-            .find(|(_, r)| has_key(r))
-            .map_or(first.ip, |(a, _)| a.ip);
-        Ok(Reserved::Taken(taken))
+        let responses = match failed.answer.get("responses") {
+            Some(Value::Array(responses)) => responses.as_slice(),
+            _ => &[],
+        };
+        match new.iter().zip(responses).find(|(_, r)| has_key(r)) {
+            Some((a, _)) => Ok(Reserved::Taken(a.ip)),
+            // A comparison failed, yet none of the keys exists: not what
+            // etcd answers. Re-planning would only repeat it.
+            None => Err(not_etcd(
+                &failed.endpoint,
+                "/v3/kv/txn",
+                &format!(
+                    "a failed reservation of {} that names no taken address",
+                    first.ip
+                ),
+                &failed.text,
+            )),
+        }
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
@@ -215,10 +236,7 @@ impl Store for EtcdStore {
             .filter(|r| r.local)
             .filter_map(|r| {
                 let value = match &r.owner {
-                    Owner::Attachment {
-                        container_id,
-                        ifname,
-                    } => self.value(container_id, Some(ifname)),
+                    Owner::Attachment(a) => self.value(&a.container_id, Some(&a.ifname)),
                     Owner::Container(container_id) => self.value(container_id, None),
                     Owner::Unknown(_) => return None,
                 };
@@ -233,13 +251,18 @@ impl Store for EtcdStore {
         let delete = |(key, _): &(String, String)| json!({"request_delete_range": {"key": key}});
         for batch in owned.chunks(MAX_TXN_KEYS) {
             let all_at_once = batch.len() > 1
-                && self.client.txn(
-                    batch.iter().map(still).collect(),
-                    batch.iter().map(delete).collect(),
-                )?;
+                && matches!(
+                    self.client.txn_else(
+                        batch.iter().map(still).collect(),
+                        batch.iter().map(delete).collect(),
+                        Vec::new(),
+                    )?,
+                    Txn::Succeeded
+                );
             if !all_at_once {
                 for one in batch {
-                    self.client.txn(vec![still(one)], vec![delete(one)])?;
+                    self.client
+                        .txn_else(vec![still(one)], vec![delete(one)], Vec::new())?;
                 }
             }
         }
@@ -275,10 +298,10 @@ impl EtcdStore {
                 ip,
                 local: record.node == self.node,
                 owner: match record.ifname {
-                    Some(ifname) => Owner::Attachment {
+                    Some(ifname) => Owner::Attachment(Attachment {
                         container_id: record.container_id,
                         ifname,
-                    },
+                    }),
                     None => Owner::Container(record.container_id),
                 },
             },
@@ -313,155 +336,9 @@ fn node_name(cfg: &EtcdConfig) -> Result<String, Error> {
         })?
         .into_string()
         .map_err(|h| {
-            Error::new(Code::INVALID_NETWORK_CONFIG, "invalid ipam.store.node").with_details(
+            Error::invalid_config(
+                "ipam.store.node",
                 format!("the host name {h:?} is not UTF-8; give ipam.store.node"),
             )
         })
-}
-
-fn b64(text: &str) -> String {
-    B64.encode(text)
-}
-
-/// etcd's v3 JSON gateway.
-#[derive(Debug)]
-struct Client {
-    agent: ureq::Agent,
-    endpoints: Vec<String>,
-}
-
-impl Client {
-    fn new(cfg: &EtcdConfig) -> Client {
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(REQUEST_TIMEOUT))
-            .http_status_as_error(false)
-            // etcd is reached directly, never through a proxy from the
-            // runtime's environment.
-            .proxy(None)
-            .build()
-            .into();
-        Client {
-            agent,
-            endpoints: cfg.endpoints.clone(),
-        }
-    }
-
-    /// Every key under `prefix`, with its value unless `keys_only`; from the
-    /// member's own state (serializable) unless `linearizable`.
-    fn range_prefix(
-        &self,
-        prefix: &str,
-        keys_only: bool,
-        linearizable: bool,
-    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let mut end = prefix.as_bytes().to_vec();
-        if let Some(last) = end.last_mut() {
-            *last += 1;
-        }
-        let answer = self.call(
-            "/v3/kv/range",
-            &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
-                    "serializable": !linearizable}),
-        )?;
-        let kvs = answer.get("kvs").and_then(Value::as_array);
-        let decode = |v: Option<&Value>| -> Vec<u8> {
-            v.and_then(Value::as_str)
-                .and_then(|s| B64.decode(s).ok())
-                .unwrap_or_default()
-        };
-        Ok(kvs
-            .into_iter()
-            .flatten()
-            .map(|kv| {
-                let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
-                (key, decode(kv.get("value")))
-            })
-            .collect())
-    }
-
-    /// A transaction; whether its comparisons held (and `success` ran).
-    fn txn(&self, compare: Vec<Value>, success: Vec<Value>) -> Result<bool, Error> {
-        self.txn_else(compare, success, Vec::new())
-            .map(|failed| failed.is_none())
-    }
-
-    /// A transaction that runs `failure` when its comparisons do not hold:
-    /// `None` when `success` ran, else the answers to `failure`, in order.
-    fn txn_else(
-        &self,
-        compare: Vec<Value>,
-        success: Vec<Value>,
-        failure: Vec<Value>,
-    ) -> Result<Option<Vec<Value>>, Error> {
-        let answer = self.call(
-            "/v3/kv/txn",
-            &json!({"compare": compare, "success": success, "failure": failure}),
-        )?;
-        // The gateway leaves out false booleans.
-        if answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
-            return Ok(None);
-        }
-        Ok(Some(match answer.get("responses") {
-            Some(Value::Array(responses)) => responses.clone(),
-            _ => Vec::new(),
-        }))
-    }
-
-    /// POSTs `body` to the first endpoint that answers. Unreachable, or a
-    /// server-side failure (no leader, timeout), is code 11.
-    fn call(&self, path: &str, body: &Value) -> Result<Value, Error> {
-        let body = body.to_string();
-        let mut failures = Vec::new();
-        for endpoint in &self.endpoints {
-            let url = format!("{endpoint}{path}");
-            let sent = self
-                .agent
-                .post(&url)
-                .header("content-type", "application/json")
-                .send(body.as_str());
-            let mut response = match sent {
-                Ok(r) => r,
-                Err(e) => {
-                    failures.push(format!("{endpoint}: {e}"));
-                    continue;
-                }
-            };
-            let status = response.status().as_u16();
-            let bytes = response
-                .body_mut()
-                .with_config()
-                .limit(MAX_ANSWER)
-                .read_to_vec();
-            let bytes = match bytes {
-                Ok(b) => b,
-                Err(e) => {
-                    failures.push(format!("{endpoint}: {e}"));
-                    continue;
-                }
-            };
-            let text = String::from_utf8_lossy(&bytes);
-            if status == 200 {
-                return serde_json::from_slice(&bytes).map_err(|e| {
-                    Error::new(
-                        Code::INTERNAL,
-                        format!("etcd {endpoint}: unreadable answer"),
-                    )
-                    .with_details(format!("{e}: {text}"))
-                });
-            }
-            if status >= 500 {
-                failures.push(format!("{endpoint}: HTTP {status}: {text}"));
-                continue;
-            }
-            return Err(
-                Error::new(Code::INTERNAL, format!("etcd {endpoint} refused {path}"))
-                    .with_details(format!("HTTP {status}: {text}")),
-            );
-        }
-        Err(Error::new(
-            Code::TRY_AGAIN_LATER,
-            format!("etcd unreachable at {}", self.endpoints.join(", ")),
-        )
-        .with_details(failures.join("; ")))
-    }
 }

@@ -10,6 +10,11 @@
 //!   from that range set, where the next search starts;
 //! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
 //!   host-local's go-filemutex does, so both plugins exclude each other.
+//!   A reader (CHECK, STATUS) takes it shared when it can open it, and reads
+//!   without it when it cannot (a read-only store): each reservation appears
+//!   whole or not at all, so a read needs no lock to be consistent. Nobody
+//!   waits for the lock longer than [`LOCK_TIMEOUT`] (host-local waits
+//!   forever): then code 11 naming the lock file.
 //!
 //! A reservation is written to a hidden temporary file and hard-linked to
 //! its final name, which fails if the name exists: a file of that name is
@@ -33,20 +38,26 @@
 //!
 //! Go: host-local's `backend/disk` (`Store`, `FileLock`).
 
+mod config;
+mod format;
+mod lock;
+
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use cni_types::{Code, Error};
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
+use cni_types::{Attachment, Error, Extra};
+use nix::fcntl::Flock;
 use nix::libc;
 
-use crate::config::{invalid, IpamConfig, StoreConfig};
-use crate::plan::{Assigned, Attachment};
-use crate::store::{Access, Owner, Reservation, Reserved, Skipped, State, Store};
+pub use self::config::{FileConfig, DEFAULT_DATA_DIR};
+use self::format::{address_of, read_entry, Content};
+pub use self::format::{owner_key, parse_owner};
+use self::lock::lock_within;
+pub use self::lock::LOCK_TIMEOUT;
+use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// Prefix of the per-range-set round-robin files.
 pub const LAST_RESERVED_PREFIX: &str = "last_reserved_ip.";
@@ -58,23 +69,18 @@ pub const LOCK_FILE: &str = "lock";
 const TMP_PREFIX: &str = ".ipam-file-tmp.";
 /// Longest reservation file read; longer content is not a reservation.
 const MAX_RESERVATION: u64 = 4096;
-
 /// A network's directory, locked for as long as this value lives: shared
 /// for [`Access::Read`], exclusive otherwise.
 ///
 /// ```
-/// use cni_ipam::config::IpamConfig;
 /// use cni_ipam::store::{file::FileStore, Access, Store};
 ///
 /// let data = tempfile::tempdir().unwrap();
-/// let conf: cni_types::NetConf = cni_types::NetConf::from_value(serde_json::json!({
-///     "cniVersion": "1.1.0", "name": "net", "type": "bridge",
-///     "ipam": {"type": "ipam-file", "dataDir": data.path(), "ranges": [[{"subnet": "10.1.2.0/24"}]]}
-/// })).unwrap();
-/// let cfg = IpamConfig::from_conf(&conf).unwrap();
+/// let ipam = serde_json::json!({"type": "ipam-file", "dataDir": data.path()});
+/// let cfg = FileStore::config(ipam.as_object().unwrap()).unwrap();
 /// // Reading creates nothing.
-/// assert!(FileStore::open(&cfg, Access::Read).unwrap().is_none());
-/// let mut store = FileStore::open(&cfg, Access::Create).unwrap().unwrap();
+/// assert!(FileStore::open("net", &cfg, Access::Read).unwrap().is_none());
+/// let mut store = FileStore::open("net", &cfg, Access::Create).unwrap().unwrap();
 /// assert!(store.read(1).unwrap().held.is_empty());
 /// ```
 #[derive(Debug)]
@@ -84,33 +90,32 @@ pub struct FileStore {
 }
 
 impl Store for FileStore {
-    fn open(cfg: &IpamConfig, access: Access) -> Result<Option<FileStore>, Error> {
-        let StoreConfig::File { data_dir } = &cfg.store else {
-            return Err(invalid(
-                "ipam.store.type",
-                "etcd",
-                "this plugin keeps reservations in files; the etcd store is served by ipam-etcd",
-            ));
-        };
-        let dir = data_dir.join(&cfg.name);
+    type Config = FileConfig;
+
+    fn config(ipam: &Extra) -> Result<FileConfig, Error> {
+        FileConfig::from_section(ipam).map_err(Error::from)
+    }
+
+    fn open(network: &str, cfg: &FileConfig, access: Access) -> Result<Option<FileStore>, Error> {
+        let dir = cfg.data_dir.join(network);
         match access {
             Access::Create => {
                 DirBuilder::new()
                     .recursive(true)
                     .mode(0o755)
                     .create(&dir)
-                    .map_err(|e| io_error("cannot create", &dir, e))?;
+                    .map_err(|e| Error::io("create", &dir, e))?;
                 FileStore::lock(dir, true).map(Some)
             }
             Access::Change | Access::Read => match fs::metadata(&dir) {
                 Ok(m) if m.is_dir() => FileStore::lock(dir, access == Access::Change).map(Some),
-                Ok(_) => Err(io_error(
-                    "not a directory:",
+                Ok(_) => Err(Error::io(
+                    "open the directory",
                     &dir,
                     io::Error::from(io::ErrorKind::NotADirectory),
                 )),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(io_error("cannot read", &dir, e)),
+                Err(e) => Err(Error::io("read", &dir, e)),
             },
         }
     }
@@ -120,7 +125,7 @@ impl Store for FileStore {
     }
 
     fn read(&mut self, sets: usize) -> Result<State, Error> {
-        let held = self.reservations()?;
+        let (held, unreadable) = self.reservations()?;
         let mut skipped: Vec<Skipped> = held
             .iter()
             .filter_map(|r| match &r.owner {
@@ -143,14 +148,15 @@ impl Store for FileStore {
             held,
             last_reserved,
             skipped,
+            unreadable,
         })
     }
 
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error> {
-        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::io("read", &self.dir, e))?;
         let mut out = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
+            let entry = entry.map_err(|e| Error::io("read", &self.dir, e))?;
             if let Some(ip) = address_of(&entry) {
                 out.push(ip);
             }
@@ -213,31 +219,22 @@ impl FileStore {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
         };
-        // Read-only is enough to flock; write is only needed to create it.
-        let mut file = match open(true) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
-            other => other,
-        }
-        .map_err(|e| io_error("cannot open lock file", &path, e))?;
-        let arg = if exclusive {
-            FlockArg::LockExclusive
+        let file = if exclusive {
+            // Read-only is enough to flock; write is only needed to create it.
+            match open(true) {
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
+                other => other,
+            }
+            .map_err(|e| Error::io("open the lock file", &path, e))?
         } else {
-            FlockArg::LockShared
-        };
-        // Blocks until the holder is done; EINTR only means a signal came.
-        let lock = loop {
-            match Flock::lock(file, arg) {
-                Ok(lock) => break lock,
-                Err((f, Errno::EINTR)) => file = f,
-                Err((_, errno)) => {
-                    return Err(io_error(
-                        "cannot lock",
-                        &path,
-                        io::Error::from_raw_os_error(errno as i32),
-                    ))
-                }
+            match open(false) {
+                Ok(file) => file,
+                // Missing, not ours to open, or a read-only store: nobody
+                // can be changing it through this lock; read unlocked.
+                Err(_) => return Ok(FileStore { dir, lock: None }),
             }
         };
+        let lock = lock_within(file, exclusive, &path, LOCK_TIMEOUT)?;
         let store = FileStore {
             dir,
             lock: Some(lock),
@@ -253,31 +250,44 @@ impl FileStore {
         &self.dir
     }
 
-    /// Every entry whose name is an address. An entry that is not a regular
-    /// file, or whose content is not an owner, is [`Owner::Unknown`]: its
-    /// address is taken. Links are never followed.
-    fn reservations(&self) -> Result<Vec<Reservation>, Error> {
-        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("cannot read", &self.dir, e))?;
-        let mut out = Vec::new();
+    /// Every entry whose name is an address, and those of them whose
+    /// content could not be read. An entry that is not a regular file, or
+    /// whose content is not an owner, is [`Owner::Unknown`]: its address is
+    /// taken. Links are never followed.
+    fn reservations(&self) -> Result<(Vec<Reservation>, Vec<Skipped>), Error> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| Error::io("read", &self.dir, e))?;
+        let (mut out, mut unreadable) = (Vec::new(), Vec::new());
         for entry in entries {
-            let entry = entry.map_err(|e| io_error("cannot read", &self.dir, e))?;
+            let entry = entry.map_err(|e| Error::io("read", &self.dir, e))?;
             let Some(ip) = address_of(&entry) else {
                 continue;
             };
+            let mut cannot_read = |e: io::Error| {
+                let why = format!("cannot read it: {e}");
+                unreadable.push(Skipped {
+                    entry: entry.path().display().to_string(),
+                    why: why.clone(),
+                });
+                Owner::Unknown(why)
+            };
             let owner = match entry.file_type() {
-                Ok(t) if t.is_file() => match read_no_follow(&entry.path(), MAX_RESERVATION) {
-                    Ok(bytes) => parse_owner(&bytes),
+                Ok(t) if t.is_file() => match read_entry(&entry.path(), MAX_RESERVATION) {
+                    Ok(Content::Bytes(bytes)) => parse_owner(&bytes),
+                    Ok(Content::TooLong) => {
+                        Owner::Unknown(format!("longer than {MAX_RESERVATION} bytes"))
+                    }
+                    Ok(Content::NotRegular) => Owner::Unknown("not a regular file".to_owned()),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+                    Err(e) => cannot_read(e),
                 },
                 Ok(t) if t.is_dir() => Owner::Unknown("a directory".to_owned()),
                 Ok(t) if t.is_symlink() => Owner::Unknown("a symbolic link".to_owned()),
                 Ok(_) => Owner::Unknown("not a regular file".to_owned()),
-                Err(e) => Owner::Unknown(format!("cannot read it: {e}")),
+                Err(e) => cannot_read(e),
             };
             out.push(Reservation::new(ip, owner));
         }
-        Ok(out)
+        Ok((out, unreadable))
     }
 
     /// The address last handed out from range set `set`, if recorded.
@@ -287,8 +297,10 @@ impl FileStore {
             entry: path.display().to_string(),
             why,
         };
-        let bytes = match read_no_follow(&path, 64) {
-            Ok(bytes) => bytes,
+        let bytes = match read_entry(&path, 64) {
+            Ok(Content::Bytes(bytes)) => bytes,
+            Ok(Content::TooLong) => return Err(skipped("longer than 64 bytes".to_owned())),
+            Ok(Content::NotRegular) => return Err(skipped("not a regular file".to_owned())),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(skipped(format!("cannot read it: {e}"))),
         };
@@ -309,7 +321,7 @@ impl FileStore {
         match linked {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_error("cannot write", &target, e)),
+            Err(e) => Err(Error::io("write", &target, e)),
         }
     }
 
@@ -321,7 +333,7 @@ impl FileStore {
         let target = self.dir.join(&name);
         fs::rename(&tmp, &target).map_err(|e| {
             let _ = fs::remove_file(&tmp);
-            io_error("cannot write", &target, e)
+            Error::io("write", &target, e)
         })
     }
 
@@ -329,9 +341,7 @@ impl FileStore {
     fn remove(&self, ip: IpAddr) -> Result<(), Error> {
         let path = self.dir.join(ip.to_string());
         match fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(io_error("cannot remove", &path, e))
-            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("remove", &path, e)),
             _ => Ok(()),
         }
     }
@@ -351,7 +361,7 @@ impl FileStore {
             Ok(()) => Ok(tmp),
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
-                Err(io_error("cannot write", &tmp, e))
+                Err(Error::io("write", &tmp, e))
             }
         }
     }
@@ -379,87 +389,6 @@ impl Drop for FileStore {
                 Ok(file) => drop(file),
                 Err((lock, _)) => std::mem::forget(lock),
             }
-        }
-    }
-}
-
-/// A reservation file's content: `<containerID>\r\n<ifname>`.
-pub fn owner_key(id: &str, ifname: &str) -> String {
-    format!("{}{LINE_BREAK}{ifname}", id.trim())
-}
-
-/// Reads a reservation file's content as host-local does: surrounding white
-/// space removed, then `<id>\r\n<ifname>` or `<id>`. Anything else (not
-/// UTF-8, control characters, empty) is [`Owner::Unknown`].
-pub fn parse_owner(bytes: &[u8]) -> Owner {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Owner::Unknown("content is not text".to_owned());
-    };
-    let text = text.trim();
-    let (id, ifname) = match text.split_once(LINE_BREAK) {
-        Some((id, ifname)) => (id, Some(ifname)),
-        None => (text, None),
-    };
-    let clean = |s: &str| !s.is_empty() && !s.chars().any(char::is_control);
-    match ifname {
-        _ if !clean(id) => Owner::Unknown("content is not a container id".to_owned()),
-        Some(i) if !clean(i) => {
-            Owner::Unknown("content is not a container id and interface".to_owned())
-        }
-        Some(i) => Owner::Attachment {
-            container_id: id.to_owned(),
-            ifname: i.to_owned(),
-        },
-        None => Owner::Container(id.to_owned()),
-    }
-}
-
-/// The address a directory entry is named after, if any.
-fn address_of(entry: &fs::DirEntry) -> Option<IpAddr> {
-    entry.file_name().to_str()?.parse().ok()
-}
-
-/// At most `limit` bytes of the regular file at `path`; a symbolic link is
-/// an error (`O_NOFOLLOW`), so nothing outside the store is ever read.
-fn read_no_follow(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::other(format!("longer than {limit} bytes")));
-    }
-    Ok(bytes)
-}
-
-/// Code 5 naming the path.
-fn io_error(what: &str, path: &Path, err: io::Error) -> Error {
-    Error::new(Code::IO_FAILURE, format!("{what} {}", path.display())).with_details(err.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reservation_content_is_read_as_host_local_writes_it() {
-        let attachment = |id: &str, ifname: &str| Owner::Attachment {
-            container_id: id.into(),
-            ifname: ifname.into(),
-        };
-        assert_eq!(parse_owner(b"c1\r\neth0"), attachment("c1", "eth0"));
-        assert_eq!(parse_owner(b" c1\r\neth0\n"), attachment("c1", "eth0"));
-        assert_eq!(parse_owner(b"old\n"), Owner::Container("old".into()));
-        for garbage in [&b""[..], b"\xff\xfe", b"a\nb", b"c1\r\n\x01"] {
-            assert!(
-                matches!(parse_owner(garbage), Owner::Unknown(_)),
-                "{garbage:?}"
-            );
         }
     }
 }

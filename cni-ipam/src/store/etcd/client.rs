@@ -1,0 +1,244 @@
+//! etcd's v3 JSON gateway (`POST /v3/kv/range`, `/v3/kv/txn`; keys and
+//! values in base64) over plain HTTP/1.1, with one deadline per request
+//! across endpoints and bounded answers.
+
+use std::io::Read;
+use std::time::Instant;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use cni_types::{Code, Error};
+use serde_json::{json, Value};
+
+use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, REQUEST_TIMEOUT};
+
+/// `text` in base64, as the gateway carries keys and values.
+pub(super) fn b64(text: &str) -> String {
+    B64.encode(text)
+}
+
+/// etcd's v3 JSON gateway.
+#[derive(Debug)]
+pub(super) struct Client {
+    agent: ureq::Agent,
+    pub(super) endpoints: Vec<String>,
+}
+
+/// How a transaction went.
+pub(super) enum Txn {
+    /// Its comparisons held and `success` ran.
+    Succeeded,
+    /// They did not: `failure` ran.
+    Failed(Answer),
+}
+
+/// A JSON answer of etcd, and where it came from (for messages).
+pub(super) struct Answer {
+    pub(super) endpoint: String,
+    pub(super) answer: Value,
+    /// The answer as text, at most [`MAX_QUOTED`] bytes and the size of
+    /// the rest.
+    pub(super) text: String,
+}
+
+impl Client {
+    pub(super) fn new(cfg: &EtcdConfig) -> Client {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            // etcd is reached directly, never through a proxy from the
+            // runtime's environment.
+            .proxy(None)
+            .build()
+            .into();
+        Client {
+            agent,
+            endpoints: cfg.endpoints.clone(),
+        }
+    }
+
+    /// Every key under `prefix`, with its value unless `keys_only`; from the
+    /// member's own state (serializable) unless `linearizable`.
+    pub(super) fn range_prefix(
+        &self,
+        prefix: &str,
+        keys_only: bool,
+        linearizable: bool,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let mut end = prefix.as_bytes().to_vec();
+        if let Some(last) = end.last_mut() {
+            *last += 1;
+        }
+        let answer = self
+            .call(
+                "/v3/kv/range",
+                &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
+                        "serializable": !linearizable}),
+            )?
+            .answer;
+        let kvs = answer.get("kvs").and_then(Value::as_array);
+        let decode = |v: Option<&Value>| -> Vec<u8> {
+            v.and_then(Value::as_str)
+                .and_then(|s| B64.decode(s).ok())
+                .unwrap_or_default()
+        };
+        Ok(kvs
+            .into_iter()
+            .flatten()
+            .map(|kv| {
+                let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
+                (key, decode(kv.get("value")))
+            })
+            .collect())
+    }
+
+    /// A transaction that runs `failure` when its comparisons do not hold.
+    pub(super) fn txn_else(
+        &self,
+        compare: Vec<Value>,
+        success: Vec<Value>,
+        failure: Vec<Value>,
+    ) -> Result<Txn, Error> {
+        let answer = self.call(
+            "/v3/kv/txn",
+            &json!({"compare": compare, "success": success, "failure": failure}),
+        )?;
+        // The gateway leaves out false booleans.
+        if answer.answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
+            return Ok(Txn::Succeeded);
+        }
+        Ok(Txn::Failed(answer))
+    }
+
+    /// POSTs `body` to the first endpoint that answers, all within
+    /// [`REQUEST_TIMEOUT`]. Unreachable, a server-side failure (no leader,
+    /// timeout) or an answer that is not etcd's is code 11.
+    fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
+        let body = body.to_string();
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut failures = Vec::new();
+        for (i, endpoint) in self.endpoints.iter().enumerate() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                failures.push(format!("{endpoint}: not tried, {REQUEST_TIMEOUT:?} spent"));
+                continue;
+            }
+            // An equal share of what is left for each endpoint not tried yet.
+            let share = left / (self.endpoints.len() - i) as u32;
+            let sent = self
+                .agent
+                .post(&format!("{endpoint}{path}"))
+                .config()
+                .timeout_global(Some(share))
+                .build()
+                .header("content-type", "application/json")
+                .send(body.as_str());
+            let mut response = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{endpoint}: {e}"));
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            let mut reader = response.body_mut().with_config().limit(MAX_ANSWER).reader();
+            let bytes = match read_bounded(&mut reader, status == 200) {
+                Ok(b) => b,
+                Err(e) => {
+                    failures.push(format!("{endpoint}: {e}"));
+                    continue;
+                }
+            };
+            let text = bytes.quote();
+            if status == 200 {
+                match serde_json::from_slice::<Value>(&bytes.head) {
+                    // Every etcd answer has a header (cluster, member,
+                    // revision); `{}` or `[]` is something else.
+                    Ok(answer) if answer.get("header").is_some_and(Value::is_object) => {
+                        return Ok(Answer {
+                            endpoint: endpoint.clone(),
+                            answer,
+                            text,
+                        })
+                    }
+                    Ok(_) => {
+                        return Err(not_etcd(
+                            endpoint,
+                            path,
+                            "an answer without a header",
+                            &text,
+                        ))
+                    }
+                    Err(e) => {
+                        return Err(not_etcd(
+                            endpoint,
+                            path,
+                            &format!("unreadable JSON ({e})"),
+                            &text,
+                        ))
+                    }
+                }
+            }
+            if status >= 500 {
+                failures.push(format!("{endpoint}: HTTP {status}: {text}"));
+                continue;
+            }
+            return Err(
+                Error::new(Code::INTERNAL, format!("etcd {endpoint} refused {path}"))
+                    .with_details(format!("HTTP {status}: {text}")),
+            );
+        }
+        Err(Error::try_again_later(
+            format!("etcd unreachable at {}", self.endpoints.join(", ")),
+            failures.join("; "),
+        ))
+    }
+}
+
+/// Code 11: `endpoint` answered `path` with something that is not etcd's
+/// answer, quoted.
+pub(super) fn not_etcd(endpoint: &str, path: &str, what: &str, text: &str) -> Error {
+    Error::try_again_later(
+        format!("etcd {endpoint} answered {path} with {what}"),
+        format!("the server answered: {text}"),
+    )
+}
+
+/// An answer read: all of it (`whole`) or its first [`MAX_QUOTED`] bytes
+/// and its size.
+struct Bytes {
+    head: Vec<u8>,
+    size: u64,
+}
+
+impl Bytes {
+    /// The answer as text for a message: at most [`MAX_QUOTED`] bytes, then
+    /// how many more there were.
+    fn quote(&self) -> String {
+        let shown = &self.head[..self.head.len().min(MAX_QUOTED)];
+        let text = String::from_utf8_lossy(shown);
+        match self.size - shown.len() as u64 {
+            0 => text.into_owned(),
+            more => format!("{text}... ({more} more bytes, {} in all)", self.size),
+        }
+    }
+}
+
+/// Reads an answer: whole when `whole` (bounded by the reader's limit),
+/// else its first [`MAX_QUOTED`] bytes, the rest only counted.
+fn read_bounded(reader: &mut impl Read, whole: bool) -> std::io::Result<Bytes> {
+    let mut head = Vec::new();
+    if whole {
+        reader.read_to_end(&mut head)?;
+        let size = head.len() as u64;
+        return Ok(Bytes { head, size });
+    }
+    reader.take(MAX_QUOTED as u64).read_to_end(&mut head)?;
+    // Counted up to the reader's limit; past it (or on a broken
+    // connection), what was counted is the size given.
+    let (mut rest, mut buf) = (0u64, [0u8; 8192]);
+    while let Ok(n @ 1..) = reader.read(&mut buf) {
+        rest += n as u64;
+    }
+    let size = head.len() as u64 + rest;
+    Ok(Bytes { head, size })
+}

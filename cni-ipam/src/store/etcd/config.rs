@@ -1,0 +1,215 @@
+//! `"store": {"type": "etcd", "endpoints": [..], "prefix": .., "node": ..}`:
+//! the etcd store's keys of the `ipam` section, validated.
+
+use cni_types::{Error, Extra};
+use serde_json::Value;
+
+use crate::config::opt_str;
+use crate::error::ConfigError;
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "/cni-ipam";
+
+/// `"store": {"type": "etcd", ...}`: reservations shared by every node of a
+/// cluster, in etcd (v3 API).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdConfig {
+    /// `endpoints`: `http://host:port` URLs of etcd members, tried in order.
+    /// Credentials in a URL are refused, and never shown.
+    pub endpoints: Vec<String>,
+    /// `prefix` (default [`DEFAULT_PREFIX`]): keys are
+    /// `<prefix>/<network>/...`. Letters, digits and `/ - _ .` only,
+    /// non-empty once trailing slashes are removed.
+    pub prefix: String,
+    /// `node`: the name recorded with each reservation, and the scope of
+    /// GC; the host name when absent.
+    pub node: Option<String>,
+}
+
+impl EtcdConfig {
+    /// The etcd store's keys of the `ipam` section: `store` must be an
+    /// object of type `etcd`. Code 7 naming the field otherwise.
+    pub fn from_section(ipam: &Extra) -> Result<EtcdConfig, Error> {
+        let store = ipam.get("store").filter(|v| !v.is_null());
+        let Some(obj) = store.and_then(Value::as_object) else {
+            return Err(ConfigError::invalid(
+                "ipam.store",
+                store.unwrap_or(&Value::Null),
+                "this plugin keeps reservations in etcd: give \"store\": {\"type\": \"etcd\", \"endpoints\": [..]}",
+            )
+            .into());
+        };
+        match opt_str(obj, "type", "ipam.store")? {
+            Some("etcd") => Ok(EtcdConfig::read(obj)?),
+            other => Err(ConfigError::invalid(
+                "ipam.store.type",
+                other.unwrap_or("file"),
+                "this plugin keeps reservations in etcd: give \"store\": {\"type\": \"etcd\", \"endpoints\": [..]}",
+            )
+            .into()),
+        }
+    }
+    /// The `store` object's keys, validated; errors name the field.
+    fn read(obj: &Extra) -> Result<EtcdConfig, ConfigError> {
+        let field = "ipam.store.endpoints";
+        let list = obj
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    field,
+                    obj.get("endpoints").unwrap_or(&Value::Null),
+                    "expected a non-empty list of \"http://host:port\"",
+                )
+            })?;
+        let mut endpoints = Vec::with_capacity(list.len());
+        for (i, item) in list.iter().enumerate() {
+            let here = format!("{field}[{i}]");
+            let url = item
+                .as_str()
+                .ok_or_else(|| ConfigError::invalid(&here, item, "expected a string"))?;
+            // Checked first, so that no message ever shows them.
+            if let Some((_, host)) = url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.split('/').next()?.rsplit_once('@'))
+            {
+                return Err(ConfigError::invalid(
+                    &here,
+                    format!("http://<credentials>@{host}").as_str(),
+                    "credentials in an endpoint URL are refused, never sent: this store does not \
+                     authenticate to etcd, so give an endpoint that needs no credentials \
+                     (reachable only from the nodes)",
+                ));
+            }
+            let rest = url.strip_prefix("http://").ok_or_else(|| {
+                ConfigError::invalid(
+                    &here,
+                    url,
+                    "expected http://host:port (TLS is not supported)",
+                )
+            })?;
+            let host = rest.trim_end_matches('/');
+            if host.is_empty() || host.contains('/') {
+                return Err(ConfigError::invalid(
+                    &here,
+                    url,
+                    "expected http://host:port",
+                ));
+            }
+            endpoints.push(format!("http://{host}"));
+        }
+        let prefix = read_prefix(obj)?;
+        let node = opt_str(obj, "node", "ipam.store")?
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+        if let Some(n) = &node {
+            if n.chars().any(|c| c.is_control()) {
+                return Err(ConfigError::invalid(
+                    "ipam.store.node",
+                    n,
+                    "control characters",
+                ));
+            }
+        }
+        Ok(EtcdConfig {
+            endpoints,
+            prefix,
+            node,
+        })
+    }
+}
+
+/// `prefix`: non-empty once trailing slashes are removed, of letters,
+/// digits and `/`, `-`, `_`, `.` only, so that every key is printable and
+/// no two prefixes name one key space.
+fn read_prefix(obj: &Extra) -> Result<String, ConfigError> {
+    let Some(given) = opt_str(obj, "prefix", "ipam.store")? else {
+        return Ok(DEFAULT_PREFIX.to_owned());
+    };
+    let prefix = given.trim_end_matches('/');
+    if prefix.is_empty() {
+        return Err(ConfigError::invalid(
+            "ipam.store.prefix",
+            given,
+            "empty: keys would be at the root of etcd's key space; give one such as \"/cni-ipam\"",
+        ));
+    }
+    if let Some(c) = prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.')))
+    {
+        return Err(ConfigError::invalid(
+            "ipam.store.prefix",
+            given,
+            &format!("{c:?} is not allowed: use letters, digits and / - _ . only"),
+        ));
+    }
+    Ok(prefix.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn invalid_store_sections_are_code_7_naming_the_field_and_never_show_credentials() {
+        let endpoints = |e: Value| json!({"store": {"type": "etcd", "endpoints": e}});
+        let with = |k: &str, v: &str| json!({"store": {"type": "etcd", "endpoints": ["http://e:2379"], k: v}});
+        for (section, msg, value) in [
+            (json!({}), "invalid ipam.store", "null"),
+            (
+                json!({"store": {"type": "file"}}),
+                "invalid ipam.store.type",
+                "file",
+            ),
+            (
+                endpoints(json!(["https://e:2379"])),
+                "invalid ipam.store.endpoints[0]",
+                "TLS",
+            ),
+            (
+                endpoints(json!([])),
+                "invalid ipam.store.endpoints",
+                "non-empty",
+            ),
+            (
+                endpoints(json!(["http://root:s3cret@127.0.0.1:2379"])),
+                "invalid ipam.store.endpoints[0]",
+                "http://<credentials>@127.0.0.1:2379",
+            ),
+            (with("prefix", "/"), "invalid ipam.store.prefix", "empty"),
+            (
+                with("prefix", "/cni\nipam"),
+                "invalid ipam.store.prefix",
+                "not allowed",
+            ),
+            (with("node", "a\u{7}"), "invalid ipam.store.node", "control"),
+        ] {
+            let err = EtcdConfig::from_section(section.as_object().unwrap()).unwrap_err();
+            assert_eq!(
+                (err.code, err.msg.as_str()),
+                (cni_types::Code::INVALID_NETWORK_CONFIG, msg),
+                "{section}: {err:?}"
+            );
+            assert!(err.details.contains(value), "{section}: {err:?}");
+            assert!(!err.details.contains("s3cret"), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn the_prefix_defaults_and_loses_trailing_slashes() {
+        let read =
+            |store: Value| EtcdConfig::from_section(json!({"store": store}).as_object().unwrap());
+        let cfg = read(json!({"type": "etcd", "endpoints": ["http://e:2379/"]})).unwrap();
+        assert_eq!(
+            (cfg.endpoints, cfg.prefix.as_str()),
+            (vec!["http://e:2379".to_owned()], DEFAULT_PREFIX)
+        );
+        let cfg =
+            read(json!({"type": "etcd", "endpoints": ["http://e:2379"], "prefix": "/k8s/ipam//"}));
+        assert_eq!(cfg.unwrap().prefix, "/k8s/ipam");
+    }
+}

@@ -1,0 +1,111 @@
+//! Which operation a [`NetError`](crate::NetError) reports as failed.
+
+/// Which operation failed: the verb of a
+/// [`NetError::Kernel`](crate::NetError::Kernel) or
+/// [`NetError::Netns`](crate::NetError::Netns), so a plugin matches on it
+/// rather than on text.
+///
+/// Its `Display` is the verb phrase the error message uses: `failed to
+/// {op} {object}` (`failed to add address 10.1.0.2/24 to link "eth0"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Op {
+    /// Open a namespace path ([`Netns::open`](crate::Netns::open)).
+    OpenNetns,
+    /// Enter a namespace (`setns`).
+    EnterNetns,
+    /// Create a namespace (the test kit).
+    CreateNetns,
+    /// Read a namespace's identity (`stat`).
+    StatNetns,
+    /// Open an rtnetlink socket ([`Netlink::open`](crate::Netlink::open)).
+    OpenSocket,
+    /// Look a link up (`ip link show NAME`).
+    LookUpLink,
+    /// List links, addresses or routes.
+    List,
+    /// Create a veth pair (`ip link add type veth`).
+    CreateVeth,
+    /// Create a bridge (`ip link add type bridge`).
+    CreateBridge,
+    /// Create a dummy link (`ip link add type dummy`).
+    CreateDummy,
+    /// Use an existing link as a bridge.
+    UseAsBridge,
+    /// Rename a link (`ip link set NAME name NEW`).
+    Rename,
+    /// Set a link up (`ip link set NAME up`).
+    SetUp,
+    /// Set a link down (`ip link set NAME down`).
+    SetDown,
+    /// Set promiscuous mode (`ip link set NAME promisc on|off`).
+    SetPromisc,
+    /// Set all-multicast mode (`ip link set NAME allmulticast on|off`).
+    SetAllmulti,
+    /// Set the MTU (`ip link set NAME mtu N`).
+    SetMtu,
+    /// Set the MAC address (`ip link set NAME address MAC`).
+    SetMac,
+    /// Make a link a bridge port (`ip link set NAME master BRIDGE`).
+    SetMaster,
+    /// Set hairpin mode of a bridge port.
+    SetHairpin,
+    /// Delete a link (`ip link del NAME`).
+    DeleteLink,
+    /// Add an address (`ip addr add`).
+    AddAddress,
+    /// Delete an address (`ip addr del`).
+    DeleteAddress,
+    /// Use an address whose duplicate address detection failed.
+    UseAddress,
+    /// Add or replace a route (`ip route add|replace`).
+    AddRoute,
+    /// Delete a route (`ip route del`).
+    DeleteRoute,
+    /// Read a sysctl.
+    ReadSysctl,
+    /// Write a sysctl.
+    WriteSysctl,
+}
+
+impl Op {
+    /// The verb phrase of the error message.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::OpenNetns => "open",
+            Op::EnterNetns => "enter",
+            Op::CreateNetns => "create",
+            Op::StatNetns => "stat",
+            Op::OpenSocket => "open a netlink socket in",
+            Op::LookUpLink => "look up link",
+            Op::List => "list",
+            Op::CreateVeth => "create veth pair",
+            Op::CreateBridge => "create bridge",
+            Op::CreateDummy => "create dummy link",
+            Op::UseAsBridge => "use",
+            Op::Rename => "rename",
+            Op::SetUp => "set up",
+            Op::SetDown => "set down",
+            Op::SetPromisc => "set promiscuous mode of",
+            Op::SetAllmulti => "set all-multicast mode of",
+            Op::SetMtu => "set the MTU of",
+            Op::SetMac => "set the MAC address of",
+            Op::SetMaster => "set the master of",
+            Op::SetHairpin => "set hairpin mode of",
+            Op::DeleteLink => "delete",
+            Op::AddAddress => "add address",
+            Op::DeleteAddress => "delete address",
+            Op::UseAddress => "use address",
+            Op::AddRoute => "add route",
+            Op::DeleteRoute => "delete route",
+            Op::ReadSysctl => "read sysctl",
+            Op::WriteSysctl => "write sysctl",
+        }
+    }
+}
+
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,357 @@
+//! The iptables backend: the host's `iptables-save` to list and
+//! `iptables-restore --noflush -w` to change, one run per transaction, for
+//! hosts whose other components use iptables. Works with iptables-nft and
+//! iptables-legacy alike ([`Variant`]).
+//!
+//! - `command.rs`: running a command with bounded output;
+//! - `render.rs`: a [`Rule`](crate::Rule) as iptables arguments;
+//! - `save.rs`: reading `iptables-save` output.
+
+mod command;
+mod render;
+mod save;
+
+pub use command::STDERR_LIMIT;
+pub use render::MAX_COMMENT_LEN;
+
+use crate::table::validate_name;
+use crate::{
+    Backend, BackendKind, Chain, Family, FilterError, ListedRule, Op, RuleHandle, Table,
+    Transaction,
+};
+
+/// The most `iptables-save` may print for one table: far above a large
+/// Kubernetes node's tables, and a bound on what we hold.
+const SAVE_LIMIT: usize = 64 << 20;
+/// The longest chain name iptables takes (`XT_EXTENSION_MAXNAMELEN` less
+/// its NUL).
+const MAX_CHAIN_LEN: usize = 28;
+/// How often a transaction built from a listing is tried when the
+/// restore fails, in case another writer changed the table in between.
+const ATTEMPTS: usize = 3;
+
+/// Which iptables commands to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// `iptables-save`, `iptables-restore`: whichever the host selected.
+    Default,
+    /// `iptables-legacy-save`, `iptables-legacy-restore`.
+    Legacy,
+    /// `iptables-nft-save`, `iptables-nft-restore`.
+    Nft,
+}
+
+impl Variant {
+    /// The command for `family` and `tool` (`save`, `restore` or empty for
+    /// `iptables` itself).
+    pub fn program(self, family: Family, tool: &str) -> String {
+        let base = if family == Family::Ip6 {
+            "ip6tables"
+        } else {
+            "iptables"
+        };
+        let variant = match self {
+            Variant::Default => "",
+            Variant::Legacy => "-legacy",
+            Variant::Nft => "-nft",
+        };
+        let tool = if tool.is_empty() {
+            String::new()
+        } else {
+            format!("-{tool}")
+        };
+        format!("{base}{variant}{tool}")
+    }
+}
+
+/// The iptables backend: `ip` tables through `iptables-*`, `ip6` ones
+/// through `ip6tables-*`.
+///
+/// A transaction is one `iptables-restore --noflush -w` run, which
+/// applies its table's changes at once (`-w` waits for the xtables lock,
+/// as go-iptables does). Chains are created with `-N` when
+/// `iptables-save` did not list them, flushed with `-F`, deleted with
+/// `-X`; a rule is deleted by its spec as listed (`-D CHAIN SPEC`).
+///
+/// Go: go-iptables' `IPTables`, as the reference plugins use it.
+#[derive(Debug, Clone)]
+pub struct IptablesBackend {
+    variant: Variant,
+}
+
+impl IptablesBackend {
+    /// The host's default iptables commands.
+    pub fn new() -> IptablesBackend {
+        IptablesBackend::with_variant(Variant::Default)
+    }
+
+    /// The commands of one variant.
+    pub fn with_variant(variant: Variant) -> IptablesBackend {
+        IptablesBackend { variant }
+    }
+
+    fn save(&self, table: &Table) -> Result<save::Saved, FilterError> {
+        check_table(table)?;
+        let program = self.variant.program(table.family, "save");
+        let out = command::run(&program, &["-t", &table.name], None, SAVE_LIMIT)?;
+        Ok(save::parse(&String::from_utf8_lossy(&out), &table.name))
+    }
+
+    /// The `iptables-restore` input for `tx`, given the table as saved.
+    fn script(&self, tx: &Transaction, saved: Option<&save::Saved>) -> Result<String, FilterError> {
+        let table = tx.table();
+        let exists = |chain: &str| saved.is_some_and(|s| s.chains.iter().any(|c| c == chain));
+        let mut lines = vec![format!("*{}", table.name)];
+        let word = |w: &str| w.to_string();
+        for op in tx.ops() {
+            match op {
+                Op::EnsureTable => {}
+                Op::EnsureChain(chain) if chain.base.is_some() || exists(&chain.name) => {}
+                Op::EnsureChain(chain) => {
+                    lines.push(render::line(&[word("-N"), chain.name.clone()]))
+                }
+                Op::FlushChain(chain) => lines.push(render::line(&[word("-F"), chain.clone()])),
+                Op::DeleteChain(chain) if exists(chain) => {
+                    lines.push(render::line(&[word("-F"), chain.clone()]));
+                    lines.push(render::line(&[word("-X"), chain.clone()]));
+                }
+                Op::DeleteChain(_) => {}
+                Op::AddRule(rule) => {
+                    let mut words = vec!["-A".into(), rule.chain.clone()];
+                    words.extend(render::render(rule, table.family)?);
+                    lines.push(render::line(&words));
+                }
+                Op::DeleteRule(rule) => lines.push(delete_line(rule)?),
+                Op::DeleteRulesByComment { chain, comment } => {
+                    let listed = saved.map(|s| s.rules.as_slice()).unwrap_or_default();
+                    for rule in listed.iter().filter(|r| &r.chain == chain) {
+                        if comment.matches(rule.comment.as_deref()) {
+                            lines.push(delete_line(rule)?);
+                        }
+                    }
+                }
+                Op::DeleteTable
+                | Op::AddNftRule { .. }
+                | Op::AddSet(_)
+                | Op::AddElements { .. }
+                | Op::DeleteElements { .. } => return Err(unsupported(format!("{op:?}"))),
+            }
+        }
+        lines.push("COMMIT".into());
+        lines.push(String::new());
+        Ok(lines.join("\n"))
+    }
+}
+
+impl Default for IptablesBackend {
+    fn default() -> IptablesBackend {
+        IptablesBackend::new()
+    }
+}
+
+impl Backend for IptablesBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Iptables
+    }
+
+    fn apply(&mut self, tx: &Transaction) -> Result<(), FilterError> {
+        validate(tx)?;
+        // Checks every rule before anything runs.
+        self.script(tx, None)?;
+        let lists = tx.ops().iter().any(|op| {
+            matches!(
+                op,
+                Op::EnsureChain(_) | Op::DeleteChain(_) | Op::DeleteRulesByComment { .. }
+            )
+        });
+        let program = self.variant.program(tx.table().family, "restore");
+        let mut attempt = 1;
+        loop {
+            let saved = if lists {
+                Some(self.save(tx.table())?)
+            } else {
+                None
+            };
+            let script = self.script(tx, saved.as_ref())?;
+            if script.lines().count() == 2 {
+                // Only `*table` and `COMMIT`: nothing to change.
+                return Ok(());
+            }
+            match command::run(
+                &program,
+                &["--noflush", "-w"],
+                Some(script.as_bytes()),
+                1 << 16,
+            ) {
+                Err(FilterError::Command { .. }) if lists && attempt < ATTEMPTS => attempt += 1,
+                result => return result.map(drop),
+            }
+        }
+    }
+
+    fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {
+        let mut rules = self.save(table)?.rules;
+        rules.retain(|rule| rule.chain == chain);
+        Ok(rules)
+    }
+
+    fn list_chains(&mut self, table: &Table) -> Result<Vec<String>, FilterError> {
+        Ok(self.save(table)?.chains)
+    }
+}
+
+/// The tables iptables has.
+const TABLES: [&str; 5] = ["filter", "nat", "mangle", "raw", "security"];
+
+fn check_table(table: &Table) -> Result<(), FilterError> {
+    if table.family == Family::Inet {
+        return Err(unsupported(format!("the inet table {}", table.name)));
+    }
+    if !TABLES.contains(&table.name.as_str()) {
+        return Err(FilterError::invalid(
+            "iptables table",
+            table.name.clone(),
+            format!("must be one of {}", TABLES.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks names before anything runs; rules are checked by rendering.
+fn validate(tx: &Transaction) -> Result<(), FilterError> {
+    check_table(tx.table())?;
+    let chain_name = |name: &str| -> Result<(), FilterError> {
+        validate_name("chain name", name)?;
+        if name.len() > MAX_CHAIN_LEN {
+            return Err(FilterError::invalid(
+                "chain name",
+                name,
+                format!("is longer than {MAX_CHAIN_LEN} bytes, iptables' limit"),
+            ));
+        }
+        Ok(())
+    };
+    for op in tx.ops() {
+        match op {
+            Op::EnsureChain(Chain {
+                name,
+                base: Some(_),
+                ..
+            }) if !is_builtin(name) => {
+                return Err(unsupported(format!(
+                    "the base chain {name}: iptables has only its built-in chains"
+                )))
+            }
+            Op::EnsureChain(chain) => chain_name(&chain.name)?,
+            Op::FlushChain(name) | Op::DeleteChain(name) => chain_name(name)?,
+            Op::DeleteRulesByComment { chain, .. } => chain_name(chain)?,
+            Op::AddRule(rule) => {
+                chain_name(&rule.chain)?;
+                if let Some(target) = rule.action.as_ref().and_then(|a| a.target_chain()) {
+                    chain_name(target)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn is_builtin(chain: &str) -> bool {
+    ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"].contains(&chain)
+}
+
+fn delete_line(rule: &ListedRule) -> Result<String, FilterError> {
+    match &rule.handle {
+        RuleHandle::Iptables(spec) => Ok(format!("-D {} {spec}", rule.chain)),
+        RuleHandle::Nft(handle) => Err(FilterError::invalid(
+            "rule handle",
+            handle.to_string(),
+            "was listed by the nftables backend",
+        )),
+    }
+}
+
+fn unsupported(what: String) -> FilterError {
+    FilterError::Unsupported {
+        backend: BackendKind::Iptables,
+        what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Action, CommentMatch, Rule};
+
+    #[test]
+    fn a_transaction_becomes_one_restore_script_in_order() {
+        let saved = save::parse(
+            "*nat\n:POSTROUTING ACCEPT [0:0]\n:CNI-old - [0:0]\n\
+             -A POSTROUTING -s 10.0.0.5/32 -m comment --comment \"id: c1\" -j CNI-old\nCOMMIT\n",
+            "nat",
+        );
+        let mut tx = Transaction::new(Table::new(Family::Ip, "nat"));
+        tx.ensure_chain(Chain::new("CNI-new"))
+            .ensure_chain(Chain::new("CNI-old"))
+            .delete_rules_by_comment("POSTROUTING", CommentMatch::Prefix("id: c1".into()))
+            .delete_chain("CNI-old")
+            .delete_chain("CNI-absent")
+            .add_rule(
+                Rule::new("CNI-new")
+                    .then(Action::Masquerade)
+                    .comment("id: c2"),
+            );
+        let script = IptablesBackend::new().script(&tx, Some(&saved)).unwrap();
+        assert_eq!(
+            script,
+            "*nat\n-N CNI-new\n-D POSTROUTING -s 10.0.0.5/32 -m comment --comment \"id: c1\" -j CNI-old\n\
+             -F CNI-old\n-X CNI-old\n-A CNI-new -m comment --comment \"id: c2\" -j MASQUERADE\nCOMMIT\n"
+        );
+    }
+
+    #[test]
+    fn what_iptables_has_no_place_for_is_refused_before_running_anything() {
+        let mut backend = IptablesBackend::with_variant(Variant::Legacy);
+        let inet = Transaction::new(Table::new(Family::Inet, "cni_plugins_masquerade"));
+        assert!(matches!(
+            backend.apply(&inet),
+            Err(FilterError::Unsupported { .. })
+        ));
+        let mut long = Transaction::new(Table::new(Family::Ip, "nat"));
+        long.ensure_chain(Chain::new("x".repeat(29)));
+        assert!(backend
+            .apply(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("longer than 28"));
+        let mut base = Transaction::new(Table::new(Family::Ip, "nat"));
+        base.ensure_chain(Chain::base(
+            "prerouting",
+            crate::BaseChain::new(crate::ChainType::Nat, crate::Hook::Prerouting, -100),
+        ));
+        assert!(matches!(
+            backend.apply(&base),
+            Err(FilterError::Unsupported { .. })
+        ));
+        let other = Transaction::new(Table::new(Family::Ip, "cni_hostport"));
+        assert!(backend
+            .apply(&other)
+            .unwrap_err()
+            .to_string()
+            .contains("must be one of"));
+    }
+
+    #[test]
+    fn each_variant_runs_its_own_commands() {
+        assert_eq!(
+            Variant::Default.program(Family::Ip, "save"),
+            "iptables-save"
+        );
+        assert_eq!(
+            Variant::Legacy.program(Family::Ip6, "restore"),
+            "ip6tables-legacy-restore"
+        );
+        assert_eq!(Variant::Nft.program(Family::Ip, ""), "iptables-nft");
+    }
+}

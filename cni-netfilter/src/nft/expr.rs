@@ -1,0 +1,265 @@
+//! nf_tables expressions: the kernel's instructions a rule is made of, and
+//! their netlink encoding (attribute order as libnftnl sends it, so our
+//! bytes equal nft's).
+
+use super::keys::{CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict};
+use super::nla::Attrs;
+
+/// One expression of a rule. Each variant's doc shows how
+/// `nft --debug=netlink` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Expr {
+    /// `[ payload load 4b @ network header + 16 => reg 1 ]`.
+    Payload {
+        /// Which header.
+        base: PayloadBase,
+        /// Bytes from its start.
+        offset: u32,
+        /// Bytes loaded.
+        len: u32,
+        /// Where to.
+        dreg: Register,
+    },
+    /// `[ meta load l4proto => reg 1 ]`.
+    Meta {
+        /// What to load.
+        key: MetaKey,
+        /// Where to.
+        dreg: Register,
+    },
+    /// `[ meta set mark with reg 1 ]`.
+    MetaSet {
+        /// What to set.
+        key: MetaKey,
+        /// From where.
+        sreg: Register,
+    },
+    /// `[ cmp eq reg 1 0x00000006 ]`: ends the rule unless it holds.
+    Cmp {
+        /// The comparison.
+        op: CmpOp,
+        /// The register compared.
+        sreg: Register,
+        /// The bytes compared with.
+        data: Vec<u8>,
+    },
+    /// `[ bitwise reg 1 = ( reg 1 & MASK ) ^ XOR ]`.
+    Bitwise {
+        /// From where.
+        sreg: Register,
+        /// Where to.
+        dreg: Register,
+        /// ANDed first; its length is the operation's.
+        mask: Vec<u8>,
+        /// XORed then; as long as `mask`.
+        xor: Vec<u8>,
+        /// Whether `NFTA_BITWISE_OP` (boolean) is sent: nft sends it for
+        /// an explicit `and`/`or` on a mark, not for a prefix or flags
+        /// match; the kernel treats both alike.
+        explicit_op: bool,
+    },
+    /// `[ immediate reg 1 0x0500580a ]`: loads constant data.
+    Immediate {
+        /// Where to.
+        dreg: Register,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// `[ immediate reg 0 jump -> CHAIN ]`: sets the verdict.
+    Verdict(Verdict),
+    /// `[ lookup reg 1 set NAME ]`: ends the rule unless the register's
+    /// key is in the set (or is not, when inverted).
+    Lookup {
+        /// The key's register.
+        sreg: Register,
+        /// The set's name.
+        set: String,
+        /// The set's id in this batch, when it was created in it.
+        set_id: Option<u32>,
+        /// Match keys not in the set.
+        invert: bool,
+    },
+    /// `[ nat dnat ip addr_min reg 1 proto_min reg 2 flags 0x2 ]`.
+    Nat {
+        /// Source or destination NAT.
+        kind: NatKind,
+        /// Whether the address is IPv6.
+        ipv6: bool,
+        /// The register holding the new address.
+        addr: Option<Register>,
+        /// The register holding the new port.
+        proto: Option<Register>,
+        /// `NF_NAT_RANGE_*` flags (2: a port is given).
+        flags: u32,
+    },
+    /// `[ masq ]`: source NAT to the outgoing interface's address.
+    Masq {
+        /// `NF_NAT_RANGE_*` flags (16: fully random ports).
+        flags: u32,
+    },
+    /// `[ fib daddr type => reg 1 ]`: a routing lookup.
+    Fib {
+        /// `NFTA_FIB_F_*`: what is looked up ([`fib::DADDR`](super::fib::DADDR) ..).
+        flags: u32,
+        /// What is loaded.
+        result: FibResult,
+        /// Where to.
+        dreg: Register,
+    },
+    /// `[ ct load state => reg 1 ]`: connection tracking data.
+    Ct {
+        /// What to load.
+        key: CtKey,
+        /// Where to.
+        dreg: Register,
+    },
+    /// `[ counter pkts 0 bytes 0 ]`.
+    Counter,
+}
+
+const NFTA_LIST_ELEM: u16 = 1;
+const NFTA_EXPR_NAME: u16 = 1;
+const NFTA_EXPR_DATA: u16 = 2;
+const NFTA_DATA_VALUE: u16 = 1;
+const NFTA_DATA_VERDICT: u16 = 2;
+
+impl Expr {
+    /// The expression's name, as the kernel knows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Expr::Payload { .. } => "payload",
+            Expr::Meta { .. } | Expr::MetaSet { .. } => "meta",
+            Expr::Cmp { .. } => "cmp",
+            Expr::Bitwise { .. } => "bitwise",
+            Expr::Immediate { .. } | Expr::Verdict(_) => "immediate",
+            Expr::Lookup { .. } => "lookup",
+            Expr::Nat { .. } => "nat",
+            Expr::Masq { .. } => "masq",
+            Expr::Fib { .. } => "fib",
+            Expr::Ct { .. } => "ct",
+            Expr::Counter => "counter",
+        }
+    }
+
+    /// Appends the expression as one element of `NFTA_RULE_EXPRESSIONS`.
+    pub(crate) fn encode(&self, out: &mut Attrs) {
+        out.nested(NFTA_LIST_ELEM, |elem| {
+            elem.str(NFTA_EXPR_NAME, self.name());
+            elem.nested(NFTA_EXPR_DATA, |data| self.encode_data(data));
+        });
+    }
+
+    fn encode_data(&self, a: &mut Attrs) {
+        match self {
+            Expr::Payload {
+                base,
+                offset,
+                len,
+                dreg,
+            } => {
+                a.u32(1, dreg.number());
+                a.u32(2, *base as u32);
+                a.u32(3, *offset);
+                a.u32(4, *len);
+            }
+            Expr::Meta { key, dreg } => {
+                a.u32(2, key.number());
+                a.u32(1, dreg.number());
+            }
+            Expr::MetaSet { key, sreg } => {
+                a.u32(2, key.number());
+                a.u32(3, sreg.number());
+            }
+            Expr::Cmp { op, sreg, data } => {
+                a.u32(1, sreg.number());
+                a.u32(2, *op as u32);
+                a.nested(3, |d| d.bytes(NFTA_DATA_VALUE, data));
+            }
+            Expr::Bitwise {
+                sreg,
+                dreg,
+                mask,
+                xor,
+                explicit_op,
+            } => {
+                a.u32(1, sreg.number());
+                a.u32(2, dreg.number());
+                if *explicit_op {
+                    a.u32(6, 0);
+                }
+                a.u32(3, mask.len() as u32);
+                a.nested(4, |d| d.bytes(NFTA_DATA_VALUE, mask));
+                a.nested(5, |d| d.bytes(NFTA_DATA_VALUE, xor));
+            }
+            Expr::Immediate { dreg, data } => {
+                a.u32(1, dreg.number());
+                a.nested(2, |d| d.bytes(NFTA_DATA_VALUE, data));
+            }
+            Expr::Verdict(verdict) => {
+                a.u32(1, Register::Verdict.number());
+                a.nested(2, |d| {
+                    d.nested(NFTA_DATA_VERDICT, |v| {
+                        v.u32(1, verdict.code() as u32);
+                        if let Verdict::Jump(chain) | Verdict::Goto(chain) = verdict {
+                            v.str(2, chain);
+                        }
+                    })
+                });
+            }
+            Expr::Lookup {
+                sreg,
+                set,
+                set_id,
+                invert,
+            } => {
+                a.u32(2, sreg.number());
+                a.str(1, set);
+                if let Some(id) = set_id {
+                    a.u32(4, *id);
+                }
+                if *invert {
+                    a.u32(5, 1);
+                }
+            }
+            Expr::Nat {
+                kind,
+                ipv6,
+                addr,
+                proto,
+                flags,
+            } => {
+                a.u32(1, *kind as u32);
+                a.u32(2, if *ipv6 { 10 } else { 2 });
+                if let Some(reg) = addr {
+                    a.u32(3, reg.number());
+                }
+                if let Some(reg) = proto {
+                    a.u32(5, reg.number());
+                }
+                if *flags != 0 {
+                    a.u32(7, *flags);
+                }
+            }
+            Expr::Masq { flags } => {
+                if *flags != 0 {
+                    a.u32(1, *flags);
+                }
+            }
+            Expr::Fib {
+                flags,
+                result,
+                dreg,
+            } => {
+                a.u32(3, *flags);
+                a.u32(2, result.kernel());
+                a.u32(1, dreg.number());
+            }
+            Expr::Ct { key, dreg } => {
+                a.u32(2, *key as u32);
+                a.u32(1, dreg.number());
+            }
+            Expr::Counter => {}
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! nf_tables messages (tables, chains, rules, sets) and the batch that
+//! carries them to the kernel as one transaction.
+
+use super::compile::ANONYMOUS_SET;
+use super::expr::Expr;
+use super::nla::Attrs;
+use super::udata::comment_udata;
+use crate::{Chain, Family, FilterError, Policy, Set, SetKey, Table};
+
+/// `NFNL_SUBSYS_NFTABLES`: the high byte of every nf_tables message type.
+const SUBSYS_NFTABLES: u16 = 10;
+const NFNL_MSG_BATCH_BEGIN: u16 = 16;
+const NFNL_MSG_BATCH_END: u16 = 17;
+/// `NFNL_BATCH_GENID`: the batch applies only in this ruleset generation.
+const NFNL_BATCH_GENID: u16 = 1;
+
+pub(crate) const NLM_F_REQUEST: u16 = 0x1;
+pub(crate) const NLM_F_ACK: u16 = 0x4;
+pub(crate) const NLM_F_DUMP: u16 = 0x300;
+const NLM_F_CREATE: u16 = 0x400;
+const NLM_F_APPEND: u16 = 0x800;
+const NFT_SET_ANONYMOUS: u32 = 0x1;
+const NFT_SET_CONSTANT: u32 = 0x2;
+
+/// The nf_tables message types used here (`NFT_MSG_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    NewTable = 0,
+    GetTable = 1,
+    DelTable = 2,
+    NewChain = 3,
+    GetChain = 4,
+    DelChain = 5,
+    NewRule = 6,
+    GetRule = 7,
+    DelRule = 8,
+    NewSet = 9,
+    NewSetElem = 12,
+    DelSetElem = 14,
+    GetGen = 16,
+}
+
+impl Kind {
+    /// The netlink message type: subsystem and message.
+    pub(crate) fn message_type(self) -> u16 {
+        SUBSYS_NFTABLES << 8 | self as u16
+    }
+}
+
+/// One nf_tables request: its type, its creation flags and its attributes.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub(crate) kind: Kind,
+    pub(crate) flags: u16,
+    pub(crate) family: Family,
+    pub(crate) attrs: Attrs,
+}
+
+impl Request {
+    fn new(kind: Kind, flags: u16, family: Family) -> Request {
+        Request {
+            kind,
+            flags,
+            family,
+            attrs: Attrs::default(),
+        }
+    }
+}
+
+/// The `nfgenmsg` header's family byte (`NFPROTO_*`).
+pub(crate) fn nfproto(family: Family) -> u8 {
+    match family {
+        Family::Inet => 1,
+        Family::Ip => 2,
+        Family::Ip6 => 10,
+    }
+}
+
+/// `add table`: creates the table unless it exists.
+pub(crate) fn new_table(table: &Table) -> Result<Request, FilterError> {
+    let mut req = Request::new(Kind::NewTable, NLM_F_CREATE, table.family);
+    req.attrs.str(1, &table.name);
+    if let Some(comment) = &table.comment {
+        req.attrs.bytes(6, &comment_udata(comment)?);
+    }
+    Ok(req)
+}
+
+/// `delete table`.
+pub(crate) fn del_table(table: &Table) -> Request {
+    let mut req = Request::new(Kind::DelTable, 0, table.family);
+    req.attrs.str(1, &table.name);
+    req
+}
+
+/// `add chain`: creates the chain unless it exists.
+pub(crate) fn new_chain(table: &Table, chain: &Chain) -> Result<Request, FilterError> {
+    let mut req = Request::new(Kind::NewChain, NLM_F_CREATE, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(3, &chain.name);
+    if let Some(base) = &chain.base {
+        req.attrs.nested(4, |hook| {
+            hook.u32(1, base.hook.number());
+            hook.u32(2, base.priority as u32);
+        });
+        if let Some(policy) = base.policy {
+            req.attrs.u32(5, u32::from(policy == Policy::Accept));
+        }
+        req.attrs.str(7, base.kind.as_str());
+    }
+    if let Some(comment) = &chain.comment {
+        req.attrs.bytes(12, &comment_udata(comment)?);
+    }
+    Ok(req)
+}
+
+/// `delete chain` (it must be empty by then).
+pub(crate) fn del_chain(table: &Table, chain: &str) -> Request {
+    let mut req = Request::new(Kind::DelChain, 0, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(3, chain);
+    req
+}
+
+/// `flush chain`: a rule deletion naming no rule deletes them all.
+pub(crate) fn flush_chain(table: &Table, chain: &str) -> Request {
+    let mut req = Request::new(Kind::DelRule, 0, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, chain);
+    req
+}
+
+/// `add rule`: appends a rule of these expressions, with its comment.
+pub(crate) fn new_rule(
+    table: &Table,
+    chain: &str,
+    exprs: &[Expr],
+    comment: Option<&str>,
+) -> Result<Request, FilterError> {
+    let mut req = Request::new(Kind::NewRule, NLM_F_CREATE | NLM_F_APPEND, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, chain);
+    req.attrs
+        .nested(4, |list| exprs.iter().for_each(|e| e.encode(list)));
+    if let Some(comment) = comment {
+        req.attrs.bytes(7, &comment_udata(comment)?);
+    }
+    Ok(req)
+}
+
+/// `delete rule ... handle N`.
+pub(crate) fn del_rule(table: &Table, chain: &str, handle: u64) -> Request {
+    let mut req = Request::new(Kind::DelRule, 0, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, chain);
+    req.attrs.u64(3, handle);
+    req
+}
+
+/// `add set`: creates the named set unless it exists; `id` names it to
+/// later lookups of the same batch.
+pub(crate) fn new_set(table: &Table, set: &Set, id: u32) -> Request {
+    let mut req = Request::new(Kind::NewSet, NLM_F_CREATE, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, &set.name);
+    req.attrs.u32(3, 0);
+    req.attrs.u32(4, set.key.datatype());
+    req.attrs.u32(5, set.key.len());
+    req.attrs.u32(10, id);
+    req
+}
+
+/// An anonymous set as nft makes one: constant, named by the kernel,
+/// known to the rule of the same batch by `id`.
+pub(crate) fn new_anonymous_set(table: &Table, key: SetKey, id: u32, size: u32) -> Request {
+    let mut req = Request::new(Kind::NewSet, NLM_F_CREATE, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, ANONYMOUS_SET);
+    req.attrs.u32(3, NFT_SET_ANONYMOUS | NFT_SET_CONSTANT);
+    req.attrs.u32(4, key.datatype());
+    req.attrs.u32(5, key.len());
+    req.attrs.u32(10, id);
+    req.attrs.nested(9, |desc| desc.u32(1, size));
+    req
+}
+
+/// `add element` / `delete element`; `id` names a set of the same batch.
+pub(crate) fn set_elements(
+    table: &Table,
+    set: &str,
+    id: Option<u32>,
+    keys: &[Vec<u8>],
+    add: bool,
+) -> Request {
+    let (kind, flags) = if add {
+        (Kind::NewSetElem, NLM_F_CREATE)
+    } else {
+        (Kind::DelSetElem, 0)
+    };
+    let mut req = Request::new(kind, flags, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, set);
+    if let Some(id) = id {
+        req.attrs.u32(4, id);
+    }
+    req.attrs.nested(3, |list| {
+        for key in keys {
+            list.nested(1, |elem| elem.nested(1, |k| k.bytes(1, key)));
+        }
+    });
+    req
+}
+
+/// A netlink message: header, `nfgenmsg`, attributes.
+pub(crate) fn encode(
+    out: &mut Vec<u8>,
+    message_type: u16,
+    flags: u16,
+    seq: u32,
+    family: u8,
+    res_id: u16,
+    attrs: &[u8],
+) {
+    let len = 16 + 4 + attrs.len();
+    out.extend_from_slice(&(len as u32).to_ne_bytes());
+    out.extend_from_slice(&message_type.to_ne_bytes());
+    out.extend_from_slice(&flags.to_ne_bytes());
+    out.extend_from_slice(&seq.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes());
+    out.extend_from_slice(&[family, 0]);
+    out.extend_from_slice(&res_id.to_be_bytes());
+    out.extend_from_slice(attrs);
+}
+
+/// A batch being built: `BATCH_BEGIN`, the requests (each acknowledged),
+/// `BATCH_END`. The kernel applies it whole or not at all.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub(crate) bytes: Vec<u8>,
+    /// The sequence number of the begin message.
+    pub(crate) begin: u32,
+    /// Per request after the begin: what it does, for errors.
+    pub(crate) described: Vec<(&'static str, String)>,
+}
+
+impl Batch {
+    /// A batch starting at sequence number `begin`, valid only in
+    /// ruleset generation `genid` when given.
+    pub(crate) fn new(begin: u32, genid: Option<u32>) -> Batch {
+        let mut attrs = Attrs::default();
+        if let Some(genid) = genid {
+            attrs.u32(NFNL_BATCH_GENID, genid);
+        }
+        let mut bytes = Vec::new();
+        encode(
+            &mut bytes,
+            NFNL_MSG_BATCH_BEGIN,
+            NLM_F_REQUEST,
+            begin,
+            0,
+            SUBSYS_NFTABLES,
+            &attrs.buf,
+        );
+        Batch {
+            bytes,
+            begin,
+            described: Vec::new(),
+        }
+    }
+
+    /// Adds a request, described for errors as `op object`; one with an
+    /// attribute too long for netlink is refused.
+    pub(crate) fn push(
+        &mut self,
+        req: Request,
+        op: &'static str,
+        object: String,
+    ) -> Result<(), FilterError> {
+        if req.attrs.overflow {
+            return Err(FilterError::invalid(
+                "request",
+                format!("{op} {object}"),
+                "has an attribute over 65535 bytes; split it",
+            ));
+        }
+        let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
+        encode(
+            &mut self.bytes,
+            req.kind.message_type(),
+            NLM_F_REQUEST | NLM_F_ACK | req.flags,
+            seq,
+            nfproto(req.family),
+            0,
+            &req.attrs.buf,
+        );
+        self.described.push((op, object));
+        Ok(())
+    }
+
+    /// The finished batch; without `BATCH_END` (`commit == false`) the
+    /// kernel checks every request, then throws them away (nft `--check`).
+    pub(crate) fn finish(mut self, commit: bool) -> Batch {
+        if commit {
+            let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
+            encode(
+                &mut self.bytes,
+                NFNL_MSG_BATCH_END,
+                NLM_F_REQUEST,
+                seq,
+                0,
+                SUBSYS_NFTABLES,
+                &[],
+            );
+        }
+        self
+    }
+}

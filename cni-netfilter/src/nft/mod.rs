@@ -1,0 +1,41 @@
+//! The nftables backend, speaking nf_tables' netlink protocol itself
+//! (`NETLINK_NETFILTER`, subsystem `NFNL_SUBSYS_NFTABLES`): no `nft`
+//! binary at run time, so a static plugin works on a minimal host.
+//!
+//! - [`NftBackend`] (`backend.rs`): the [`Backend`](crate::Backend); one
+//!   batch per transaction, deletions by comment tied to the ruleset
+//!   generation they were listed in.
+//! - `compile.rs`: a [`Rule`](crate::Rule) as the expressions nft itself
+//!   would make of the same rule text (and the anonymous sets of its
+//!   port lists).
+//! - [`Expr`] (`expr.rs`): the expressions (payload, meta, cmp, bitwise,
+//!   immediate and verdicts, lookup, nat, masq, fib, ct, counter) and
+//!   their encoding, in libnftnl's attribute order; their operands
+//!   ([`Register`], [`MetaKey`], [`Verdict`] ..) in `keys.rs`. A rule
+//!   can also be given as expressions
+//!   ([`Op::AddNftRule`](crate::Op::AddNftRule)).
+//! - `plan.rs`: a transaction checked whole, then turned into one batch;
+//!   `message.rs`: tables, chains, rules, sets and the batch around them;
+//!   `socket.rs`: acknowledgements, bounded dumps, interrupted dumps read
+//!   again; `udata.rs`: comments as libnftnl stores them; `nla.rs`:
+//!   attributes.
+
+mod backend;
+mod compile;
+mod expr;
+mod keys;
+mod message;
+mod nla;
+mod plan;
+mod socket;
+mod udata;
+
+#[cfg(test)]
+mod tests;
+
+pub use backend::NftBackend;
+pub use expr::Expr;
+pub use keys::{
+    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
+};
+pub use udata::MAX_COMMENT_LEN;

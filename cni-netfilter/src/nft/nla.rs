@@ -1,0 +1,142 @@
+//! Netlink attributes, written and read: a length, a type and a value
+//! padded to 4 bytes, small enough to do here.
+
+use crate::FilterError;
+
+/// `NLA_F_NESTED`: the attribute holds attributes.
+const NLA_F_NESTED: u16 = 0x8000;
+/// `NLA_F_NET_BYTEORDER`, which nf_tables does not use but may be set.
+const NLA_F_NET_BYTEORDER: u16 = 0x4000;
+
+/// A growing buffer of netlink attributes, each padded to 4 bytes. Numbers
+/// go in big-endian, as nf_tables wants them.
+#[derive(Debug, Default)]
+pub(crate) struct Attrs {
+    pub(crate) buf: Vec<u8>,
+    /// An attribute outgrew the 16-bit length field: the buffer is not
+    /// to be sent.
+    pub(crate) overflow: bool,
+}
+
+impl Attrs {
+    /// An attribute with raw bytes.
+    pub(crate) fn bytes(&mut self, kind: u16, value: &[u8]) {
+        let start = self.header(kind);
+        self.buf.extend_from_slice(value);
+        self.finish(start);
+    }
+
+    /// A big-endian u32.
+    pub(crate) fn u32(&mut self, kind: u16, value: u32) {
+        self.bytes(kind, &value.to_be_bytes());
+    }
+
+    /// A big-endian u64.
+    pub(crate) fn u64(&mut self, kind: u16, value: u64) {
+        self.bytes(kind, &value.to_be_bytes());
+    }
+
+    /// A NUL-terminated string.
+    pub(crate) fn str(&mut self, kind: u16, value: &str) {
+        let start = self.header(kind);
+        self.buf.extend_from_slice(value.as_bytes());
+        self.buf.push(0);
+        self.finish(start);
+    }
+
+    /// A nested attribute whose content `inner` writes.
+    pub(crate) fn nested(&mut self, kind: u16, inner: impl FnOnce(&mut Attrs)) {
+        let start = self.header(kind | NLA_F_NESTED);
+        inner(self);
+        self.finish(start);
+    }
+
+    fn header(&mut self, kind: u16) -> usize {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&[0, 0]);
+        self.buf.extend_from_slice(&kind.to_ne_bytes());
+        start
+    }
+
+    /// Writes the length (without padding), then pads.
+    fn finish(&mut self, start: usize) {
+        let len = u16::try_from(self.buf.len() - start).unwrap_or_else(|_| {
+            self.overflow = true;
+            u16::MAX
+        });
+        self.buf[start..start + 2].copy_from_slice(&len.to_ne_bytes());
+        self.buf.resize(self.buf.len().next_multiple_of(4), 0);
+    }
+}
+
+/// The attributes in `payload` as (type without flags, value); a length
+/// that runs past the end is an error, not a panic.
+pub(crate) fn parse(payload: &[u8]) -> Result<Vec<(u16, &[u8])>, FilterError> {
+    let mut attrs = Vec::new();
+    let mut rest = payload;
+    while rest.len() >= 4 {
+        let len = usize::from(u16::from_ne_bytes([rest[0], rest[1]]));
+        let kind = u16::from_ne_bytes([rest[2], rest[3]]) & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER);
+        if len < 4 || len > rest.len() {
+            return Err(malformed(format!(
+                "an attribute of {len} bytes in {} bytes",
+                rest.len()
+            )));
+        }
+        attrs.push((kind, &rest[4..len]));
+        rest = &rest[len.next_multiple_of(4).min(rest.len())..];
+    }
+    Ok(attrs)
+}
+
+/// A NUL-terminated string attribute.
+pub(crate) fn string(value: &[u8]) -> Result<String, FilterError> {
+    let text = value.strip_suffix(&[0]).unwrap_or(value);
+    String::from_utf8(text.to_vec()).map_err(|e| malformed(e.to_string()))
+}
+
+/// A big-endian u32 or u64 attribute.
+pub(crate) fn number(value: &[u8]) -> Result<u64, FilterError> {
+    match value.len() {
+        4 => Ok(u32::from_be_bytes(value.try_into().unwrap_or_default()).into()),
+        8 => Ok(u64::from_be_bytes(value.try_into().unwrap_or_default())),
+        n => Err(malformed(format!("a number attribute of {n} bytes"))),
+    }
+}
+
+pub(crate) fn malformed(reason: impl Into<String>) -> FilterError {
+    FilterError::Malformed {
+        peer: "the kernel",
+        reason: reason.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attribute_too_long_for_its_length_field_is_flagged_not_wrapped() {
+        let mut attrs = Attrs::default();
+        attrs.bytes(1, &[0; 65531]);
+        assert!(!attrs.overflow, "65535 bytes with the header fit");
+        attrs.bytes(1, &[0; 65532]);
+        assert!(attrs.overflow);
+    }
+
+    #[test]
+    fn attributes_are_padded_and_nested_ones_flagged() {
+        let mut attrs = Attrs::default();
+        attrs.str(1, "t");
+        attrs.nested(4, |inner| inner.u32(2, 0x10));
+        assert_eq!(
+            attrs.buf,
+            [6, 0, 1, 0, b't', 0, 0, 0, 12, 0, 4, 0x80, 8, 0, 2, 0, 0, 0, 0, 0x10]
+        );
+        let parsed = parse(&attrs.buf).unwrap();
+        assert_eq!(parsed[0], (1, &b"t\0"[..]));
+        assert_eq!(string(parsed[0].1).unwrap(), "t");
+        assert_eq!(parsed[1].0, 4);
+        assert_eq!(number(parse(parsed[1].1).unwrap()[0].1).unwrap(), 0x10);
+    }
+}

@@ -1,0 +1,189 @@
+//! The iptables backend with iptables-nft and iptables-legacy, each run in
+//! a namespace of its own and checked with that variant's `iptables-save`
+//! (needs root).
+
+mod common;
+
+use cni_netfilter::iptables::Variant;
+use cni_netfilter::{
+    Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError, Hook, Match,
+    Protocol, Rule, Table, Transaction,
+};
+use common::{netns, run_in, try_iptables};
+
+const VARIANTS: [Variant; 2] = [Variant::Nft, Variant::Legacy];
+
+/// Our chains and the table's rules as `iptables-save` prints them: the
+/// chains sorted (legacy prints them by name, nft in creation order), the
+/// rules in order.
+fn saved(
+    ns: &cni_net::testing::TempNetns,
+    variant: Variant,
+    family: Family,
+    table: &str,
+) -> Vec<String> {
+    let text = run_in(ns, &variant.program(family, "save"), &["-t", table], "");
+    let mut chains: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with(":CNI"))
+        .map(String::from)
+        .collect();
+    chains.sort();
+    chains.extend(
+        text.lines()
+            .filter(|l| l.starts_with("-A "))
+            .map(String::from),
+    );
+    chains
+}
+
+/// portmap's iptables layout in miniature: a per-container chain reached
+/// from a shared one, rules tagged with comments.
+fn hostport(id: &str, port: u16, container: &str) -> Transaction {
+    let chain = format!("CNI-DN-{id}");
+    let mut tx = Transaction::new(Table::new(Family::Ip, "nat"));
+    tx.ensure_chain(Chain::new("CNI-HOSTPORT-DNAT"))
+        .ensure_chain(Chain::base(
+            "PREROUTING",
+            BaseChain::new(ChainType::Nat, Hook::Prerouting, -100),
+        ))
+        .ensure_chain(Chain::new(chain.clone()))
+        .add_rule(
+            Rule::new(chain.clone())
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPort(port))
+                .then(Action::Dnat {
+                    addr: container.parse().unwrap(),
+                    port: Some(80),
+                }),
+        )
+        .add_rule(
+            Rule::new("CNI-HOSTPORT-DNAT")
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPorts(vec![port, port + 100]))
+                .then(Action::Jump(chain))
+                .comment(format!("dnat name: \"cni0\" id: \"{id}\"")),
+        );
+    tx
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn rules_land_as_iptables_save_prints_them_and_go_by_comment_with_both_variants() {
+    for variant in VARIANTS {
+        let ns = netns("nf-ipt");
+        let table = Table::new(Family::Ip, "nat");
+        let mut jump = Transaction::new(table.clone());
+        jump.ensure_chain(Chain::new("CNI-HOSTPORT-DNAT")).add_rule(
+            Rule::new("PREROUTING")
+                .matching(Match::LocalDestination)
+                .then(Action::Jump("CNI-HOSTPORT-DNAT".into())),
+        );
+        try_iptables(&ns, variant, |ipt| {
+            ipt.apply(&jump)?;
+            ipt.apply(&hostport("a", 8080, "10.88.0.5"))?;
+            ipt.apply(&hostport("b", 8081, "10.88.0.6"))
+        })
+        .unwrap();
+        assert_eq!(
+            saved(&ns, variant, Family::Ip, "nat"),
+            [
+                ":CNI-DN-a - [0:0]",
+                ":CNI-DN-b - [0:0]",
+                ":CNI-HOSTPORT-DNAT - [0:0]",
+                "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+                "-A CNI-DN-a -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.5:80",
+                "-A CNI-DN-b -p tcp -m tcp --dport 8081 -j DNAT --to-destination 10.88.0.6:80",
+                "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"cni0\\\" id: \\\"a\\\"\" -m multiport --dports 8080,8180 -j CNI-DN-a",
+                "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"cni0\\\" id: \\\"b\\\"\" -m multiport --dports 8081,8181 -j CNI-DN-b",
+            ],
+            "{variant:?}"
+        );
+
+        // DEL of container a: its jump by comment, then its chain.
+        let found = try_iptables(&ns, variant, |ipt| {
+            let mine = CommentMatch::Exact("dnat name: \"cni0\" id: \"a\"".into());
+            let found = ipt.find_rules(&table, "CNI-HOSTPORT-DNAT", &mine)?;
+            let mut del = Transaction::new(table.clone());
+            del.delete_rules_by_comment("CNI-HOSTPORT-DNAT", mine)
+                .delete_chain("CNI-DN-a");
+            ipt.apply(&del)?;
+            ipt.apply(&del)?; // again: nothing left to delete is no error
+            Ok(found)
+        })
+        .unwrap();
+        assert_eq!(found.len(), 1, "{variant:?}");
+        let left = saved(&ns, variant, Family::Ip, "nat");
+        assert!(
+            left.iter().all(|line| !line.contains("CNI-DN-a")),
+            "{variant:?}: {left:#?}"
+        );
+        assert_eq!(left.len(), 5, "{variant:?}: {left:#?}");
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_restore_that_fails_changes_nothing_and_reports_the_commands_stderr() {
+    for variant in VARIANTS {
+        let ns = netns("nf-ipt-fail");
+        let mut tx = Transaction::new(Table::new(Family::Ip6, "filter"));
+        tx.ensure_chain(Chain::new("CNI-OK"))
+            .add_rule(Rule::new("CNI-OK").then(Action::Accept).comment("first"))
+            .add_rule(Rule::new("CNI-OK").then(Action::Jump("CNI-MISSING".into())));
+        let err = try_iptables(&ns, variant, |ipt| ipt.apply(&tx)).unwrap_err();
+        let FilterError::Command {
+            command, stderr, ..
+        } = &err
+        else {
+            panic!("{variant:?}: {err:?}");
+        };
+        assert_eq!(
+            command,
+            &format!("{} --noflush -w", variant.program(Family::Ip6, "restore"))
+        );
+        assert!(!stderr.is_empty(), "{variant:?}: {err}");
+        assert_eq!(
+            saved(&ns, variant, Family::Ip6, "filter"),
+            Vec::<String>::new(),
+            "{variant:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn ensuring_an_existing_chain_keeps_its_rules() {
+    for variant in VARIANTS {
+        let ns = netns("nf-ipt-ensure");
+        let mut tx = Transaction::new(Table::new(Family::Ip, "nat"));
+        tx.ensure_chain(Chain::new("CNI-MASQ"));
+        let mut add = tx.clone();
+        add.add_rule(
+            Rule::new("CNI-MASQ")
+                .then(Action::Masquerade)
+                .comment("kept"),
+        );
+        try_iptables(&ns, variant, |ipt| {
+            ipt.apply(&add)?;
+            ipt.apply(&tx)
+        })
+        .unwrap();
+        assert_eq!(
+            saved(&ns, variant, Family::Ip, "nat"),
+            [
+                ":CNI-MASQ - [0:0]",
+                "-A CNI-MASQ -m comment --comment kept -j MASQUERADE"
+            ],
+            "{variant:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn iptables_counts_as_usable_where_it_runs() {
+    let ns = netns("nf-ipt-usable");
+    let usable = ns.run(|_| Ok::<_, common::BoxError>(cni_netfilter::iptables_usable()));
+    assert!(usable.unwrap());
+}

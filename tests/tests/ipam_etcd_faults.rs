@@ -1,0 +1,291 @@
+//! `ipam-etcd` as a process against servers that are not a healthy etcd: a
+//! server answering `{}` to everything, one answering a 100 MiB error,
+//! endpoints that accept and never answer, and endpoint URLs carrying
+//! credentials. Each server is a thread of this test on 127.0.0.1 and a
+//! port of its own.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tests::StdoutJson;
+use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+
+/// What a fake server does with each request.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Answers 200 `{}`.
+    EmptyObject,
+    /// Answers 400 with a body of this many bytes.
+    HugeError(usize),
+    /// Reads nothing and never answers.
+    Hang,
+    /// A well-formed etcd that holds no key, yet fails every reservation
+    /// as if its address were taken: an ADD can only lose, forever.
+    AlwaysTaken,
+}
+
+/// A fake etcd endpoint, stopped when dropped.
+struct Fake {
+    port: u16,
+    requests: Arc<AtomicUsize>,
+    connections: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Fake {
+    fn start(behaviour: Behaviour) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = listener.local_addr().expect("bound").port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, c, s) = (requests.clone(), connections.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                c.fetch_add(1, Ordering::SeqCst);
+                match behaviour {
+                    Behaviour::Hang => held.push(stream),
+                    _ => {
+                        let r = r.clone();
+                        std::thread::spawn(move || answer(stream, behaviour, &r));
+                    }
+                }
+            }
+        });
+        Fake {
+            port,
+            requests,
+            connections,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop up, which then sees `stop`.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serves the requests of one connection until the client closes it.
+fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut out = stream;
+    loop {
+        let mut length = 0usize;
+        let mut line = String::new();
+        let mut path = String::new();
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if path.is_empty() {
+                path = line.split(' ').nth(1).unwrap_or("?").to_owned();
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        requests.fetch_add(1, Ordering::SeqCst);
+        let written = match behaviour {
+            Behaviour::EmptyObject => out.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+            ),
+            Behaviour::HugeError(size) => {
+                let head = format!("HTTP/1.1 400 Bad Request\r\ncontent-length: {size}\r\n\r\n");
+                let chunk = vec![b'x'; 1 << 16];
+                let mut left = size;
+                let mut w = out.write_all(head.as_bytes());
+                while w.is_ok() && left > 0 {
+                    let n = left.min(chunk.len());
+                    w = out.write_all(&chunk[..n]);
+                    left -= n;
+                }
+                w
+            }
+            Behaviour::AlwaysTaken => {
+                let body = match path.as_str() {
+                    "/v3/kv/txn" => {
+                        r#"{"header":{"revision":"7"},"responses":[{"response_range":{"count":"1"}}]}"#
+                    }
+                    _ => r#"{"header":{"revision":"7"}}"#,
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                out.write_all(head.as_bytes())
+                    .and_then(|()| out.write_all(body.as_bytes()))
+            }
+            Behaviour::Hang => return,
+        };
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+fn ipam_etcd() -> PathBuf {
+    plugin_bin_dir().join("ipam-etcd")
+}
+
+/// An ADD of `c1` with these endpoints and `prefix` (when given).
+fn add(endpoints: &[String], prefix: Option<&str>) -> Outcome {
+    let mut store = json!({"type": "etcd", "endpoints": endpoints, "node": "n1"});
+    if let Some(prefix) = prefix {
+        store["prefix"] = json!(prefix);
+    }
+    let conf = json!({"cniVersion": "1.1.0", "name": "net", "type": "bridge",
+        "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": "10.90.0.0/24"}]], "store": store}});
+    run_plugin(
+        &ipam_etcd(),
+        &[
+            ("CNI_COMMAND", "ADD"),
+            ("CNI_CONTAINERID", "c1"),
+            ("CNI_IFNAME", "eth0"),
+            ("CNI_NETNS", FAKE_NETNS),
+            ("CNI_PATH", "/usr/lib/cni"),
+        ],
+        &serde_json::to_vec(&conf).expect("JSON"),
+    )
+}
+
+fn error(out: &Outcome) -> Value {
+    assert_eq!(out.status(), Some(1), "{out:?}");
+    out.stdout_json()
+}
+
+/// The error of an ADD against `fake` alone, and how long it took.
+fn failed_add(fake: &Fake) -> (Value, Duration) {
+    let started = Instant::now();
+    let out = add(&[fake.endpoint()], None);
+    (error(&out), started.elapsed())
+}
+
+/// `e[key]` as text.
+fn text<'v>(e: &'v Value, key: &str) -> &'v str {
+    e[key].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_server_answering_empty_objects_is_code_11_at_once_quoting_its_answer() {
+    let fake = Fake::start(Behaviour::EmptyObject);
+    let (e, took) = failed_add(&fake);
+    assert_eq!(e["code"], 11, "{e}");
+    assert!(text(&e, "msg").contains(&fake.endpoint()), "{e}");
+    assert!(text(&e, "details").contains("answered: {}"), "{e}");
+    let requests = fake.requests.load(Ordering::SeqCst);
+    assert!(requests <= 3, "{requests} requests in {took:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn an_add_that_keeps_losing_races_backs_off_and_gives_up_after_a_bounded_number() {
+    let fake = Fake::start(Behaviour::AlwaysTaken);
+    let (e, took) = failed_add(&fake);
+    assert_eq!(e["code"], 11, "{e}");
+    assert!(text(&e, "msg").contains("32 races lost"), "{e}");
+    // A read and a reservation per race: 32 races, not thousands.
+    let requests = fake.requests.load(Ordering::SeqCst);
+    assert!(requests <= 2 * 32 + 1, "{requests} requests in {took:?}");
+    assert!(took < Duration::from_secs(11), "{took:?}");
+}
+
+#[test]
+fn a_huge_error_body_is_quoted_in_its_first_kib_and_its_size() {
+    const SIZE: usize = 100 << 20;
+    let fake = Fake::start(Behaviour::HugeError(SIZE));
+    let out = add(&[fake.endpoint()], None);
+    assert!(
+        out.stdout.len() < 16 << 10,
+        "{} bytes on stdout",
+        out.stdout.len()
+    );
+    let e = error(&out);
+    let details = text(&e, "details");
+    assert!(details.contains("HTTP 400"), "{e}");
+    assert!(details.contains(&format!("{SIZE} in all")), "{e}");
+}
+
+#[test]
+fn endpoints_that_never_answer_share_one_deadline() {
+    let (a, b, c) = (
+        Fake::start(Behaviour::Hang),
+        Fake::start(Behaviour::Hang),
+        Fake::start(Behaviour::Hang),
+    );
+    let started = Instant::now();
+    let out = add(&[a.endpoint(), b.endpoint(), c.endpoint()], None);
+    let took = started.elapsed();
+    assert_eq!(error(&out)["code"], 11, "{out:?}");
+    // One 2 s deadline for the read, not 2 s for each of three endpoints.
+    assert!(took < Duration::from_millis(3500), "{took:?}");
+    for fake in [&a, &b, &c] {
+        assert_eq!(
+            fake.connections.load(Ordering::SeqCst),
+            1,
+            "each endpoint tried once"
+        );
+    }
+}
+
+#[test]
+fn credentials_in_an_endpoint_are_refused_never_sent_never_shown() {
+    let fake = Fake::start(Behaviour::EmptyObject);
+    let url = format!("http://admin:hunter2@127.0.0.1:{}", fake.port);
+    let out = add(&[url], None);
+    let e = error(&out);
+    assert_eq!(e["code"], 7, "{e}");
+    assert_eq!(e["msg"], "invalid ipam.store.endpoints[0]", "{e}");
+    for text in [out.stdout_str(), out.stderr_str()] {
+        assert!(
+            !text.contains("hunter2") && !text.contains("admin"),
+            "{text}"
+        );
+    }
+    assert_eq!(fake.connections.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_prefix_that_is_empty_or_has_control_characters_is_code_7() {
+    let fake = Fake::start(Behaviour::EmptyObject);
+    for prefix in ["", "/", "/cni\u{1b}[2J", "/a b"] {
+        let e = error(&add(&[fake.endpoint()], Some(prefix)));
+        assert_eq!(e["code"], 7, "{prefix:?}: {e}");
+        assert_eq!(e["msg"], "invalid ipam.store.prefix", "{prefix:?}: {e}");
+    }
+    assert_eq!(fake.connections.load(Ordering::SeqCst), 0);
+}
