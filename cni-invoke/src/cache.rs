@@ -5,7 +5,7 @@ use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use cni_types::{CniResult, Code, Error};
+use cni_types::{CniResult, Error};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -156,13 +156,7 @@ pub(crate) fn load(
                     .map_err(|e| cni_types::ResultError::UnsupportedVersion(e.version))?,
             )?)
         })
-        .map_err(|e| {
-            Error::new(
-                Code::DECODING_FAILURE,
-                format!("failed to read the cached result of {network}"),
-            )
-            .with_details(e.to_string())
-        })?;
+        .map_err(|e| Error::decoding(&format!("the cached result of {network}"), e))?;
     Ok(Some(parsed))
 }
 
@@ -188,6 +182,7 @@ pub(crate) fn attachments(cache_dir: &Path, network: &str) -> Vec<CachedAttachme
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni_types::Code;
     use std::os::unix::fs::PermissionsExt;
 
     fn attachment(ifname: &str) -> RuntimeConf {
@@ -218,7 +213,7 @@ mod tests {
                     let bytes = std::fs::read(path(cache, "net", &rt))
                         .map_err(|e| Error::io("read", cache, e))?;
                     let entry: CachedAttachment = serde_json::from_slice(&bytes)
-                        .map_err(|e| Error::new(Code::DECODING_FAILURE, e.to_string()))?;
+                        .map_err(|e| Error::decoding("the entry", e))?;
                     if entry.ifname != ifname {
                         return Err(Error::new(
                             Code::INTERNAL,

@@ -225,24 +225,17 @@ pub fn exec_with_result(
     version: &str,
 ) -> Result<CniResult, Error> {
     let out = exec_succeeding(plugin, invocation, config)?;
+    let what = format!("the result of {}", plugin.display());
     let shown = || excerpt(&out.stdout, out.stdout_dropped, SHOWN);
     if out.stdout_dropped > 0 {
-        return Err(Error::new(
-            Code::DECODING_FAILURE,
-            format!(
-                "failed to read the result of {}: more than {STDOUT_LIMIT} bytes on stdout",
-                plugin.display()
-            ),
-        )
-        .with_details(format!("output: {}", shown())));
+        let why = format!(
+            "more than {STDOUT_LIMIT} bytes on stdout; output: {}",
+            shown()
+        );
+        return Err(Error::decoding(&what, why));
     }
-    CniResult::parse_as_given(version, &out.stdout).map_err(|e| {
-        Error::new(
-            Code::DECODING_FAILURE,
-            format!("failed to read the result of {}", plugin.display()),
-        )
-        .with_details(format!("{e}; output: {}", shown()))
-    })
+    CniResult::parse_as_given(version, &out.stdout)
+        .map_err(|e| Error::decoding(&what, format!("{e}; output: {}", shown())))
 }
 
 /// Runs a command whose success prints nothing (DEL, CHECK, GC, STATUS).

@@ -18,25 +18,19 @@ pub struct NetworkList {
     pub bytes: Vec<u8>,
 }
 
-/// The message of every malformed list, as libcni words it; the details
-/// say what is wrong.
-const BAD_LIST: &str = "error parsing configuration list";
-
 impl NetworkList {
     /// Reads a `.conflist`: a name, and plugins that each have a `type`.
     ///
     /// Go: `libcni.ConfListFromBytes`.
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, Error> {
-        let list: NetConfList = serde_json::from_slice(bytes).map_err(|e| {
-            Error::new(Code::DECODING_FAILURE, BAD_LIST).with_details(e.to_string())
-        })?;
+        let list: NetConfList = serde_json::from_slice(bytes)
+            .map_err(|e| Error::decoding("the configuration list", e))?;
         if list.name.is_empty() {
-            return Err(Error::new(Code::INVALID_NETWORK_CONFIG, BAD_LIST).with_details("no name"));
+            return Err(Error::invalid_config("name", "the list has none"));
         }
         validate_network_name(&list.name)?;
         if list.plugins.is_empty() {
-            return Err(Error::new(Code::INVALID_NETWORK_CONFIG, BAD_LIST)
-                .with_details("no plugins in list"));
+            return Err(Error::invalid_config("plugins", "no plugins in list"));
         }
         for (i, plugin) in list.plugins.iter().enumerate() {
             if plugin
@@ -44,8 +38,10 @@ impl NetworkList {
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
             {
-                return Err(Error::new(Code::INVALID_NETWORK_CONFIG, BAD_LIST)
-                    .with_details(format!("plugins[{i}] has no type")));
+                return Err(Error::invalid_config(
+                    &format!("plugins[{i}].type"),
+                    "missing or empty",
+                ));
             }
         }
         Ok(NetworkList {
@@ -59,10 +55,8 @@ impl NetworkList {
     ///
     /// Go: `libcni.ConfListFromConf`.
     pub fn from_plugin_config(bytes: &[u8]) -> Result<NetworkList, Error> {
-        let conf: Extra = serde_json::from_slice(bytes).map_err(|e| {
-            Error::new(Code::DECODING_FAILURE, "error parsing configuration")
-                .with_details(e.to_string())
-        })?;
+        let conf: Extra =
+            serde_json::from_slice(bytes).map_err(|e| Error::decoding("the configuration", e))?;
         let list = serde_json::json!({
             "name": conf.get("name").cloned().unwrap_or(Value::Null),
             "cniVersion": conf.get("cniVersion").cloned().unwrap_or(Value::Null),
@@ -116,13 +110,8 @@ impl NetworkList {
         }
         for path in &singles {
             let bytes = read(path)?;
-            let conf: Extra = serde_json::from_slice(&bytes).map_err(|e| {
-                Error::new(
-                    Code::DECODING_FAILURE,
-                    format!("error parsing {}", path.display()),
-                )
-                .with_details(e.to_string())
-            })?;
+            let conf: Extra = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::decoding(&path.display().to_string(), e))?;
             if conf.get("name").and_then(Value::as_str) == Some(name) {
                 return Self::from_plugin_config(&bytes);
             }

@@ -379,13 +379,8 @@ fn runtime_conf_of(a: CachedAttachment) -> RuntimeConf {
 }
 
 fn at_least(version: &str, minimum: &str) -> Result<bool, Error> {
-    LooseVersion::greater_or_equal(version, minimum).map_err(|e| {
-        Error::new(
-            Code::DECODING_FAILURE,
-            format!("invalid list version {version:?}"),
-        )
-        .with_details(e.to_string())
-    })
+    LooseVersion::greater_or_equal(version, minimum)
+        .map_err(|e| Error::invalid_config("cniVersion", format!("{version:?}: {e}")))
 }
 
 /// Says which plugin failed, keeping the plugin's code and message.

@@ -295,7 +295,10 @@ fn an_add_result_past_the_stdout_limit_is_refused_quoting_its_start() {
     let dir = tempfile::tempdir().unwrap();
     let e = exec_with_result(&flood(&dir, 0), &add(), b"{}", "1.0.0").unwrap_err();
     assert_eq!(e.code, Code::DECODING_FAILURE);
-    assert!(e.msg.contains("more than 1048576 bytes on stdout"), "{e:?}");
+    assert!(
+        e.details.contains("more than 1048576 bytes on stdout"),
+        "{e:?}"
+    );
     assert!(
         e.details.len() < 2048,
         "{} bytes of details",
