@@ -380,7 +380,7 @@ fn runtime_conf_of(a: CachedAttachment) -> RuntimeConf {
 
 fn at_least(version: &str, minimum: &str) -> Result<bool, Error> {
     LooseVersion::greater_or_equal(version, minimum)
-        .map_err(|e| Error::invalid_config("cniVersion", format!("{version:?}: {e}")))
+        .map_err(|e| Error::decoding(&format!("the list's cniVersion {version:?}"), e))
 }
 
 /// Says which plugin failed, keeping the plugin's code and message.
