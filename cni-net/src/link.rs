@@ -251,6 +251,31 @@ impl Netlink {
         }
     }
 
+    /// Deletes the link `id` names if there is one and returns the
+    /// addresses it had that are global unicast (what a plugin set up
+    /// masquerading for); none when there was no link. For DEL.
+    ///
+    /// Like `ip addr show dev NAME` then `ip link del NAME`; Go:
+    /// `ip.DelLinkByNameAddr`, ignoring `ip.ErrLinkNotFound`.
+    pub fn delete_link_returning_addresses(
+        &mut self,
+        id: impl Into<LinkId>,
+    ) -> Result<Vec<cni_types::IpNetwork>, NetError> {
+        let Some(link) = self.find_link(id)? else {
+            return Ok(Vec::new());
+        };
+        let addresses = self.addresses(Some(link.index))?;
+        match self.delete_link(link.index) {
+            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            other => other?,
+        }
+        Ok(addresses
+            .into_iter()
+            .map(|a| a.network)
+            .filter(|n| crate::addr::is_global_unicast(n.addr()))
+            .collect())
+    }
+
     /// Waits until a link is operationally up (a veth is once both ends
     /// are set up), polling for at most `timeout`.
     pub fn wait_until_up(&mut self, index: u32, timeout: Duration) -> Result<Link, NetError> {

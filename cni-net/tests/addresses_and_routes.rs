@@ -162,3 +162,23 @@ fn a_gateway_the_link_cannot_reach_is_refused_naming_the_route() {
     assert_eq!(err.errno(), Some(101), "ENETUNREACH: {err}");
     assert!(err.to_string().contains("via 10.99.99.1"), "{err}");
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_route_added_from_a_source_carries_it_and_a_second_is_refused() {
+    let (tmp, mut nl, link) = with_link("prefsrc");
+    nl.add_address(link.index, net("10.77.5.2/24"), Dad::Skip)
+        .unwrap();
+    let route = Route::new(net("10.78.0.0/16"), Some("10.77.5.1".parse().unwrap()));
+    let src = "10.77.5.2".parse().unwrap();
+    nl.add_route_from(link.index, &route, src).unwrap();
+    let out = std::process::Command::new("ip")
+        .args(["-n", tmp.name(), "-j", "route", "show", "10.78.0.0/16"])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown[0]["prefsrc"], "10.77.5.2", "{shown}");
+    assert_eq!(shown[0]["gateway"], "10.77.5.1", "{shown}");
+    let again = nl.add_route_from(link.index, &route, src).unwrap_err();
+    assert!(again.is_exists(), "{again}");
+}

@@ -135,3 +135,29 @@ fn dummy_links_are_created_or_refused_clearly_by_kernels_without_them() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn deleting_a_link_returns_its_global_addresses_and_none_once_gone() {
+    let tmp = temp("deladdr");
+    let mut nl = tmp.socket().unwrap();
+    let link = tmp.add_veth("ret0", "ret1", None).unwrap();
+    let (v4, v6) = (
+        "10.77.6.2/24".parse().unwrap(),
+        "fd00:77:6::2/64".parse().unwrap(),
+    );
+    nl.add_address(link.index, v4, cni_net::Dad::Skip).unwrap();
+    nl.add_address(link.index, v6, cni_net::Dad::Skip).unwrap();
+    // Both ends up, so the link-local address appears; it is not returned.
+    nl.set_up(link.index).unwrap();
+    let peer = nl.link("ret1").unwrap();
+    nl.set_up(peer.index).unwrap();
+    let mut returned = nl.delete_link_returning_addresses("ret0").unwrap();
+    returned.sort_by_key(|n| n.to_string());
+    assert_eq!(returned, vec![v4, v6]);
+    assert!(nl.find_link("ret1").unwrap().is_none(), "the pair is gone");
+    assert!(nl
+        .delete_link_returning_addresses("ret0")
+        .unwrap()
+        .is_empty());
+}

@@ -19,6 +19,8 @@
 //! - [`iptables`]: the iptables backend, through `iptables-save` and
 //!   `iptables-restore --noflush -w` (legacy or nft variant).
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
+//! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
+//!   its iptables and nftables layouts (setup, teardown, check, GC).
 //! - [`FilterError`] (`error.rs`): names the table, chain or comment, keeps
 //!   the errno or the command's stderr; becomes a CNI error (code 7 for a
 //!   description that cannot be applied, else 999).
@@ -96,6 +98,7 @@ mod backend;
 mod choose;
 mod error;
 pub mod iptables;
+pub mod masquerade;
 pub mod nft;
 mod rule;
 mod set;

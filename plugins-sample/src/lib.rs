@@ -30,13 +30,22 @@
 //! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
 //!   veth port per container, IPAM delegated, the gateway on the bridge.
 //!
+//! - [`ptp`]: a drop-in for the reference `ptp`: a routed veth pair per
+//!   container, IPAM delegated, the gateway on the host end, `ipMasq`.
+//!
+//! - `host-local`: a drop-in for the reference IPAM plugin of that name,
+//!   the binary `ipam-file` is under the reference's name.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+mod ipmasq;
 pub mod loopback;
 pub mod noop;
+mod pair;
+pub mod ptp;
 pub mod tuning;
 pub mod veth;

@@ -148,6 +148,32 @@ pub fn reference_plugin_dir() -> PathBuf {
     dir
 }
 
+/// The `CNI_PATH` of a test that runs our plugins with the reference's
+/// `host-local`: a directory holding only `host-local` (a link to
+/// Debian's), then ours ([`plugin_bin_dir`], which has a `host-local` of
+/// its own), then the reference directory for anything else. Put ours
+/// first without this and `host-local` is ours.
+///
+/// # Panics
+/// As [`plugin_bin_dir`] and [`reference_plugin_dir`], or when the
+/// directory cannot be made.
+pub fn ours_with_reference_host_local() -> Vec<PathBuf> {
+    let reference = reference_plugin_dir();
+    let dir = target_dir().join("reference-host-local");
+    fs::create_dir_all(&dir).expect("creating the reference host-local directory");
+    let link = dir.join("host-local");
+    if fs::read_link(&link).ok() != Some(reference.join("host-local")) {
+        // Another test process may be doing the same: link under a name
+        // of our own, then rename over whatever is there.
+        let tmp = dir.join(format!("host-local.{}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(reference.join("host-local"), &tmp)
+            .expect("linking the reference host-local");
+        fs::rename(&tmp, &link).expect("placing the reference host-local");
+    }
+    vec![dir, plugin_bin_dir(), reference]
+}
+
 /// Directory under the target dir where Go helpers are built.
 fn go_bin_root() -> PathBuf {
     target_dir().join("go-bin")

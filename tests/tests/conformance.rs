@@ -108,6 +108,8 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "bridge", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: OUR_WARNS },
     Subject { name: "tuning", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "loopback", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Loopback, fails: &[], warns: OUR_WARNS },
+    Subject { name: "ptp", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "host-local", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },

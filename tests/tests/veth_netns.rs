@@ -26,7 +26,8 @@ use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
 use tests::StdoutJson;
 use tests::{
-    global_addrs, host_link, ip, link_is_up, plugin_bin_dir, reference_plugin_dir, NetNs, Outcome,
+    global_addrs, host_link, ip, link_is_up, ours_with_reference_host_local, plugin_bin_dir,
+    reference_plugin_dir, NetNs, Outcome,
 };
 
 /// `{"ok":true,"result":null}`, what CHECK and DEL answer on success.
@@ -440,7 +441,7 @@ fn reference_bridge_with_ipam_file() {
 #[test]
 fn veth_with_reference_host_local() {
     let start = Instant::now();
-    let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
+    let dirs = NetDirs::new("cni-veth-", ours_with_reference_host_local());
     let net = "vethhl";
     let cid = "veth-hl";
     let host_veth = plugins_sample::veth::host_veth_name(cid, "eth0");

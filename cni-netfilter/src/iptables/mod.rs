@@ -200,6 +200,20 @@ impl Backend for IptablesBackend {
     }
 }
 
+/// Whether `listed` (from [`Backend::list_rules`]) is `rule` as
+/// `iptables-save` prints it back: the same chain and the same words.
+/// What the reference's `iptables -C` (go-iptables `Exists`) answers.
+pub(crate) fn is_listed_as(
+    rule: &crate::Rule,
+    family: Family,
+    listed: &ListedRule,
+) -> Result<bool, FilterError> {
+    let RuleHandle::Iptables(spec) = &listed.handle else {
+        return Ok(false);
+    };
+    Ok(listed.chain == rule.chain && save::words(spec) == render::render(rule, family)?)
+}
+
 /// The tables iptables has.
 const TABLES: [&str; 5] = ["filter", "nat", "mangle", "raw", "security"];
 
