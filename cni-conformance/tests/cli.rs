@@ -131,6 +131,14 @@ fn misuse_exits_2_naming_the_problem() {
             "/no/such/plugin: not an executable file",
         ),
         (vec![], "no PLUGIN given"),
+        (
+            vec!["--timeout", "-1", "/bin/true"],
+            "--timeout \"-1\": expected a positive number of seconds",
+        ),
+        (
+            vec!["--timeout", "1e300", "/bin/true"],
+            "--timeout \"1e300\": expected a positive number of seconds",
+        ),
     ] {
         let out = tool(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);

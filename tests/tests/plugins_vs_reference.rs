@@ -15,6 +15,7 @@
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
+use tests::StdoutJson;
 use tests::{
     global_addrs, ip, ours_with_reference_host_local, plugin_bin_dir, reference_plugin_dir, NetNs,
 };

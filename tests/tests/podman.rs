@@ -19,6 +19,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use tests::podman::Podman;
+use tests::StdoutJson;
 use tests::{host_link, ip, plugin_bin_dir};
 
 /// A Podman whose networks find our plugins.

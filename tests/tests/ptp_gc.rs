@@ -5,17 +5,16 @@
 //! runs inside a "host" namespace of the test (`ip netns exec`), so its
 //! rules, links and routes never touch the machine's. Needs root.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{json, Value};
-use tests::{plugin_bin_dir, NetNs, Outcome};
+use tests::{output_of, plugin_bin_dir, NetNs, Outcome};
 
 /// Runs our `ptp` inside `host` with `command` for `cid`.
 fn ptp(host: &NetNs, command: &str, cid: &str, netns: &str, conf: &Value) -> Outcome {
-    use std::io::Write;
     let bin = plugin_bin_dir();
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", host.name()])
+    let mut ptp = Command::new("ip");
+    ptp.args(["netns", "exec", host.name()])
         .arg(bin.join("ptp"))
         .env_clear()
         .env("CNI_COMMAND", command)
@@ -23,20 +22,8 @@ fn ptp(host: &NetNs, command: &str, cid: &str, netns: &str, conf: &Value) -> Out
         .env("CNI_NETNS", netns)
         .env("CNI_IFNAME", "eth0")
         .env("CNI_PATH", &bin)
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ip netns exec runs");
-    let stdin = conf.to_string();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap().into()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+    output_of(&mut ptp, conf.to_string().as_bytes())
 }
 
 /// The comments of the host namespace's masquerading rules.

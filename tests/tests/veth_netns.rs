@@ -19,11 +19,12 @@
 //! running in parallel never share an address or a route.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
+use tests::StdoutJson;
 use tests::{
     global_addrs, host_link, ip, link_is_up, ours_with_reference_host_local, plugin_bin_dir,
     reference_plugin_dir, NetNs, Outcome,
@@ -85,11 +86,9 @@ fn ping(netns: Option<&NetNs>, addr: &str) -> Outcome {
         }
         None => Command::new("ping"),
     };
-    cmd.args(["-c1", "-W1", addr])
-        .stdin(Stdio::null())
-        .output()
+    cmd.args(["-c1", "-W1", addr]);
+    cni_invoke::exec_raw(&mut cmd, b"", None)
         .unwrap_or_else(|e| panic!("cannot run ping (install iputils-ping): {e}"))
-        .into()
 }
 
 /// Waits (up to 3 s) until the link `dev` (on the host, or in `netns`)
