@@ -890,6 +890,7 @@ impl NetNs {
 /// # Panics
 /// If the script cannot be written.
 pub fn in_host_namespace(dir: &Path, plugin: &Path, host: &NetNs) -> PathBuf {
+    use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let name = plugin.file_name().expect("a file name");
     let wrapper = dir.join(name);

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use tests::{ip, plugin_bin_dir, reference_plugin_dir, NetNs};
+use tests::{ip, plugin_bin_dir, reference_plugin_dir, NetNs, StdoutJson};
 
 const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
 const HOST_VETH: &str = "veth-bw";
