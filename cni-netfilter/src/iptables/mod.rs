@@ -14,6 +14,7 @@ mod save;
 pub use command::STDERR_LIMIT;
 pub use render::MAX_COMMENT_LEN;
 
+use crate::host_lock::host_lock;
 use crate::table::validate_name;
 use crate::{
     Backend, BackendKind, Chain, Family, FilterError, ListedRule, Op, RuleHandle, Table,
@@ -30,9 +31,8 @@ const MAX_CHAIN_LEN: usize = 28;
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
 /// The file whose `flock` serializes our list-then-restore transactions
-/// on a host. Not `/run/xtables.lock`: `iptables-legacy-restore -w` takes
-/// that one itself.
-pub const HOST_LOCK: &str = "/run/cni-netfilter-iptables.lock";
+/// on a host.
+pub use crate::host_lock::IPTABLES_LOCK as HOST_LOCK;
 
 /// Which iptables commands to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,7 +232,7 @@ impl Backend for IptablesBackend {
         // itself: a rule ensured by two concurrent ADDs can land twice.
         // Our own processes take turns; other writers are caught by the
         // retry below only when their change makes ours fail.
-        let _turn = if lists { host_lock() } else { None };
+        let _turn = if lists { host_lock(HOST_LOCK) } else { None };
         let mut attempt = 1;
         loop {
             let saved = if lists {
@@ -280,19 +280,6 @@ pub(crate) fn is_listed_as(
         return Ok(false);
     };
     Ok(listed.chain == rule.chain && save::words(spec) == render::render(rule, family)?)
-}
-
-/// The host lock ([`HOST_LOCK`]), waited for as `iptables -w` waits for
-/// its own; none where it cannot be opened (a read-only `/run`), which
-/// leaves only the retry.
-fn host_lock() -> Option<nix::fcntl::Flock<std::fs::File>> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(HOST_LOCK)
-        .ok()?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
 }
 
 /// The tables iptables has.

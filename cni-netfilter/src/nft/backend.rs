@@ -5,11 +5,12 @@ use super::nla::{self, Attrs};
 use super::plan;
 use super::socket::NftSocket;
 use super::udata::comment_of;
+use crate::host_lock::{host_lock, NFTABLES_LOCK};
 use crate::{Backend, BackendKind, FilterError, ListedRule, Op, RuleHandle, Table, Transaction};
 
 /// How often a transaction that depends on a listing is tried when the
 /// ruleset changed between the listing and the batch.
-const ATTEMPTS: usize = 5;
+const ATTEMPTS: usize = 16;
 /// `ERESTART`: the kernel's answer to a batch tied to a past generation.
 const ERESTART: i32 = 85;
 
@@ -76,6 +77,13 @@ impl NftBackend {
                 Op::DeleteRulesByComment { .. } | Op::DeleteChain(_) | Op::DeleteTable
             )
         });
+        // Our own writers take turns; a foreign one (nft, firewalld) that
+        // commits between our listing and our batch makes us list again.
+        let _turn = if lists && commit {
+            host_lock(NFTABLES_LOCK)
+        } else {
+            None
+        };
         let mut attempt = 1;
         loop {
             let genid = if lists {
@@ -101,7 +109,9 @@ impl NftBackend {
                 return Ok(());
             };
             if refusal.index == 0 && refusal.errno == ERESTART && attempt < ATTEMPTS {
-                // Another writer committed since the listing: list again.
+                // Another writer committed since the listing: list again,
+                // after a pause that grows, so a busy writer gets done.
+                std::thread::sleep(std::time::Duration::from_millis(attempt as u64 * 2));
                 attempt += 1;
                 continue;
             }
