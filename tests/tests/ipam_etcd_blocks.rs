@@ -1,0 +1,334 @@
+//! The etcd store's blocks on a real etcd: nodes claiming blocks at once,
+//! a network of 1,000 nodes and 100,000 reservations, and a dead node's
+//! blocks reclaimed. Plugins run in-process (`cni_skel::TestRequest`) on
+//! threads, one node name each, as many nodes would.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Barrier;
+
+use cni_ipam::store::etcd::{reclaim_node_of, EtcdStore};
+use cni_ipam::store::{Access, Reserved, Store};
+use cni_ipam::{config::IpamConfig, plan, Ipam, RANGE_EXHAUSTED};
+use cni_skel::{Outcome, TestRequest};
+use cni_types::{Attachment, NetConf};
+use cni_version::PluginInfo;
+use serde_json::{json, Value};
+use tests::etcd::Etcd;
+use tests::FAKE_NETNS;
+
+const NETWORK: &str = "net";
+const ROOT: &str = "/cni-ipam/net/";
+
+#[allow(non_upper_case_globals)]
+const IpamEtcd: Ipam<EtcdStore> = Ipam::new("ipam-etcd");
+
+/// The network configuration of `subnet` for `node`, with `store` keys
+/// added to the store section.
+fn conf(etcd: &Etcd, node: &str, subnet: &str, store: Value) -> Value {
+    let mut s = json!({"type": "etcd", "endpoints": [etcd.endpoint()], "node": node});
+    for (k, v) in store.as_object().into_iter().flatten() {
+        s[k] = v.clone();
+    }
+    json!({"cniVersion": "1.1.0", "name": NETWORK, "type": "bridge",
+           "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": subnet}]], "store": s}})
+}
+
+/// `command` of container `id` in-process.
+fn run(command: &str, id: &str, conf: &Value) -> Outcome {
+    TestRequest::new(command)
+        .env("CNI_CONTAINERID", id)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_NETNS", FAKE_NETNS)
+        .env("CNI_PATH", "/opt/cni/bin")
+        .stdin(conf.to_string())
+        .run(&IpamEtcd, &PluginInfo::all())
+}
+
+/// The address an ADD returned.
+fn address(out: &Outcome) -> IpAddr {
+    let v = out.json();
+    v["ips"][0]["address"]
+        .as_str()
+        .and_then(|a| a.split('/').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {v}"))
+}
+
+/// What etcd holds, checked: every reservation key's address inside its
+/// block and held once, every block owned once and listed in its owner's
+/// index, every index entry owned by its node. Address -> block.
+fn checked_layout(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
+    let mut held = BTreeMap::new();
+    for key in etcd.keys(&format!("{ROOT}blocks/")) {
+        let rest = &key[ROOT.len() + "blocks/".len()..];
+        let (block, ip) = rest.split_once('/').expect("blocks/<block>/<address>");
+        let ip: IpAddr = ip.parse().expect("an address");
+        let (net, len) = block.rsplit_once('-').expect("<address>-<length>");
+        let (net, len): (Ipv4Addr, u32) = (net.parse().unwrap(), len.parse().unwrap());
+        let IpAddr::V4(v4) = ip else { panic!("{key}") };
+        let mask = u32::MAX << (32 - len);
+        assert_eq!(
+            u32::from(v4) & mask,
+            u32::from(net),
+            "{key} outside its block"
+        );
+        assert!(
+            held.insert(ip, block.to_owned()).is_none(),
+            "{ip} held twice"
+        );
+    }
+    let owners: BTreeMap<String, String> = etcd
+        .get_prefix(&format!("{ROOT}owners/"))
+        .into_iter()
+        .map(|(k, v)| {
+            let node: Value = serde_json::from_str(&v).expect("an owner record");
+            (
+                k[ROOT.len() + "owners/".len()..].to_owned(),
+                node["node"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut indexed = BTreeMap::new();
+    for key in etcd.keys(&format!("{ROOT}nodes/")) {
+        let rest = &key[ROOT.len() + "nodes/".len()..];
+        if let Some((node, block)) = rest.split_once("/blocks/") {
+            assert!(
+                indexed.insert(block.to_owned(), node.to_owned()).is_none(),
+                "{block} in two nodes' indexes"
+            );
+        }
+    }
+    assert_eq!(owners, indexed, "owners and the nodes' indexes disagree");
+    held
+}
+
+#[test]
+fn sixteen_nodes_claiming_blocks_at_once_from_a_nearly_full_range_never_share_one() {
+    let etcd = Etcd::start();
+    // 16 blocks of /28; 12 already owned by nodes that are gone.
+    let subnet = "10.95.0.0/24";
+    let gone: Vec<(String, String)> = (0..12u32)
+        .flat_map(|i| {
+            let block = format!("10.95.0.{}-28", 16 * (i + 4));
+            let node = format!("old-{i}");
+            [
+                (
+                    format!("{ROOT}owners/{block}"),
+                    json!({"node": node}).to_string(),
+                ),
+                (format!("{ROOT}nodes/{node}/blocks/{block}"), String::new()),
+            ]
+        })
+        .collect();
+    etcd.put_all(&gone);
+    let strict = json!({"blockSize": 28, "strictBlocks": true});
+    let barrier = Barrier::new(16);
+    let outs: Vec<Outcome> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..16)
+            .map(|n| {
+                let (etcd, barrier, strict) = (&etcd, &barrier, &strict);
+                s.spawn(move || {
+                    let conf = conf(etcd, &format!("node-{n}"), subnet, strict.clone());
+                    barrier.wait();
+                    run("ADD", &format!("c{n}"), &conf)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let (won, lost): (Vec<&Outcome>, Vec<&Outcome>) = outs.iter().partition(|o| o.exit_code == 0);
+    assert_eq!(won.len(), 4, "four free blocks: {outs:?}");
+    for out in &lost {
+        let e = out.error().expect("a CNI error");
+        assert_eq!(e.code, RANGE_EXHAUSTED, "{e:?}");
+        assert!(e.msg.contains("no IP addresses available"), "{e:?}");
+    }
+    let held = checked_layout(&etcd);
+    let blocks: BTreeSet<&String> = held.values().collect();
+    assert_eq!(
+        blocks.len(),
+        4,
+        "each winner in a block of its own: {held:?}"
+    );
+    assert_eq!(etcd.keys(&format!("{ROOT}owners/")).len(), 16);
+
+    // Without strictBlocks, a fifth node borrows one address of a block
+    // another node owns, in that block's key space.
+    let out = run(
+        "ADD",
+        "borrower",
+        &conf(&etcd, "node-b", subnet, json!({"blockSize": 28})),
+    );
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    let ip = address(&out);
+    let held = checked_layout(&etcd);
+    let owner_of = |block: &str| {
+        etcd.get_prefix(&format!("{ROOT}owners/{block}"))
+            .first()
+            .map(|(_, v)| v.clone())
+    };
+    assert!(owner_of(&held[&ip]).is_some_and(|o| !o.contains("node-b")));
+    assert_eq!(
+        etcd.get_prefix(&format!("{ROOT}nodes/node-b/borrowed/{ip}"))
+            .len(),
+        1,
+        "the borrower records it"
+    );
+    // Its DEL releases it and its record.
+    let del = run(
+        "DEL",
+        "borrower",
+        &conf(&etcd, "node-b", subnet, json!({"blockSize": 28})),
+    );
+    assert_eq!(del.exit_code, 0, "{del:?}");
+    assert!(!checked_layout(&etcd).contains_key(&ip));
+    assert!(etcd
+        .keys(&format!("{ROOT}nodes/node-b/borrowed/"))
+        .is_empty());
+}
+
+/// 1,000 nodes, 2,048 blocks of /26 in a /15, every block owned (48 nodes
+/// own three, the others two) and holding 48 or 49 reservations: 100,000.
+const NODES: usize = 1000;
+const RESERVATIONS: usize = 100_000;
+const SUBNET: &str = "10.0.0.0/15";
+
+fn node(i: usize) -> String {
+    format!("node-{i:04}")
+}
+
+/// The bulk fill, in the layout the store's module docs give: per block
+/// its owner, its index entry, and its reservations from its address + 2.
+fn bulk_fill(etcd: &Etcd) -> Vec<(String, Vec<u32>)> {
+    let base = u32::from(Ipv4Addr::new(10, 0, 0, 0));
+    let blocks = 2048usize;
+    let mut pairs = Vec::with_capacity(RESERVATIONS + 2 * blocks);
+    let mut per_node: Vec<(String, Vec<u32>)> = (0..NODES).map(|i| (node(i), Vec::new())).collect();
+    for b in 0..blocks {
+        let owner = if b < 2 * NODES { b / 2 } else { b - 2 * NODES };
+        let net = base + 64 * b as u32;
+        let name = format!("{}-26", Ipv4Addr::from(net));
+        let n = &per_node[owner].0;
+        pairs.push((
+            format!("{ROOT}owners/{name}"),
+            json!({"node": n}).to_string(),
+        ));
+        pairs.push((format!("{ROOT}nodes/{n}/blocks/{name}"), String::new()));
+        let count = RESERVATIONS / blocks + usize::from(b < RESERVATIONS % blocks);
+        for k in 0..count {
+            let ip = Ipv4Addr::from(net + 2 + k as u32);
+            let id = format!("fill-{b}-{k}");
+            let record = json!({"containerID": id, "ifname": "eth0", "node": n});
+            pairs.push((format!("{ROOT}blocks/{name}/{ip}"), record.to_string()));
+        }
+        per_node[owner].1.push(net);
+    }
+    etcd.put_all(&pairs);
+    per_node
+}
+
+/// An ADD through the store's API, as the plugin does it; the address and
+/// the bytes etcd answered.
+fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64) {
+    let conf = NetConf::from_value(conf(etcd, node, SUBNET, json!({}))).expect("conf");
+    let cfg = IpamConfig::from_conf(&conf).expect("ipam");
+    let store_cfg = EtcdStore::config(IpamConfig::section(&conf).unwrap()).expect("store");
+    let mut store = EtcdStore::open(NETWORK, &store_cfg, Access::Create)
+        .unwrap()
+        .unwrap();
+    store.use_ranges(&cfg.range_sets).expect("ranges");
+    let attachment = Attachment {
+        container_id: id.to_owned(),
+        ifname: "eth0".to_owned(),
+    };
+    for lost in 0..8 {
+        let state = store.read(1).expect("read");
+        let got = plan::plan_skipping(&cfg, &state, &attachment, &[], lost).expect("plan");
+        if store.reserve(&got, &attachment).expect("reserve") == Reserved::Done {
+            return (got[0].ip, store.bytes_received());
+        }
+    }
+    panic!("{node}/{id} kept losing on its own blocks");
+}
+
+#[test]
+fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a_dead_nodes_come_back(
+) {
+    let etcd = Etcd::start();
+    let per_node = bulk_fill(&etcd);
+    assert_eq!(checked_layout(&etcd).len(), RESERVATIONS);
+
+    // Every node adds one container through the normal path, 8 at a time.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(IpAddr, u64)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= NODES {
+                            break mine;
+                        }
+                        mine.push(add_through_store(&etcd, &node(i), &format!("new-{i}")));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let most = results.iter().map(|r| r.1).max().unwrap_or(0);
+    // Three blocks of 50 reservations are ~30 KB in etcd's JSON; the
+    // network's 100,000 would be ~20 MB.
+    assert!(most < 64 << 10, "an ADD read {most} bytes from etcd");
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), RESERVATIONS + NODES, "no address twice");
+
+    // node-0500 (two blocks of 49) dies; a surviving node reclaims it.
+    let dead = node(500);
+    let survivor = conf(&etcd, &node(501), SUBNET, json!({}));
+    let done = reclaim_node_of(survivor.to_string().as_bytes(), &dead).expect("reclaim");
+    assert_eq!(done.blocks, per_node[500].1.len());
+    assert_eq!(
+        done.reservations,
+        2 * 49 + 1,
+        "its fill and its one ADD: {done:?}"
+    );
+    assert!(etcd.keys(&format!("{ROOT}nodes/{dead}/")).is_empty());
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), RESERVATIONS + NODES - done.reservations);
+
+    // A new node (strict: no borrowing) gets every address of the dead
+    // node's blocks, and then none.
+    let fresh = conf(&etcd, "node-new", SUBNET, json!({"strictBlocks": true}));
+    let mut got = BTreeSet::new();
+    loop {
+        let out = run("ADD", &format!("fresh-{}", got.len()), &fresh);
+        if out.exit_code != 0 {
+            assert_eq!(
+                out.error().map(|e| e.code),
+                Some(RANGE_EXHAUSTED),
+                "{out:?}"
+            );
+            break;
+        }
+        assert!(got.insert(address(&out)), "handed out twice");
+        assert!(got.len() <= 200, "more than the dead node's blocks hold");
+    }
+    let want: BTreeSet<IpAddr> = per_node[500]
+        .1
+        .iter()
+        .flat_map(|net| (0..64).map(move |k| IpAddr::V4(Ipv4Addr::from(net + k))))
+        .collect();
+    assert_eq!(got, want, "the dead node's blocks, whole");
+    assert_eq!(
+        checked_layout(&etcd).len(),
+        RESERVATIONS + NODES - done.reservations + want.len()
+    );
+}
