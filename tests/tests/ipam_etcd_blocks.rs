@@ -58,8 +58,19 @@ fn address(out: &Outcome) -> IpAddr {
 /// block and held once, every block owned once and listed in its owner's
 /// index, every index entry owned by its node. Address -> block.
 fn checked_layout(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
+    checked_layout_skipping(etcd, &[])
+}
+
+/// [`checked_layout`], leaving out the keys holding one of `skip` (keys
+/// written by hand with garbage).
+fn checked_layout_skipping(etcd: &Etcd, skip: &[&str]) -> BTreeMap<IpAddr, String> {
+    let kept = |key: &String| !skip.iter().any(|s| key.contains(s));
     let mut held = BTreeMap::new();
-    for key in etcd.keys(&format!("{ROOT}blocks/")) {
+    for key in etcd
+        .keys(&format!("{ROOT}blocks/"))
+        .into_iter()
+        .filter(kept)
+    {
         let rest = &key[ROOT.len() + "blocks/".len()..];
         let (block, ip) = rest.split_once('/').expect("blocks/<block>/<address>");
         let ip: IpAddr = ip.parse().expect("an address");
@@ -80,6 +91,7 @@ fn checked_layout(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
     let owners: BTreeMap<String, String> = etcd
         .get_prefix(&format!("{ROOT}owners/"))
         .into_iter()
+        .filter(|(k, _)| kept(k))
         .map(|(k, v)| {
             let node: Value = serde_json::from_str(&v).expect("an owner record");
             (
@@ -89,7 +101,7 @@ fn checked_layout(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
         })
         .collect();
     let mut indexed = BTreeMap::new();
-    for key in etcd.keys(&format!("{ROOT}nodes/")) {
+    for key in etcd.keys(&format!("{ROOT}nodes/")).into_iter().filter(kept) {
         let rest = &key[ROOT.len() + "nodes/".len()..];
         if let Some((node, block)) = rest.split_once("/blocks/") {
             assert!(
@@ -330,5 +342,69 @@ fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a
     assert_eq!(
         checked_layout(&etcd).len(),
         RESERVATIONS + NODES - done.reservations + want.len()
+    );
+}
+
+#[test]
+fn block_keys_written_by_hand_with_garbage_are_skipped_and_named_never_fatal() {
+    let etcd = Etcd::start();
+    let subnet = "10.96.0.0/24";
+    let conf = conf(&etcd, "node-g", subnet, json!({}));
+    let first = run("ADD", "c1", &conf);
+    assert_eq!(first.exit_code, 0, "{first:?}");
+    let mine = checked_layout(&etcd)[&address(&first)].clone();
+    // Each of these is skipped and named; none stops an ADD.
+    etcd.put_all(&[
+        (format!("{ROOT}nodes/node-g/blocks/garbage"), String::new()),
+        (
+            format!("{ROOT}nodes/node-g/borrowed/10.96.0.77"),
+            "not-a-block".to_owned(),
+        ),
+        (format!("{ROOT}nodes/node-g/whatever"), "x".to_owned()),
+        (
+            format!("{ROOT}blocks/{mine}/not-an-address"),
+            "x".to_owned(),
+        ),
+        (
+            format!("{ROOT}blocks/{mine}/10.96.0.3"),
+            "\u{1}not json".to_owned(),
+        ),
+        (format!("{ROOT}owners/10.96.0.65-26"), "x".to_owned()),
+        (format!("{ROOT}owners/junk"), "x".to_owned()),
+    ]);
+    let second = run("ADD", "c2", &conf);
+    assert_eq!(second.exit_code, 0, "{second:?}");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    for named in [
+        "nodes/node-g/blocks/garbage",
+        "nodes/node-g/borrowed/10.96.0.77",
+        "nodes/node-g/whatever",
+        "not-an-address",
+        "10.96.0.3",
+    ] {
+        assert!(stderr.contains(named), "{named} not named: {stderr}");
+    }
+    // The foreign value's address stays taken.
+    assert_ne!(address(&second), "10.96.0.3".parse::<IpAddr>().unwrap());
+    // A DEL and a GC work past them, and leave them.
+    let del = run("DEL", "c2", &conf);
+    assert_eq!(del.exit_code, 0, "{del:?}");
+    assert_eq!(
+        etcd.keys(&format!("{ROOT}blocks/{mine}/10.96.0.3")).len(),
+        1
+    );
+    // A full block makes the next ADD read the owners to claim another:
+    // the hand-written ones are named there, and skipped.
+    let named = (0..70).find_map(|i| {
+        let out = run("ADD", &format!("fill{i}"), &conf);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr.contains("owners/junk").then_some(stderr)
+    });
+    let named = named.expect("a second block claimed, naming owners/junk");
+    assert!(named.contains("owners/10.96.0.65-26"), "{named}");
+    checked_layout_skipping(
+        &etcd,
+        &["garbage", "junk", "10.96.0.65-26", "not-an-address"],
     );
 }

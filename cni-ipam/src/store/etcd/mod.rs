@@ -684,12 +684,20 @@ impl EtcdStore {
                 0 => 0,
                 n => stable_hash(&self.node).wrapping_add(n as u64),
             };
-            let owned: HashSet<String> = self
-                .client
-                .range_prefix(&owners, true, true)?
-                .into_iter()
-                .filter_map(|(k, _)| Some(k.strip_prefix(&owners)?.to_owned()))
-                .collect();
+            let mut owned = HashSet::new();
+            for (key, _) in self.client.range_prefix(&owners, true, true)? {
+                let name = key.strip_prefix(&owners).unwrap_or(&key);
+                match Block::parse(name, self.sizes) {
+                    Ok(_) => {
+                        owned.insert(name.to_owned());
+                    }
+                    Err(why) if attempt == 0 => state.skipped.push(Skipped {
+                        entry: format!("etcd key {key}"),
+                        why,
+                    }),
+                    Err(_) => {}
+                }
+            }
             // Past the owned blocks and the few that offer nothing (a
             // block holding only a gateway), a free one comes, or none is.
             let bound = owned.len() + 2 * set.ranges.len() + 1;
