@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
 use cni_ipam::store::etcd::{reclaim_node_of, EtcdStore};
@@ -406,5 +407,117 @@ fn block_keys_written_by_hand_with_garbage_are_skipped_and_named_never_fatal() {
     checked_layout_skipping(
         &etcd,
         &["garbage", "junk", "10.96.0.65-26", "not-an-address"],
+    );
+}
+
+/// The reservations in blocks: container id -> address.
+fn reservations(etcd: &Etcd) -> BTreeMap<String, IpAddr> {
+    etcd.get_prefix(&format!("{ROOT}blocks/"))
+        .into_iter()
+        .map(|(key, value)| {
+            let v: Value = serde_json::from_str(&value).expect("a reservation");
+            let ip = key.rsplit('/').next().and_then(|ip| ip.parse().ok());
+            (
+                v["containerID"].as_str().unwrap().to_owned(),
+                ip.expect("an address"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn etcd_killed_twice_during_claims_and_adds_loses_no_block_and_owns_none_twice() {
+    let etcd = Etcd::start();
+    // 64 blocks of 16; 16 nodes of 24 containers claim two blocks each.
+    let subnet = "10.97.0.0/22";
+    let small = json!({"blockSize": 28});
+    let jobs: Vec<(String, String)> = (0..24)
+        .flat_map(|k| (0..16).map(move |n| (format!("node-{n}"), format!("k{k}-n{n}"))))
+        .collect();
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let outs: Vec<(usize, Outcome)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    while let Some(i) =
+                        Some(next.fetch_add(1, Ordering::Relaxed)).filter(|i| *i < jobs.len())
+                    {
+                        let (node, id) = &jobs[i];
+                        mine.push((i, run("ADD", id, &conf(&etcd, node, subnet, small.clone()))));
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        // Killed once among the first claims, once among the second ones.
+        for at in [40, 220] {
+            while done.load(Ordering::Relaxed) < at {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            etcd.restart();
+        }
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let failed: Vec<usize> = outs
+        .iter()
+        .filter(|(_, o)| o.exit_code != 0)
+        .map(|(i, _)| *i)
+        .collect();
+    assert!(!failed.is_empty(), "etcd was killed while ADDs ran");
+    for (i, out) in &outs {
+        if out.exit_code != 0 {
+            assert_eq!(
+                out.error().map(|e| e.code.0),
+                Some(11),
+                "{:?}: {out:?}",
+                jobs[*i]
+            );
+        }
+    }
+    // The runtime DELs each failed ADD, then adds it again.
+    let mut got: BTreeMap<String, IpAddr> = outs
+        .iter()
+        .filter(|(_, o)| o.exit_code == 0)
+        .map(|(i, o)| (jobs[*i].1.clone(), address(o)))
+        .collect();
+    for &i in &failed {
+        let (node, id) = &jobs[i];
+        let conf = conf(&etcd, node, subnet, small.clone());
+        assert_eq!(run("DEL", id, &conf).exit_code, 0);
+        let out = run("ADD", id, &conf);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        got.insert(id.clone(), address(&out));
+    }
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), jobs.len(), "no address twice");
+    assert_eq!(reservations(&etcd), got, "exactly the successful ADDs");
+    // No block is lost: a GC of each node, every container valid, leaves
+    // each node only blocks holding its containers (one empty at most,
+    // such as one claimed by a transaction whose answer was lost).
+    for n in 0..16 {
+        let node = format!("node-{n}");
+        let valid: Vec<Value> = jobs
+            .iter()
+            .filter(|(j, _)| *j == node)
+            .map(|(_, id)| json!({"containerID": id, "ifname": "eth0"}))
+            .collect();
+        let mut c = conf(&etcd, &node, subnet, small.clone());
+        c["cni.dev/valid-attachments"] = Value::Array(valid);
+        assert_eq!(run("GC", "", &c).exit_code, 0);
+    }
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), jobs.len(), "GC released none of the valid");
+    let used: BTreeSet<&String> = held.values().collect();
+    let owned = etcd.keys(&format!("{ROOT}owners/"));
+    assert!(
+        owned.len() <= used.len() + 16,
+        "{} blocks owned, {} in use",
+        owned.len(),
+        used.len()
     );
 }
