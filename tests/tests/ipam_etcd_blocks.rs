@@ -521,3 +521,76 @@ fn etcd_killed_twice_during_claims_and_adds_loses_no_block_and_owns_none_twice()
         used.len()
     );
 }
+
+#[test]
+fn reservations_in_the_layout_before_blocks_are_honoured_and_released_by_their_own_del() {
+    let etcd = Etcd::start();
+    let subnet = "10.98.0.0/24";
+    let conf = conf(&etcd, "node-u", subnet, json!({}));
+    let old = |ip: &str, id: &str| {
+        (
+            format!("{ROOT}ips/{ip}"),
+            json!({"containerID": id, "ifname": "eth0", "node": "node-u"}).to_string(),
+        )
+    };
+    etcd.put_all(&[
+        old("10.98.0.2", "c-old"),
+        old("10.98.0.3", "c-old2"),
+        old("10.98.0.4", "c-other"),
+    ]);
+    // A repeated ADD of an old reservation's attachment is refused (104).
+    let again = run("ADD", "c-old", &conf);
+    assert_eq!(again.error().map(|e| e.code.0), Some(104), "{again:?}");
+    // A new ADD passes them, and is written in a block.
+    let new = run("ADD", "c-new", &conf);
+    assert_eq!(new.exit_code, 0, "{new:?}");
+    assert_eq!(address(&new), "10.98.0.5".parse::<IpAddr>().unwrap());
+    assert_eq!(checked_layout(&etcd).len(), 1);
+    assert_eq!(run("CHECK", "c-old", &conf).exit_code, 0);
+    // Their own DEL releases them.
+    assert_eq!(run("DEL", "c-old", &conf).exit_code, 0);
+    let left = etcd.keys(&format!("{ROOT}ips/"));
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(!left.iter().any(|k| k.ends_with("/10.98.0.2")), "{left:?}");
+}
+
+#[test]
+fn ipam_etcd_reclaim_node_as_a_command_gives_back_a_dead_nodes_blocks() {
+    let etcd = Etcd::start();
+    let subnet = "10.99.0.0/24";
+    for (node, id) in [
+        ("node-dead", "d1"),
+        ("node-dead", "d2"),
+        ("node-live", "l1"),
+    ] {
+        assert_eq!(
+            run("ADD", id, &conf(&etcd, node, subnet, json!({}))).exit_code,
+            0
+        );
+    }
+    let stdin = conf(&etcd, "node-live", subnet, json!({})).to_string();
+    let out = std::process::Command::new(tests::plugin_bin_dir().join("ipam-etcd"))
+        .args(["reclaim-node", "node-dead"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(stdin.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("ipam-etcd reclaim-node");
+    assert!(out.status.success(), "{out:?}");
+    let done: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(done, json!({"blocks": 1, "reservations": 2}));
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), 1, "node-live's stays: {held:?}");
+    assert!(etcd.keys(&format!("{ROOT}nodes/node-dead/")).is_empty());
+    // A node does not reclaim itself.
+    let own = reclaim_node_of(stdin.as_bytes(), "node-live").unwrap_err();
+    assert_eq!(own.code, cni_types::Code::INVALID_NETWORK_CONFIG, "{own:?}");
+}
