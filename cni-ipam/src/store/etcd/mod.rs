@@ -334,20 +334,7 @@ impl Store for EtcdStore {
     }
 
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error> {
-        let blocks = format!("{}blocks/", self.root);
-        let old = format!("{}ips/", self.root);
-        let mut held: Vec<IpAddr> = self
-            .client
-            .range_prefix(&blocks, true, true)?
-            .into_iter()
-            .filter_map(|(key, _)| key.rsplit('/').next()?.parse().ok())
-            .collect();
-        held.extend(
-            self.client
-                .range_prefix(&old, true, true)?
-                .into_iter()
-                .filter_map(|(key, _)| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
-        );
+        let mut held = self.every_address()?;
         held.sort();
         held.dedup();
         Ok(held)
@@ -730,16 +717,31 @@ impl EtcdStore {
         ))
     }
 
-    /// One free address of `set` in another node's block (every block is
-    /// owned): the one read of every reservation's key.
-    fn borrow(&mut self, set: &RangeSet, state: &State) -> Result<Option<Range>, Error> {
+    /// Every reserved address of the network, of every node, in blocks
+    /// and in the layout before them (keys only): for STATUS, and to
+    /// borrow.
+    fn every_address(&self) -> Result<Vec<IpAddr>, Error> {
         let blocks = format!("{}blocks/", self.root);
-        let mut taken: HashSet<IpAddr> = self
+        let old = format!("{}ips/", self.root);
+        let mut held: Vec<IpAddr> = self
             .client
             .range_prefix(&blocks, true, true)?
             .into_iter()
             .filter_map(|(key, _)| key.rsplit('/').next()?.parse().ok())
             .collect();
+        held.extend(
+            self.client
+                .range_prefix(&old, true, true)?
+                .into_iter()
+                .filter_map(|(key, _)| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
+        );
+        Ok(held)
+    }
+
+    /// One free address of `set` in another node's block (every block is
+    /// owned): the one read of every reservation's key.
+    fn borrow(&mut self, set: &RangeSet, state: &State) -> Result<Option<Range>, Error> {
+        let mut taken: HashSet<IpAddr> = self.every_address()?.into_iter().collect();
         taken.extend(state.held.iter().map(|r| r.ip));
         let Some(ip) = RangeIter::new(set, None).find(|ip| !taken.contains(ip)) else {
             return Ok(None);
