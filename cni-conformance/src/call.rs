@@ -1,9 +1,10 @@
 //! One execution of the plugin, as observed: what it was given, how it
-//! exited and every byte it printed.
+//! exited and what it printed (cni-invoke's [`RawOutput`]).
 
 use std::fmt;
 
-use cni_invoke::Exit;
+use cni_invoke::{excerpt, RawOutput};
+use cni_skel::Command;
 use serde_json::Value;
 
 /// One execution of the plugin.
@@ -12,17 +13,15 @@ pub struct Call {
     /// Which step of which scenario: `lifecycle 0.4.0: DEL again`.
     pub step: String,
     /// `CNI_COMMAND` as passed (absent when the step removes it).
-    pub command: Option<String>,
+    pub command: Option<Command>,
     /// The `CNI_*` variables passed, in order; absent ones are not listed.
     pub env: Vec<(String, String)>,
     /// Standard input.
     pub stdin: Vec<u8>,
-    /// How it ended.
-    pub exit: Exit,
-    /// Standard output, byte for byte.
-    pub stdout: Vec<u8>,
-    /// Standard error, byte for byte.
-    pub stderr: Vec<u8>,
+    /// How it ended and what it printed, byte for byte up to
+    /// cni-invoke's limits (an output past them is kept only in part:
+    /// it holds no result).
+    pub output: RawOutput,
 }
 
 /// A CNI error object as a plugin printed it.
@@ -34,16 +33,26 @@ pub struct ErrorObject {
     pub text: String,
 }
 
+/// How many characters of each output a call's display shows.
+const SHOWN: usize = 600;
+
 impl Call {
     /// Exit status 0.
     pub fn succeeded(&self) -> bool {
-        self.exit.success()
+        self.output.success()
     }
 
     /// The JSON documents on stdout, in order, or why stdout is not a
-    /// sequence of JSON documents (text, truncation).
+    /// sequence of JSON documents (text, truncation, more than a result
+    /// can be).
     pub fn documents(&self) -> Result<Vec<Value>, String> {
-        serde_json::Deserializer::from_slice(&self.stdout)
+        if self.output.stdout_dropped > 0 {
+            return Err(format!(
+                "stdout is not JSON: {} bytes, more than any result",
+                self.output.stdout.len() as u64 + self.output.stdout_dropped
+            ));
+        }
+        serde_json::Deserializer::from_slice(&self.output.stdout)
             .into_iter::<Value>()
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("stdout is not JSON: {e}"))
@@ -59,7 +68,7 @@ impl Call {
 
     /// Stdout is empty but for whitespace.
     pub fn stdout_is_empty(&self) -> bool {
-        self.stdout.iter().all(u8::is_ascii_whitespace)
+        self.output.stdout_dropped == 0 && self.output.stdout.iter().all(u8::is_ascii_whitespace)
     }
 
     /// The error object on stdout: one object with a `code` or `msg` key.
@@ -84,14 +93,14 @@ impl Call {
         match self.error_object() {
             Some(ErrorObject {
                 code: Some(code), ..
-            }) => format!("{}, error code {code}", self.exit),
-            _ => self.exit.to_string(),
+            }) => format!("{}, error code {code}", self.output.exit),
+            _ => self.output.exit.to_string(),
         }
     }
 }
 
 /// Shows the call as a finding does: the step, the variables, stdin, then
-/// the exit and both outputs (long outputs shortened).
+/// the exit and both outputs (long ones shortened, saying by how much).
 impl fmt::Display for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let env = self
@@ -100,39 +109,42 @@ impl fmt::Display for Call {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ");
+        let out = &self.output;
         writeln!(f, "step:   {}", self.step)?;
         writeln!(f, "env:    {env}")?;
-        writeln!(f, "stdin:  {}", shorten(&self.stdin))?;
-        writeln!(f, "exit:   {}", self.exit)?;
-        writeln!(f, "stdout: {}", shorten(&self.stdout))?;
-        write!(f, "stderr: {}", shorten(&self.stderr))
-    }
-}
-
-/// The bytes as a quoted string, cut at 600 characters.
-pub fn shorten(bytes: &[u8]) -> String {
-    const MAX: usize = 600;
-    let text = String::from_utf8_lossy(bytes);
-    if text.chars().count() > MAX {
-        format!("{:?}...", text.chars().take(MAX).collect::<String>())
-    } else {
-        format!("{text:?}")
+        writeln!(f, "stdin:  {}", excerpt(&self.stdin, 0, SHOWN))?;
+        writeln!(f, "exit:   {}", out.exit)?;
+        writeln!(
+            f,
+            "stdout: {}",
+            excerpt(&out.stdout, out.stdout_dropped, SHOWN)
+        )?;
+        write!(
+            f,
+            "stderr: {}",
+            excerpt(&out.stderr, out.stderr_dropped, SHOWN)
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni_invoke::Exit;
 
     fn printed(stdout: &str, status: i32) -> Call {
         Call {
             step: "test".into(),
-            command: Some("ADD".into()),
+            command: Some(Command::Add),
             env: vec![],
             stdin: vec![],
-            exit: Exit::Status(status),
-            stdout: stdout.as_bytes().to_vec(),
-            stderr: vec![],
+            output: RawOutput {
+                exit: Exit::Status(status),
+                stdout: stdout.as_bytes().to_vec(),
+                stderr: vec![],
+                stdout_dropped: 0,
+                stderr_dropped: 0,
+            },
         }
     }
 
@@ -146,6 +158,18 @@ mod tests {
     #[test]
     fn text_after_a_document_is_not_json() {
         assert!(printed("{}\nhello", 0).documents().is_err());
+    }
+
+    #[test]
+    fn a_document_cut_at_the_output_limit_is_no_result_and_says_how_long_it_was() {
+        let mut call = printed("{}", 0);
+        call.output.stdout_dropped = 10;
+        assert_eq!(
+            call.documents().unwrap_err(),
+            "stdout is not JSON: 12 bytes, more than any result"
+        );
+        assert!(!call.stdout_is_empty());
+        assert!(call.to_string().contains("(10 bytes more)"), "{call}");
     }
 
     #[test]

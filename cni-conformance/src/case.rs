@@ -1,9 +1,11 @@
 //! One check: what it enforces, where the spec says so, and how to decide.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::call::Call;
 use crate::session::Session;
+use crate::target::Kind;
 
 /// How much a violated rule weighs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,30 +22,6 @@ impl fmt::Display for Level {
             Level::Must => "MUST",
             Level::Should => "SHOULD",
         })
-    }
-}
-
-/// What the plugin under test is, which decides the configuration it gets
-/// and which checks apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Creates `CNI_IFNAME` in `CNI_NETNS` (and delegates IPAM).
-    Interface,
-    /// A delegated IPAM plugin: returns addresses, touches no interface.
-    Ipam,
-    /// Adjusts an existing interface and passes `prevResult` on.
-    Chained,
-}
-
-impl Kind {
-    /// Reads `interface`, `ipam` or `chained`.
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "interface" => Some(Kind::Interface),
-            "ipam" => Some(Kind::Ipam),
-            "chained" => Some(Kind::Chained),
-            _ => None,
-        }
     }
 }
 
@@ -104,13 +82,14 @@ impl Verdict {
 pub struct Finding {
     /// One line: what was wrong.
     pub what: String,
-    /// The execution that shows it, when one does.
-    pub call: Option<Call>,
+    /// The execution that shows it, when one does (shared with the run's
+    /// log, not copied).
+    pub call: Option<Arc<Call>>,
 }
 
 impl Finding {
     /// A finding about one execution.
-    pub fn on(call: &Call, what: impl Into<String>) -> Finding {
+    pub fn on(call: &Arc<Call>, what: impl Into<String>) -> Finding {
         Finding {
             what: what.into(),
             call: Some(call.clone()),

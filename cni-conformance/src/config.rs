@@ -1,41 +1,18 @@
-//! The configurations the run hands the plugin: the given or minimal one,
-//! per version, with the `prevResult` a chained plugin expects.
+//! The configurations the run hands the plugin: the given or a minimal
+//! one, and the `prevResult` a chained plugin expects.
 
 use std::path::Path;
 
 use cni_types::SpecVersion;
 use serde_json::{json, Map, Value};
 
-use crate::case::Kind;
-use crate::session::{Session, SetupError};
-use crate::target::Target;
+use crate::error::SetupError;
+use crate::target::{Kind, Target};
 
 /// The addresses of the minimal configurations: TEST-NET-1 (RFC 5737),
 /// documentation space that no real network routes, and it only ever
 /// appears inside the namespaces of the run.
 pub const TEST_SUBNET: &str = "192.0.2.0/24";
-
-impl Session {
-    /// The configuration for `version`, with `prevResult` when given.
-    pub fn config(&self, version: &SpecVersion, prev_result: Option<&Value>) -> Value {
-        let mut conf = self.base.clone();
-        conf.insert("cniVersion".into(), json!(version.to_string()));
-        if let Some(prev) = prev_result {
-            conf.insert("prevResult".into(), prev.clone());
-        }
-        Value::Object(conf)
-    }
-
-    /// The configuration of an ADD: for a chained plugin, with the
-    /// `prevResult` an interface plugin would have produced for `ifname`
-    /// in `netns` (address number `host` of the test subnet); chaining
-    /// exists from 0.3.0 on.
-    pub fn add_config(&self, version: &SpecVersion, netns: &Path, ifname: &str, host: u8) -> Value {
-        let prev = (self.kind() == Kind::Chained && *version >= SpecVersion::V0_3_0)
-            .then(|| interface_result(version, netns, ifname, host));
-        self.config(version, prev.as_ref())
-    }
-}
 
 /// The result an interface plugin gives for `ifname` in `netns` with
 /// `192.0.2.<host>/24`, in `version`'s layout (0.3.0 and later).

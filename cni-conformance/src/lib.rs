@@ -12,7 +12,19 @@
 //!   every call made ([`Call`], kept for the output checks) and the
 //!   scenarios, each run once for the cases that read it.
 //! - The plugin is executed with [`cni_invoke::exec_raw`], which keeps its
-//!   exit status, stdout and stderr byte for byte, under a deadline.
+//!   exit status, stdout and stderr byte for byte (up to its limits),
+//!   under a deadline, in a working directory of the run's own (a fresh
+//!   temporary directory), optionally in a mount namespace of its own
+//!   ([`Target::private_mounts`]).
+//! - A run stops early when its [`Target::cancel`] switch is thrown (the
+//!   command line throws it on `SIGINT`, `SIGTERM` and `SIGHUP`) or after
+//!   [`MAX_TIMEOUTS`] timed-out executions: the plugins running are
+//!   stopped, the checks left are reported as not run, and the run's
+//!   namespaces and directories are removed.
+//!
+//! The modules are layered, each using only those before it: the target,
+//! the runner (executing the plugin, the calls), the scenarios' data, the
+//! session, the cases, the run and its report.
 //!
 //! A plugin crate can assert its own conformance in `cargo test` (root is
 //! needed for the temporary namespace):
@@ -59,18 +71,25 @@ mod call;
 mod case;
 pub mod cases;
 mod config;
+mod error;
 mod netns;
 mod report;
 mod run;
+mod runner;
+mod scenarios;
 mod session;
 mod target;
 
 pub use call::{Call, ErrorObject};
-pub use case::{Case, Finding, Kind, Level, Verdict};
-pub use cni_invoke::Exit;
+pub use case::{Case, Finding, Level, Verdict};
+pub use cni_invoke::{Cancel, Exit, RawOutput};
+pub use cni_net::testing::TempNetns;
 pub use config::{interface_result, TEST_SUBNET};
-pub use netns::{NetnsError, TempNetns};
+pub use error::{SetupError, UnknownCase};
+pub use netns::NetnsError;
 pub use report::{Outcome, Report, Status};
-pub use run::{run, Selection, UnknownCase};
-pub use session::{Session, SetupError};
-pub use target::{NetnsChoice, Target};
+pub use run::{run, Selection};
+pub use runner::MAX_TIMEOUTS;
+pub use scenarios::{ConcurrentAdds, EnvProbes, GcOutcome, Lifecycle, Links, VersionProbes};
+pub use session::Session;
+pub use target::{Kind, NetnsChoice, Target};

@@ -1,13 +1,16 @@
-//! `cni-conformance [OPTIONS] PLUGIN`: arguments only; the library does
-//! the rest.
+//! `cni-conformance [OPTIONS] PLUGIN`: arguments and signals only; the
+//! library does the rest.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use cni_conformance::{cases, run, Kind, NetnsChoice, Selection, Target};
+use cni_conformance::{cases, run, Cancel, Kind, NetnsChoice, Selection, Target};
 use cni_types::SpecVersion;
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
 const USAGE: &str = "\
 usage: cni-conformance [OPTIONS] PLUGIN
@@ -29,13 +32,23 @@ options:
   --cni-args K=V;..    CNI_ARGS for every call
   --only IDS           run only these checks (comma-separated)
   --skip IDS           do not run these checks (comma-separated)
-  --timeout SECS       per execution of the plugin (default: 10)
+  --timeout SECS       per execution of the plugin (default: 10); after 3
+                       executions timed out the plugin is taken for hung and
+                       the checks left are reported as not run
+  --private-mounts     run the plugin in a mount namespace of its own (needs
+                       root): what it mounts vanishes when it exits
   --json FILE          write the report as JSON
   --junit FILE         write the report as JUnit XML
   --list               list the checks and exit
 
+The plugin runs in a fresh temporary working directory. On SIGINT,
+SIGTERM or SIGHUP the running plugins are stopped (their process groups
+get SIGTERM, then SIGKILL), the namespaces and temporary directories are
+removed, the report so far is printed, and the exit status is 128 plus
+the signal's number; a second signal ends the tool at once.
+
 Exit status: 0 when no MUST check fails, 1 when one does, 2 on usage or
-setup errors.";
+setup errors, 128+N after signal N.";
 
 struct Options {
     target: Target,
@@ -64,6 +77,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Option<Options>> {
     let mut ifname = None;
     let mut cni_args = Vec::new();
     let mut timeout = None;
+    let mut private_mounts = false;
     let mut selection = Selection::all();
     let (mut json, mut junit) = (None, None);
     let mut args = args.into_iter();
@@ -135,9 +149,16 @@ fn parse(args: Vec<String>) -> anyhow::Result<Option<Options>> {
             "--skip" => selection.skip.extend(ids(&value()?)),
             "--timeout" => {
                 let v = value()?;
-                let secs: f64 = v.parse().with_context(|| format!("--timeout {v:?}"))?;
-                timeout = Some(Duration::from_secs_f64(secs));
+                let positive = v
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+                    .filter(|d| !d.is_zero());
+                timeout = Some(positive.with_context(|| {
+                    format!("--timeout {v:?}: expected a positive number of seconds")
+                })?);
             }
+            "--private-mounts" => private_mounts = true,
             "--json" => json = Some(PathBuf::from(value()?)),
             "--junit" => junit = Some(PathBuf::from(value()?)),
             f if f.starts_with('-') => bail!("unknown option {f}\n\n{USAGE}"),
@@ -151,6 +172,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Option<Options>> {
     target.versions = versions;
     target.netns = netns;
     target.cni_args = cni_args;
+    target.private_mounts = private_mounts;
     if let Some(p) = cni_path {
         target.cni_path = p;
     }
@@ -181,10 +203,42 @@ fn main() -> ExitCode {
     }
 }
 
+/// The switch the signal handler throws, and the signal that threw it.
+static CANCEL: OnceLock<Cancel> = OnceLock::new();
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Async-signal-safe: an atomic store, then the switch's own store and
+/// `write(2)`.
+extern "C" fn on_signal(signal: nix::libc::c_int) {
+    SIGNAL.store(signal, Ordering::SeqCst);
+    if let Some(cancel) = CANCEL.get() {
+        cancel.cancel();
+    }
+}
+
+/// A switch thrown by SIGINT, SIGTERM or SIGHUP; each handler is reset
+/// once it ran, so a second signal ends the tool at once.
+fn cancelled_by_signals() -> anyhow::Result<Cancel> {
+    let cancel = Cancel::new().context("cannot make the switch that stops a run")?;
+    let cancel = CANCEL.get_or_init(|| cancel);
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESETHAND | SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // SAFETY: the handler only stores atomics and throws the switch,
+        // all async-signal-safe.
+        unsafe { sigaction(signal, &action) }.with_context(|| format!("cannot handle {signal}"))?;
+    }
+    Ok(cancel.clone())
+}
+
 fn try_main() -> anyhow::Result<ExitCode> {
-    let Some(options) = parse(std::env::args().skip(1).collect())? else {
+    let Some(mut options) = parse(std::env::args().skip(1).collect())? else {
         return Ok(ExitCode::SUCCESS);
     };
+    options.target.cancel = Some(cancelled_by_signals()?);
     let report = run(&options.target, &options.selection)?;
     print!("{}", report.text());
     if let Some(path) = &options.json {
@@ -194,6 +248,11 @@ fn try_main() -> anyhow::Result<ExitCode> {
     if let Some(path) = &options.junit {
         std::fs::write(path, report.junit())
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let signal = SIGNAL.load(Ordering::SeqCst);
+    if signal != 0 {
+        eprintln!("cni-conformance: stopped by signal {signal}; the run's namespaces and directories are removed");
+        return Ok(ExitCode::from(128 + signal as u8));
     }
     Ok(if report.failed() == 0 {
         ExitCode::SUCCESS

@@ -1,18 +1,23 @@
-//! The container side: temporary network namespaces and the links in one,
-//! through iproute2 (`ip netns`, `ip -n NS link`).
+//! The container side: the run's temporary network namespaces (cni-net's
+//! [`TempNetns`]), and the links in a named one through iproute2 (`ip -n
+//! NS link`), as a user would look at them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
+use cni_net::testing::TempNetns;
 use serde_json::Value;
 
 /// Why a namespace could not be made or read.
 #[derive(Debug, thiserror::Error)]
 pub enum NetnsError {
-    /// Not root: `ip netns add` would fail with a less helpful message.
+    /// Not root: creating a namespace would fail with a less helpful
+    /// message.
     #[error("--netns auto creates network namespaces and needs root (effective uid is {0}); run as root or give --netns PATH")]
     NotRoot(u32),
+    /// The namespace could not be created.
+    #[error("cannot create a network namespace")]
+    Create(#[source] cni_net::NetError),
     /// `ip` could not be run.
     #[error("cannot run `ip {args}` (is iproute2 installed?)")]
     Spawn {
@@ -30,6 +35,16 @@ pub enum NetnsError {
         /// What it said.
         stderr: String,
     },
+}
+
+/// A namespace of the run's own, `/run/netns/cni-net-cnic-PID-N`, removed
+/// (with its links) when dropped, also on panic.
+pub(crate) fn temporary() -> Result<TempNetns, NetnsError> {
+    let euid = nix::unistd::geteuid().as_raw();
+    if euid != 0 {
+        return Err(NetnsError::NotRoot(euid));
+    }
+    TempNetns::new("cnic").map_err(NetnsError::Create)
 }
 
 /// Runs `ip ARGS...`, returning its stdout.
@@ -50,61 +65,6 @@ fn ip(args: &[&str]) -> Result<Vec<u8>, NetnsError> {
         });
     }
     Ok(out.stdout)
-}
-
-/// A network namespace `cnic-<pid>-<n>` made with `ip netns add`, deleted
-/// when dropped (also on panic).
-///
-/// Go: `testutils.NewNS`.
-#[derive(Debug)]
-pub struct TempNetns {
-    name: String,
-    deleted: bool,
-}
-
-impl TempNetns {
-    /// Creates a fresh namespace.
-    pub fn create() -> Result<TempNetns, NetnsError> {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let euid = nix::unistd::geteuid().as_raw();
-        if euid != 0 {
-            return Err(NetnsError::NotRoot(euid));
-        }
-        let name = format!(
-            "cnic-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        ip(&["netns", "add", &name])?;
-        Ok(TempNetns {
-            name,
-            deleted: false,
-        })
-    }
-
-    /// Its path, as `CNI_NETNS`.
-    pub fn path(&self) -> PathBuf {
-        Path::new("/var/run/netns").join(&self.name)
-    }
-
-    /// Its name, as `ip -n` takes it.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Deletes it now (a "namespace already gone" scenario).
-    pub fn delete(&mut self) -> Result<(), NetnsError> {
-        self.deleted = true;
-        ip(&["netns", "del", &self.name]).map(drop)
-    }
-}
-
-impl Drop for TempNetns {
-    fn drop(&mut self) {
-        if !self.deleted {
-            let _ = ip(&["netns", "del", &self.name]);
-        }
-    }
 }
 
 /// The name `ip -n` knows a namespace path by: its file name when it lives

@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cni_invoke::excerpt;
 use cni_types::SpecVersion;
 use serde_json::{json, Value};
 
-use crate::call::shorten;
 use crate::case::{Case, Finding, Level};
 
 /// The result of one case.
@@ -61,6 +61,10 @@ pub struct Report {
     pub outcomes: Vec<Outcome>,
     /// How long the run took.
     pub elapsed: Duration,
+    /// Why the run stopped before its end, when it did (cancelled, or the
+    /// plugin kept timing out): the checks from then on are failed as not
+    /// run.
+    pub stopped: Option<String>,
 }
 
 impl Report {
@@ -158,6 +162,9 @@ impl Report {
                 }
             }
         }
+        if let Some(why) = &self.stopped {
+            let _ = writeln!(out, "\nstopped early: {why}");
+        }
         let _ = writeln!(out, "\n{}", self.summary());
         out
     }
@@ -192,6 +199,7 @@ impl Report {
             "warnings": self.warnings(),
             "summary": self.summary(),
             "elapsedSeconds": self.elapsed.as_secs_f64(),
+            "stopped": self.stopped,
             "checks": outcomes,
         })
     }
@@ -264,17 +272,22 @@ impl Report {
 
 fn finding_json(f: &Finding) -> Value {
     let call = f.call.as_ref().map(|c| {
+        let out = &c.output;
         json!({
             "step": c.step,
             "env": c.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
             "stdin": String::from_utf8_lossy(&c.stdin),
-            "exit": c.exit.to_string(),
-            "stdout": String::from_utf8_lossy(&c.stdout),
-            "stderr": shorten(&c.stderr),
+            "exit": out.exit.to_string(),
+            "stdout": String::from_utf8_lossy(&out.stdout),
+            "stdoutDropped": out.stdout_dropped,
+            "stderr": excerpt(&out.stderr, out.stderr_dropped, STDERR_SHOWN),
         })
     });
     json!({"what": f.what, "call": call})
 }
+
+/// How many characters of a call's stderr the JSON report quotes.
+const STDERR_SHOWN: usize = 600;
 
 /// Text escaped for XML attributes and content; control characters other
 /// than tab and newline, which XML 1.0 forbids, become `?`.

@@ -1,11 +1,13 @@
-//! Running the table: selection, order, and the run's deadline.
+//! Running the table: selection, order, the run's deadline, and the
+//! checks left when the run is cut short.
 
 use std::time::{Duration, Instant};
 
-use crate::case::{Case, Level, Verdict};
+use crate::case::{Case, Finding, Level, Verdict};
 use crate::cases;
+use crate::error::{SetupError, UnknownCase};
 use crate::report::{Outcome, Report, Status};
-use crate::session::{Session, SetupError};
+use crate::session::Session;
 use crate::target::Target;
 
 /// Which cases run: all, or only some, minus some.
@@ -34,12 +36,13 @@ impl Selection {
     }
 }
 
-/// Why a selection names a case that does not exist.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown check id {0:?} (see `cni-conformance --list`)")]
-pub struct UnknownCase(pub String);
-
 /// Runs the selected cases against `target` and reports every one.
+///
+/// A run is cut short when the target's cancel switch is thrown or the
+/// plugin keeps timing out ([`MAX_TIMEOUTS`](crate::MAX_TIMEOUTS)): the
+/// case under way and those after it are reported as not run, with the
+/// reason, and [`Report::stopped`] says it. Either way the run's
+/// namespaces and temporary directories are removed before this returns.
 ///
 /// ```no_run
 /// use cni_conformance::{run, Kind, Selection, Target};
@@ -60,13 +63,20 @@ pub fn run(target: &Target, selection: &Selection) -> Result<Report, SetupError>
     for case in cases::all().filter(|c| selection.includes(c)) {
         let level = case.level_for(target.kind);
         let late = !selection.deadline.is_zero() && started.elapsed() > selection.deadline;
-        let verdict = if late {
-            Verdict::Fail(vec![crate::case::Finding::new(format!(
-                "not run: the run's deadline of {:?} passed",
+        let verdict = if let Some(why) = session.cut_short() {
+            not_run(why)
+        } else if late {
+            not_run(format!(
+                "the run's deadline of {:?} passed",
                 selection.deadline
-            ))])
+            ))
         } else {
-            (case.check)(&session)
+            let verdict = (case.check)(&session);
+            // Cut short under way: its calls were not all made.
+            match session.cut_short() {
+                Some(why) => not_run(why),
+                None => verdict,
+            }
         };
         outcomes.push(outcome(case, level, verdict));
     }
@@ -75,7 +85,14 @@ pub fn run(target: &Target, selection: &Selection) -> Result<Report, SetupError>
         versions: session.versions().to_vec(),
         outcomes,
         elapsed: started.elapsed(),
+        stopped: session.cut_short(),
     })
+}
+
+/// A case that did not run, failed with why (as a case past the run's
+/// deadline always was).
+fn not_run(why: String) -> Verdict {
+    Verdict::Fail(vec![Finding::new(format!("not run: {why}"))])
 }
 
 fn outcome(case: &'static Case, level: Level, verdict: Verdict) -> Outcome {

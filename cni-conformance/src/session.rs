@@ -1,74 +1,56 @@
 //! One run against one plugin: the namespace and data directory it uses,
-//! the configurations it builds, every call it makes (kept for the output
-//! checks), and the scenarios' outcomes, each run once for all the cases
-//! that read it.
+//! the configurations it builds, the versions it exercises, and the
+//! scenarios' outcomes, each run once for all the cases that read it.
+//! Executing the plugin is the runner's.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command as Process;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cni_invoke::{exec_raw, Deadline, Exit, Invocation};
+use cni_invoke::Invocation;
+use cni_net::testing::TempNetns;
 use cni_skel::Command;
 use cni_types::SpecVersion;
 use serde_json::{json, Map, Value};
 
 use crate::call::Call;
-use crate::case::Kind;
-use crate::cases::{concurrency, env, gc, lifecycle, version};
-use crate::config::base_config;
-use crate::netns::{self, NetnsError, TempNetns};
-use crate::target::{NetnsChoice, Target};
+use crate::config::{base_config, interface_result};
+use crate::error::SetupError;
+use crate::netns;
+use crate::runner::Runner;
+use crate::scenarios::{ConcurrentAdds, EnvProbes, GcOutcome, Lifecycle, VersionProbes};
+use crate::target::{Kind, NetnsChoice, Target};
 
 /// The version the `VERSION` probe sends: the newest, as a current
 /// runtime does.
 const PROBE_VERSION: SpecVersion = SpecVersion::V1_1_0;
 
-/// Why a run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    /// The plugin is not an executable file.
-    #[error("{0}: not an executable file")]
-    NotExecutable(PathBuf),
-    /// `--config` is not a JSON object.
-    #[error("the configuration is not a JSON object")]
-    ConfigNotObject,
-    /// The namespace could not be created.
-    #[error(transparent)]
-    Netns(#[from] NetnsError),
-    /// The temporary data directory could not be created.
-    #[error("cannot create a temporary directory")]
-    TempDir(#[source] std::io::Error),
-    /// `--only` or `--skip` names no case.
-    #[error(transparent)]
-    UnknownCase(#[from] crate::run::UnknownCase),
-}
-
 /// The state of one run; cases read it through their `check` function.
 pub struct Session {
     target: Target,
+    runner: Runner,
     netns: PathBuf,
     netns_name: Option<String>,
     owned_netns: Option<TempNetns>,
     data_dir: tempfile::TempDir,
-    pub(crate) base: Map<String, Value>,
+    base: Map<String, Value>,
     versions: Vec<SpecVersion>,
-    log: Mutex<Vec<Call>>,
-    pub(crate) version: OnceLock<version::Probes>,
-    pub(crate) env: OnceLock<env::Probes>,
-    pub(crate) lifecycles: Mutex<HashMap<SpecVersion, Arc<lifecycle::Lifecycle>>>,
-    pub(crate) concurrency: OnceLock<concurrency::Outcome>,
-    pub(crate) gc: OnceLock<gc::Outcome>,
+    version: OnceLock<VersionProbes>,
+    pub(crate) env: OnceLock<EnvProbes>,
+    pub(crate) lifecycles: Mutex<HashMap<SpecVersion, Arc<Lifecycle>>>,
+    pub(crate) concurrency: OnceLock<ConcurrentAdds>,
+    pub(crate) gc: OnceLock<GcOutcome>,
 }
 
 impl Session {
-    /// Prepares a run: checks the plugin, creates the namespace and data
-    /// directory, and settles the versions (asking `VERSION` when the
-    /// target names none).
+    /// Prepares a run: checks the plugin, creates the namespace, the data
+    /// directory and the plugin's working directory, and settles the
+    /// versions (asking `VERSION` when the target names none).
     pub fn new(target: &Target) -> Result<Session, SetupError> {
         if !is_executable(&target.plugin) {
             return Err(SetupError::NotExecutable(target.plugin.clone()));
         }
+        let runner = Runner::new(target)?;
         let data_dir = tempfile::Builder::new()
             .prefix("cni-conformance-")
             .tempdir()
@@ -76,21 +58,21 @@ impl Session {
         let base = base_config(target, data_dir.path())?;
         let (netns, owned_netns) = match &target.netns {
             NetnsChoice::Auto => {
-                let ns = TempNetns::create()?;
-                (ns.path(), Some(ns))
+                let ns = netns::temporary()?;
+                (ns.path().to_owned(), Some(ns))
             }
             NetnsChoice::Path(p) => (p.clone(), None),
         };
         let netns_name = netns::ip_name(&netns);
         let mut session = Session {
             target: target.clone(),
+            runner,
             netns,
             netns_name,
             owned_netns,
             data_dir,
             base,
             versions: Vec::new(),
-            log: Mutex::default(),
             version: OnceLock::new(),
             env: OnceLock::new(),
             lifecycles: Mutex::default(),
@@ -125,15 +107,10 @@ impl Session {
     /// the plugin under test, so not recorded).
     fn delegate_versions(&self, name: &str) -> Option<Vec<SpecVersion>> {
         let path = cni_invoke::find_in_path(name, &self.target.cni_path).ok()?;
-        let mut process = Process::new(path);
-        process.env("CNI_COMMAND", "VERSION");
         let stdin = json!({"cniVersion": PROBE_VERSION.to_string()}).to_string();
-        let out = exec_raw(
-            &mut process,
-            stdin.as_bytes(),
-            Some(Deadline::after(self.target.timeout)),
-        )
-        .ok()?;
+        let out = self
+            .runner
+            .exec_other(&path, Command::Version, stdin.as_bytes());
         let reply: Value = serde_json::from_slice(&out.stdout).ok()?;
         let listed = reply["supportedVersions"].as_array()?;
         Some(
@@ -207,10 +184,54 @@ impl Session {
         self.data_dir.path()
     }
 
-    /// The VERSION probes, run once.
-    pub fn version_probes(&self) -> &version::Probes {
-        self.version
-            .get_or_init(|| version::probe(self, PROBE_VERSION))
+    /// The configuration for `version`, with `prevResult` when given.
+    pub fn config(&self, version: &SpecVersion, prev_result: Option<&Value>) -> Value {
+        let mut conf = self.base.clone();
+        conf.insert("cniVersion".into(), json!(version.to_string()));
+        if let Some(prev) = prev_result {
+            conf.insert("prevResult".into(), prev.clone());
+        }
+        Value::Object(conf)
+    }
+
+    /// The configuration of an ADD: for a chained plugin, with the
+    /// `prevResult` an interface plugin would have produced for `ifname`
+    /// in `netns` (address number `host` of the test subnet); chaining
+    /// exists from 0.3.0 on.
+    pub fn add_config(&self, version: &SpecVersion, netns: &Path, ifname: &str, host: u8) -> Value {
+        let prev = (self.kind() == Kind::Chained && *version >= SpecVersion::V0_3_0)
+            .then(|| interface_result(version, netns, ifname, host));
+        self.config(version, prev.as_ref())
+    }
+
+    /// The VERSION probes, run once: VERSION with the newest version on
+    /// stdin, then with nothing.
+    pub fn version_probes(&self) -> &VersionProbes {
+        self.version.get_or_init(|| {
+            let invocation = self.invocation(Command::Version, "", "");
+            let stdin = json!({"cniVersion": PROBE_VERSION.to_string()}).to_string();
+            let reply = self.exec("VERSION", &invocation, stdin.as_bytes());
+            let no_stdin = self.exec("VERSION without stdin", &invocation, b"");
+            let listed: Vec<String> = reply
+                .object()
+                .and_then(|o| o.get("supportedVersions").cloned())
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default();
+            let mut supported: Vec<SpecVersion> = SpecVersion::ALL
+                .into_iter()
+                .filter(|v| listed.iter().any(|l| *l == v.to_string()))
+                .collect();
+            if supported.is_empty() {
+                supported = SpecVersion::ALL.to_vec();
+            }
+            VersionProbes {
+                asked: PROBE_VERSION,
+                reply,
+                no_stdin,
+                listed,
+                supported,
+            }
+        })
     }
 
     /// An invocation of `command` for one attachment in the run's
@@ -228,7 +249,7 @@ impl Session {
             Default::default()
         };
         Invocation {
-            command: command.as_str().to_owned(),
+            command,
             container_id,
             netns,
             ifname,
@@ -240,48 +261,29 @@ impl Session {
 
     /// Executes the plugin with `invocation`'s variables (empty ones left
     /// out, and any `CNI_*` of our own environment removed) and `stdin`,
-    /// records the call for the output checks and returns it.
-    pub fn exec(&self, step: impl Into<String>, invocation: &Invocation, stdin: &[u8]) -> Call {
-        let mut process = Process::new(&self.target.plugin);
-        let mut env = Vec::new();
-        for (name, value) in invocation.env() {
-            process.env_remove(name);
-            if !value.is_empty() {
-                process.env(name, &value);
-                env.push((name.to_owned(), value));
-            }
-        }
-        let (exit, stdout, stderr) = match exec_raw(
-            &mut process,
-            stdin,
-            Some(Deadline::after(self.target.timeout)),
-        ) {
-            Ok(out) => (out.exit, out.stdout, out.stderr),
-            Err(e) => (
-                Exit::Status(-1),
-                Vec::new(),
-                format!("cni-conformance: cannot execute the plugin: {e}").into_bytes(),
-            ),
-        };
-        let call = Call {
-            step: step.into(),
-            command: (!invocation.command.is_empty()).then(|| invocation.command.clone()),
-            env,
-            stdin: stdin.to_vec(),
-            exit,
-            stdout,
-            stderr,
-        };
-        self.log
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(call.clone());
-        call
+    /// in a working directory of the run's own, records the call for the
+    /// output checks and returns it. Once the run is cut short (see
+    /// [`Session::cut_short`]), the plugin is not started, and the call
+    /// says why.
+    pub fn exec(
+        &self,
+        step: impl Into<String>,
+        invocation: &Invocation,
+        stdin: &[u8],
+    ) -> Arc<Call> {
+        self.runner.exec(step.into(), invocation, stdin)
     }
 
     /// Every call made so far, in order.
-    pub fn calls(&self) -> Vec<Call> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    pub fn calls(&self) -> Vec<Arc<Call>> {
+        self.runner.calls()
+    }
+
+    /// Why the run stops before its end, once it must: the target's
+    /// cancel switch was thrown, or [`MAX_TIMEOUTS`](crate::MAX_TIMEOUTS)
+    /// executions timed out.
+    pub fn cut_short(&self) -> Option<String> {
+        self.runner.cut_short()
     }
 }
 

@@ -3,10 +3,33 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cni_invoke::Cancel;
 use cni_types::SpecVersion;
 use serde_json::Value;
 
-use crate::case::Kind;
+/// What the plugin under test is, which decides the configuration it gets
+/// and which checks apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Creates `CNI_IFNAME` in `CNI_NETNS` (and delegates IPAM).
+    Interface,
+    /// A delegated IPAM plugin: returns addresses, touches no interface.
+    Ipam,
+    /// Adjusts an existing interface and passes `prevResult` on.
+    Chained,
+}
+
+impl Kind {
+    /// Reads `interface`, `ipam` or `chained`.
+    pub fn parse(s: &str) -> Option<Kind> {
+        match s {
+            "interface" => Some(Kind::Interface),
+            "ipam" => Some(Kind::Ipam),
+            "chained" => Some(Kind::Chained),
+            _ => None,
+        }
+    }
+}
 
 /// Where the container's namespace comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +74,22 @@ pub struct Target {
     pub cni_args: Vec<(String, String)>,
     /// The IPAM plugin of the minimal configuration of an interface plugin.
     pub ipam: String,
-    /// How long one execution may run before it is killed.
+    /// How long one execution may run before it is killed. After
+    /// [`MAX_TIMEOUTS`](crate::MAX_TIMEOUTS) executions ran out of it, the
+    /// plugin is taken for hung and the remaining checks are not run.
     pub timeout: Duration,
+    /// Runs each execution of the plugin in a mount namespace of its own,
+    /// a slave of ours: the host's mounts (the run's network namespaces
+    /// among them) stay visible to it, and what it mounts vanishes when it
+    /// exits instead of landing on the host. Needs root. A plugin that
+    /// must leave a mount behind for the runtime cannot pass under it.
+    pub private_mounts: bool,
+    /// A switch that stops the run early (a command-line tool throws it on
+    /// `SIGINT`): the running executions are stopped as at their
+    /// deadline, no more are started, the checks left are reported as not
+    /// run, and the run's namespaces and directories are removed as after
+    /// any run.
+    pub cancel: Option<Cancel>,
 }
 
 impl Target {
@@ -75,6 +112,8 @@ impl Target {
             cni_args: Vec::new(),
             ipam: "host-local".into(),
             timeout: Duration::from_secs(10),
+            private_mounts: false,
+            cancel: None,
         }
     }
 

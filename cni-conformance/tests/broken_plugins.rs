@@ -132,6 +132,7 @@ fn mismatch(broken: &Broken) -> Option<String> {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn every_broken_plugin_is_flagged_for_exactly_the_rule_it_breaks() {
     // Four runs at a time: they mostly wait for their shells.
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -181,6 +182,7 @@ fn versions() -> Vec<SpecVersion> {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn the_correct_script_plugin_passes_every_check_in_each_role() {
     for kind in [Kind::Ipam, Kind::Interface, Kind::Chained] {
         let report = check("good.sh", kind, versions(), &Selection::all());

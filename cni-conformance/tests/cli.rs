@@ -20,6 +20,7 @@ fn script(name: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_failed_must_exits_1_and_every_report_says_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("conf.json");
@@ -100,6 +101,7 @@ fn a_failed_must_exits_1_and_every_report_says_the_same() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_plugin_passing_every_must_exits_0() {
     let out = tool(&[
         "--kind",
@@ -129,6 +131,14 @@ fn misuse_exits_2_naming_the_problem() {
             "/no/such/plugin: not an executable file",
         ),
         (vec![], "no PLUGIN given"),
+        (
+            vec!["--timeout", "-1", "/bin/true"],
+            "--timeout \"-1\": expected a positive number of seconds",
+        ),
+        (
+            vec!["--timeout", "1e300", "/bin/true"],
+            "--timeout \"1e300\": expected a positive number of seconds",
+        ),
     ] {
         let out = tool(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -138,6 +148,7 @@ fn misuse_exits_2_naming_the_problem() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn without_root_an_automatic_namespace_is_refused_with_the_reason() {
     let out = Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])

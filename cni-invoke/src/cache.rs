@@ -1,9 +1,11 @@
 //! The result cache: what ADD returned, kept for CHECK, DEL and GC, in
 //! libcni's format and place so either runtime can read the other's.
 
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use cni_types::{CniResult, Code, Error};
+use cni_types::{CniResult, Error};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -65,10 +67,6 @@ mod b64 {
     }
 }
 
-fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::new(Code::IO_FAILURE, format!("{what} {}", path.display())).with_details(e.to_string())
-}
-
 /// `<cache dir>/results/<network>-<container id>-<ifname>`.
 pub(crate) fn path(cache_dir: &Path, network: &str, rt: &RuntimeConf) -> PathBuf {
     cache_dir
@@ -76,7 +74,11 @@ pub(crate) fn path(cache_dir: &Path, network: &str, rt: &RuntimeConf) -> PathBuf
         .join(format!("{network}-{}-{}", rt.container_id, rt.ifname))
 }
 
-/// Stores the ADD result (atomically: a temp file renamed into place).
+/// Stores the ADD result, in a directory of mode 0700 and a file of mode
+/// 0600 as libcni's `cacheAdd` makes them. Atomically: a temporary file
+/// of its own (`.NAME.XXXXXX.tmp`, unique even among attachments whose
+/// names differ only after a dot, `eth0.100` and `eth0.200`), renamed into
+/// place, so concurrent ADDs never lose or swap each other's entry.
 pub(crate) fn store(
     cache_dir: &Path,
     network: &str,
@@ -97,11 +99,32 @@ pub(crate) fn store(
     };
     let file = path(cache_dir, network, rt);
     let dir = file.parent().unwrap_or(cache_dir);
-    std::fs::create_dir_all(dir).map_err(|e| io_error("cannot create", dir, e))?;
-    let tmp = file.with_extension("tmp");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io("create", dir, e))?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // tempfile creates it with mode 0600 and a random suffix.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io("create a temporary file in", dir, e))?;
     let bytes = serde_json::to_vec(&entry).unwrap_or_default();
-    std::fs::write(&tmp, bytes).map_err(|e| io_error("cannot write", &tmp, e))?;
-    std::fs::rename(&tmp, &file).map_err(|e| io_error("cannot write", &file, e))
+    tmp.write_all(&bytes)
+        .map_err(|e| Error::io("write", tmp.path(), e))?;
+    tmp.persist(&file)
+        .map_err(|e| Error::io("write", &file, e.error))?;
+    Ok(())
+}
+
+/// Whether a file in `results/` is an entry, not one being written.
+fn is_entry(name: &std::ffi::OsStr) -> bool {
+    !name.as_encoded_bytes().starts_with(b".")
 }
 
 /// The cached result in `version`, or `None` when nothing (readable) is
@@ -133,13 +156,7 @@ pub(crate) fn load(
                     .map_err(|e| cni_types::ResultError::UnsupportedVersion(e.version))?,
             )?)
         })
-        .map_err(|e| {
-            Error::new(
-                Code::DECODING_FAILURE,
-                format!("failed to read the cached result of {network}"),
-            )
-            .with_details(e.to_string())
-        })?;
+        .map_err(|e| Error::decoding(&format!("the cached result of {network}"), e))?;
     Ok(Some(parsed))
 }
 
@@ -155,8 +172,91 @@ pub(crate) fn attachments(cache_dir: &Path, network: &str) -> Vec<CachedAttachme
     };
     entries
         .flatten()
+        .filter(|e| is_entry(&e.file_name()))
         .filter_map(|e| std::fs::read(e.path()).ok())
         .filter_map(|b| serde_json::from_slice::<CachedAttachment>(&b).ok())
         .filter(|a| a.kind == CACHE_KIND && a.network_name == network)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cni_types::Code;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn attachment(ifname: &str) -> RuntimeConf {
+        RuntimeConf {
+            container_id: "c1".into(),
+            netns: "/var/run/netns/none".into(),
+            ifname: ifname.into(),
+            ..RuntimeConf::default()
+        }
+    }
+
+    fn result() -> CniResult {
+        CniResult::parse_as_given("1.0.0", br#"{"cniVersion":"1.0.0"}"#).unwrap()
+    }
+
+    #[test]
+    fn concurrent_adds_of_names_alike_up_to_a_dot_keep_their_own_entries() {
+        // `eth0.100` and `eth0.200` once shared the temporary file
+        // `net-c1-eth0.tmp`: entries were lost (a rename found nothing)
+        // or swapped (one rename moved the other's bytes).
+        let dir = tempfile::tempdir().unwrap();
+        let stores = |ifname: &'static str| {
+            let cache = dir.path();
+            move || {
+                let rt = attachment(ifname);
+                for _ in 0..300 {
+                    store(cache, "net", b"{}", &rt, &result())?;
+                    let bytes = std::fs::read(path(cache, "net", &rt))
+                        .map_err(|e| Error::io("read", cache, e))?;
+                    let entry: CachedAttachment = serde_json::from_slice(&bytes)
+                        .map_err(|e| Error::decoding("the entry", e))?;
+                    if entry.ifname != ifname {
+                        return Err(Error::new(
+                            Code::INTERNAL,
+                            format!("{ifname}'s entry holds {}", entry.ifname),
+                        ));
+                    }
+                }
+                Ok(())
+            }
+        };
+        std::thread::scope(|scope| {
+            let a = scope.spawn(stores("eth0.100"));
+            let b = scope.spawn(stores("eth0.200"));
+            a.join().unwrap().unwrap();
+            b.join().unwrap().unwrap();
+        });
+        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("results"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["net-c1-eth0.100", "net-c1-eth0.200"]);
+    }
+
+    #[test]
+    fn the_cache_is_private_to_its_owner_as_libcni_makes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let rt = attachment("eth0");
+        store(&cache, "net", b"{}", &rt, &result()).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&cache), 0o700);
+        assert_eq!(mode(&cache.join("results")), 0o700);
+        assert_eq!(mode(&path(&cache, "net", &rt)), 0o600);
+    }
+
+    #[test]
+    fn a_file_being_written_is_not_an_attachment() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = attachment("eth0");
+        store(dir.path(), "net", b"{}", &rt, &result()).unwrap();
+        let entry = std::fs::read(path(dir.path(), "net", &rt)).unwrap();
+        std::fs::write(dir.path().join("results/.net-c1-eth0.abc123.tmp"), &entry).unwrap();
+        assert_eq!(attachments(dir.path(), "net").len(), 1);
+    }
 }

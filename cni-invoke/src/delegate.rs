@@ -2,7 +2,7 @@
 //! its IPAM plugin, "with the same environment and configuration" it was
 //! given.
 
-use cni_skel::{BoxError, Request};
+use cni_skel::{BoxError, Command, Request};
 use cni_types::{CniResult, Code, Error, SpecVersion};
 
 use crate::{exec_with_result, exec_without_result, find_in_path, Invocation};
@@ -10,7 +10,7 @@ use crate::{exec_with_result, exec_without_result, find_in_path, Invocation};
 /// The delegate's invocation: the calling plugin's own parameters with
 /// another command. `CNI_PATH` is needed to find the delegate: when the
 /// runtime did not pass it, code 4 naming it.
-fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
+fn invocation<C>(command: Command, req: &Request<C>) -> Result<Invocation, Error> {
     if req.path.is_empty() {
         return Err(Error::new(
             Code::INVALID_ENVIRONMENT_VARIABLES,
@@ -28,7 +28,7 @@ fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
         })
         .collect();
     Ok(Invocation {
-        command: command.to_owned(),
+        command,
         container_id: req.container_id.clone(),
         netns: req.sandbox(),
         ifname: req.ifname.clone(),
@@ -40,7 +40,7 @@ fn invocation<C>(command: &str, req: &Request<C>) -> Result<Invocation, Error> {
     })
 }
 
-fn run<C>(command: &str, plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
+fn run<C>(command: Command, plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
     let plugin = find_in_path(plugin_type, &req.path)?;
     exec_without_result(&plugin, &invocation(command, req)?, &req.stdin)
 }
@@ -50,7 +50,7 @@ fn run<C>(command: &str, plugin_type: &str, req: &Request<C>) -> Result<(), Erro
 ///
 /// Go: `invoke.DelegateAdd`.
 pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult, Error> {
-    let invocation = invocation("ADD", req)?;
+    let invocation = invocation(Command::Add, req)?;
     let plugin = find_in_path(plugin_type, &req.path)?;
     let result = exec_with_result(&plugin, &invocation, &req.stdin, &req.config_version)?;
     let version = SpecVersion::parse(&req.config_version)
@@ -68,28 +68,28 @@ pub fn delegate_add<C>(plugin_type: &str, req: &Request<C>) -> Result<CniResult,
 ///
 /// Go: `invoke.DelegateCheck`.
 pub fn delegate_check<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
-    run("CHECK", plugin_type, req)
+    run(Command::Check, plugin_type, req)
 }
 
 /// DEL of `plugin_type`.
 ///
 /// Go: `invoke.DelegateDel`.
 pub fn delegate_del<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
-    run("DEL", plugin_type, req)
+    run(Command::Del, plugin_type, req)
 }
 
 /// GC of `plugin_type` (the configuration carries the valid attachments).
 ///
 /// Go: `invoke.DelegateGC`.
 pub fn delegate_gc<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
-    run("GC", plugin_type, req)
+    run(Command::Gc, plugin_type, req)
 }
 
 /// STATUS of `plugin_type`; its error (e.g. code 50) is the answer.
 ///
 /// Go: `invoke.DelegateStatus`.
 pub fn delegate_status<C>(plugin_type: &str, req: &Request<C>) -> Result<(), Error> {
-    run("STATUS", plugin_type, req)
+    run(Command::Status, plugin_type, req)
 }
 
 /// Delegated ADD, then `rest` with its result; if `rest` fails, the

@@ -4,19 +4,24 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use cni_skel::{TraceContext, TRACE_VARS};
+use cni_skel::{Command, TraceContext, TRACE_VARS};
 use cni_types::{CniResult, Code, Error};
 
 use crate::deadline::{Deadline, Stopped, KILL_GRACE};
-use crate::raw::{exec_raw, Exit, RawOutput};
+use crate::raw::{excerpt, exec_raw, Exit, RawOutput, STDOUT_LIMIT};
 
 /// The parameters of one plugin execution, passed as `CNI_*` variables.
 ///
+/// The default has every field empty: no command (`CNI_COMMAND` empty),
+/// no attachment, no deadline.
+///
 /// Go: `invoke.Args` (with the `context.Context` that carries the deadline and trace context).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
-    /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`.
-    pub command: String,
+    /// `CNI_COMMAND`: `ADD`, `DEL`, `CHECK`, `GC`, `STATUS` or `VERSION`;
+    /// [`Command::Other`] for any other value, an empty one passing an
+    /// empty `CNI_COMMAND`.
+    pub command: Command,
     /// `CNI_CONTAINERID`.
     pub container_id: String,
     /// `CNI_NETNS`.
@@ -34,6 +39,21 @@ pub struct Invocation {
     /// and `BAGGAGE` (Go: `invoke.injectTraceContext`). Ours is never
     /// inherited: the plugin sees exactly this one.
     pub trace: TraceContext,
+}
+
+impl Default for Invocation {
+    fn default() -> Invocation {
+        Invocation {
+            command: Command::Other("".into()),
+            container_id: String::new(),
+            netns: String::new(),
+            ifname: String::new(),
+            args: Vec::new(),
+            path: Vec::new(),
+            deadline: None,
+            trace: TraceContext::default(),
+        }
+    }
 }
 
 impl Invocation {
@@ -55,7 +75,7 @@ impl Invocation {
             .collect::<Vec<_>>()
             .join(":");
         let mut env = vec![
-            ("CNI_COMMAND", self.command.clone()),
+            ("CNI_COMMAND", self.command.as_str().to_owned()),
             ("CNI_CONTAINERID", self.container_id.clone()),
             ("CNI_NETNS", self.netns.clone()),
             ("CNI_IFNAME", self.ifname.clone()),
@@ -68,13 +88,16 @@ impl Invocation {
 }
 
 /// Runs `plugin` with the invocation's variables added to our environment
-/// and `stdin` on its stdin; returns its stdout.
+/// and `stdin` on its stdin; returns its stdout (the first
+/// [`STDOUT_LIMIT`] bytes: more is no result).
 ///
-/// The child's stderr is passed through to ours once it exits (and kept
-/// for the error message when it fails). A non-zero exit becomes the
-/// plugin's own CNI error when stdout holds one (its code kept), else an
-/// error saying what it printed and how it exited; a plugin killed by a
-/// signal is reported as such. A binary still open for writing ("text file
+/// The child's stderr is passed through to ours once it exits (its first
+/// [`STDERR_LIMIT`](crate::STDERR_LIMIT) bytes, and how many more), and an
+/// excerpt is kept for the error message when it fails. A non-zero exit
+/// becomes the plugin's own CNI error when stdout holds one (its code
+/// kept), else an error quoting the start of what it printed, with how
+/// much more there was, and how it exited; a plugin killed by a signal is
+/// reported as such. A binary still open for writing ("text file
 /// busy") is tried again a second later, up to five times, as the
 /// reference runtime library does.
 ///
@@ -85,78 +108,109 @@ impl Invocation {
 /// deadline. Code 999 rather than 11 ("try again later"): 11 is a plugin's
 /// own word that nothing was done and a retry is safe, while a plugin
 /// stopped half-way may have left state behind that the runtime must DEL
-/// first, exactly as after a plugin killed by a signal.
+/// first, exactly as after a plugin killed by a signal. A deadline's
+/// [`Cancel`](crate::Cancel) switch stops the plugin the same way, and
+/// the error says it was cancelled.
 ///
 /// Go: `invoke.ExecPluginWithResult`'s `RawExec.ExecPlugin`, with the
 /// context's deadline.
 pub fn exec_plugin(plugin: &Path, invocation: &Invocation, stdin: &[u8]) -> Result<Vec<u8>, Error> {
+    exec_succeeding(plugin, invocation, stdin).map(|out| out.stdout)
+}
+
+/// [`exec_plugin`], keeping the whole output of a successful run.
+fn exec_succeeding(
+    plugin: &Path,
+    invocation: &Invocation,
+    stdin: &[u8],
+) -> Result<RawOutput, Error> {
     let name = plugin.display().to_string();
     let mut command = Process::new(plugin);
     for var in TRACE_VARS {
         command.env_remove(var);
     }
     command.envs(invocation.env());
-    let RawOutput {
-        exit,
-        stdout,
-        stderr,
-    } = exec_raw(&mut command, stdin, invocation.deadline).map_err(|e| {
-        Error::new(Code::IO_FAILURE, format!("failed to execute plugin {name}"))
-            .with_details(e.to_string())
+    let out = exec_raw(&mut command, stdin, invocation.deadline.clone()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Error::new(
+                Code::INTERNAL,
+                format!(
+                    "plugin {name} was not started: {} was cancelled",
+                    invocation.command
+                ),
+            );
+        }
+        Error::io("execute plugin", plugin, e)
     })?;
-    let _ = std::io::stderr().write_all(&stderr);
+    pass_stderr_on(&name, &out);
 
-    let code = match exit {
-        Exit::Status(0) => return Ok(stdout),
+    let how = |stopped: Stopped| match stopped {
+        Stopped::Terminated => "terminated with SIGTERM".to_owned(),
+        Stopped::Killed => format!("killed with SIGKILL after ignoring SIGTERM for {KILL_GRACE:?}"),
+    };
+    let code = match out.exit {
+        Exit::Status(0) => return Ok(out),
         Exit::Status(code) => code,
         Exit::Signal(signal) => {
             return Err(Error::new(
                 Code::INTERNAL,
                 format!("plugin {name} was killed by signal {signal}"),
             )
-            .with_details(describe_output(&stdout, &stderr)))
+            .with_details(out.excerpts(SHOWN)))
         }
         Exit::TimedOut(stopped) => {
-            let how = match stopped {
-                Stopped::Terminated => "terminated with SIGTERM".to_owned(),
-                Stopped::Killed => {
-                    format!("killed with SIGKILL after ignoring SIGTERM for {KILL_GRACE:?}")
-                }
-            };
             let deadline = invocation
                 .deadline
+                .as_ref()
                 .map_or_else(|| "deadline".to_owned(), |d| d.to_string());
             return Err(Error::new(
                 Code::INTERNAL,
                 format!(
-                    "plugin {name} did not finish {} within its {deadline}: {how}",
-                    invocation.command
+                    "plugin {name} did not finish {} within its {deadline}: {}",
+                    invocation.command,
+                    how(stopped)
                 ),
             )
-            .with_details(describe_output(&stdout, &stderr)));
+            .with_details(out.excerpts(SHOWN)));
+        }
+        Exit::Cancelled(stopped) => {
+            return Err(Error::new(
+                Code::INTERNAL,
+                format!(
+                    "plugin {name} was cancelled before it finished {}: {}",
+                    invocation.command,
+                    how(stopped)
+                ),
+            )
+            .with_details(out.excerpts(SHOWN)));
         }
     };
-    if let Ok(err) = serde_json::from_slice::<Error>(&stdout) {
-        return Err(err);
+    if out.stdout_dropped == 0 {
+        if let Ok(err) = serde_json::from_slice::<Error>(&out.stdout) {
+            return Err(err);
+        }
     }
     Err(Error::new(
         Code::INTERNAL,
         format!("plugin {name} failed with exit status {code} and no CNI error"),
     )
-    .with_details(describe_output(&stdout, &stderr)))
+    .with_details(out.excerpts(SHOWN)))
 }
 
-fn describe_output(stdout: &[u8], stderr: &[u8]) -> String {
-    let show = |b: &[u8]| {
-        let s = String::from_utf8_lossy(b);
-        let s = s.trim();
-        if s.chars().count() > 512 {
-            format!("{:?}...", s.chars().take(512).collect::<String>())
-        } else {
-            format!("{s:?}")
-        }
-    };
-    format!("stdout: {}; stderr: {}", show(stdout), show(stderr))
+/// How many characters of a plugin's output an error message quotes.
+const SHOWN: usize = 512;
+
+/// Writes the plugin's stderr to ours, saying how much was cut.
+fn pass_stderr_on(name: &str, out: &RawOutput) {
+    let mut ours = std::io::stderr().lock();
+    let _ = ours.write_all(&out.stderr);
+    if out.stderr_dropped > 0 {
+        let _ = writeln!(
+            ours,
+            "... ({} bytes more of {name}'s stderr not shown)",
+            out.stderr_dropped
+        );
+    }
 }
 
 /// Runs an ADD and reads its output as the result the plugin gave: in its
@@ -170,17 +224,18 @@ pub fn exec_with_result(
     config: &[u8],
     version: &str,
 ) -> Result<CniResult, Error> {
-    let stdout = exec_plugin(plugin, invocation, config)?;
-    CniResult::parse_as_given(version, &stdout).map_err(|e| {
-        Error::new(
-            Code::DECODING_FAILURE,
-            format!("failed to read the result of {}", plugin.display()),
-        )
-        .with_details(format!(
-            "{e}; output: {:?}",
-            String::from_utf8_lossy(&stdout)
-        ))
-    })
+    let out = exec_succeeding(plugin, invocation, config)?;
+    let what = format!("the result of {}", plugin.display());
+    let shown = || excerpt(&out.stdout, out.stdout_dropped, SHOWN);
+    if out.stdout_dropped > 0 {
+        let why = format!(
+            "more than {STDOUT_LIMIT} bytes on stdout; output: {}",
+            shown()
+        );
+        return Err(Error::decoding(&what, why));
+    }
+    CniResult::parse_as_given(version, &out.stdout)
+        .map_err(|e| Error::decoding(&what, format!("{e}; output: {}", shown())))
 }
 
 /// Runs a command whose success prints nothing (DEL, CHECK, GC, STATUS).

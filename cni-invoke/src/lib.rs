@@ -5,8 +5,9 @@
 //!   into a result or a CNI error (the plugin's own code kept), within an
 //!   optional [`Deadline`].
 //! - [`exec_raw`]: execute a plugin and keep its exit, stdout and stderr
-//!   unprocessed, with an optional deadline (for tools that judge a
-//!   plugin's output, such as `cni-conformance`).
+//!   unprocessed (up to [`STDOUT_LIMIT`] and [`STDERR_LIMIT`] bytes), with
+//!   an optional deadline (for tools that judge a plugin's output, such as
+//!   `cni-conformance`); a [`Cancel`] switch stops running plugins early.
 //! - [`delegate_add`] and friends, [`add_with_cleanup`]: spec section 4, for
 //!   plugins that run their IPAM plugin.
 //! - [`get_version_info`], [`check_plugin_version`]: `VERSION` probing.
@@ -38,7 +39,10 @@
 //! Where we depart from the reference runtime library:
 //! - `capabilities` is removed from each plugin's execution configuration,
 //!   as the spec requires (libcni passes it through).
-//! - The cache file is written atomically.
+//! - The cache file is written atomically (a temporary file of its own,
+//!   renamed into place).
+//! - A plugin's output is kept up to [`STDOUT_LIMIT`] and [`STDERR_LIMIT`]
+//!   bytes, the rest read and counted; libcni keeps all of it.
 //! - A plugin past its [`Deadline`] gets `SIGTERM`, then `SIGKILL` after
 //!   [`KILL_GRACE`], sent to its own process group so its children go too;
 //!   libcni's context kills the plugin alone, at once. Without a deadline
@@ -48,6 +52,7 @@
 //!   the inherited environment.
 
 mod cache;
+mod cancel;
 mod deadline;
 mod delegate;
 mod exec;
@@ -58,6 +63,7 @@ mod runtime;
 mod version;
 
 pub use cache::CachedAttachment;
+pub use cancel::Cancel;
 pub use deadline::{Deadline, Stopped, KILL_GRACE};
 pub use delegate::{
     add_with_cleanup, delegate_add, delegate_check, delegate_del, delegate_gc, delegate_status,
@@ -65,6 +71,6 @@ pub use delegate::{
 pub use exec::{exec_plugin, exec_with_result, exec_without_result, Invocation};
 pub use find::find_in_path;
 pub use list::NetworkList;
-pub use raw::{exec_raw, Exit, RawOutput};
+pub use raw::{excerpt, exec_raw, Exit, RawOutput, STDERR_LIMIT, STDOUT_LIMIT};
 pub use runtime::{Runtime, RuntimeConf};
 pub use version::{check_plugin_version, get_version_info};

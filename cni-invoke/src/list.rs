@@ -18,28 +18,19 @@ pub struct NetworkList {
     pub bytes: Vec<u8>,
 }
 
-fn invalid(msg: impl Into<String>, details: impl Into<String>) -> Error {
-    Error::new(Code::INVALID_NETWORK_CONFIG, msg).with_details(details)
-}
-
 impl NetworkList {
     /// Reads a `.conflist`: a name, and plugins that each have a `type`.
     ///
     /// Go: `libcni.ConfListFromBytes`.
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, Error> {
-        let list: NetConfList = serde_json::from_slice(bytes).map_err(|e| {
-            Error::new(Code::DECODING_FAILURE, "error parsing configuration list")
-                .with_details(e.to_string())
-        })?;
+        let list: NetConfList = serde_json::from_slice(bytes)
+            .map_err(|e| Error::decoding("the configuration list", e))?;
         if list.name.is_empty() {
-            return Err(invalid("error parsing configuration list", "no name"));
+            return Err(Error::invalid_config("name", "the list has none"));
         }
         validate_network_name(&list.name)?;
         if list.plugins.is_empty() {
-            return Err(invalid(
-                "error parsing configuration list",
-                "no plugins in list",
-            ));
+            return Err(Error::invalid_config("plugins", "no plugins in list"));
         }
         for (i, plugin) in list.plugins.iter().enumerate() {
             if plugin
@@ -47,9 +38,9 @@ impl NetworkList {
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
             {
-                return Err(invalid(
-                    "error parsing configuration list",
-                    format!("plugins[{i}] has no type"),
+                return Err(Error::invalid_config(
+                    &format!("plugins[{i}].type"),
+                    "missing or empty",
                 ));
             }
         }
@@ -64,10 +55,8 @@ impl NetworkList {
     ///
     /// Go: `libcni.ConfListFromConf`.
     pub fn from_plugin_config(bytes: &[u8]) -> Result<NetworkList, Error> {
-        let conf: Extra = serde_json::from_slice(bytes).map_err(|e| {
-            Error::new(Code::DECODING_FAILURE, "error parsing configuration")
-                .with_details(e.to_string())
-        })?;
+        let conf: Extra =
+            serde_json::from_slice(bytes).map_err(|e| Error::decoding("the configuration", e))?;
         let list = serde_json::json!({
             "name": conf.get("name").cloned().unwrap_or(Value::Null),
             "cniVersion": conf.get("cniVersion").cloned().unwrap_or(Value::Null),
@@ -96,13 +85,8 @@ impl NetworkList {
     pub fn load(dir: &Path, name: &str) -> Result<NetworkList, Error> {
         let mut lists = Vec::new();
         let mut singles = Vec::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| {
-            Error::new(
-                Code::IO_FAILURE,
-                format!("cannot read config directory {}", dir.display()),
-            )
-            .with_details(e.to_string())
-        })?;
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| Error::io("read config directory", dir, e))?;
         for entry in entries.flatten() {
             let path = entry.path();
             if !path.is_file() {
@@ -116,12 +100,7 @@ impl NetworkList {
         }
         lists.sort();
         singles.sort();
-        let read = |p: &Path| {
-            std::fs::read(p).map_err(|e| {
-                Error::new(Code::IO_FAILURE, format!("cannot read {}", p.display()))
-                    .with_details(e.to_string())
-            })
-        };
+        let read = |p: &Path| std::fs::read(p).map_err(|e| Error::io("read", p, e));
         for path in &lists {
             let list = Self::from_bytes(&read(path)?)
                 .map_err(|e| e.with_details(format!("{}", path.display())))?;
@@ -131,13 +110,8 @@ impl NetworkList {
         }
         for path in &singles {
             let bytes = read(path)?;
-            let conf: Extra = serde_json::from_slice(&bytes).map_err(|e| {
-                Error::new(
-                    Code::DECODING_FAILURE,
-                    format!("error parsing {}", path.display()),
-                )
-                .with_details(e.to_string())
-            })?;
+            let conf: Extra = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::decoding(&path.display().to_string(), e))?;
             if conf.get("name").and_then(Value::as_str) == Some(name) {
                 return Self::from_plugin_config(&bytes);
             }

@@ -1,12 +1,13 @@
-//! Executing a plugin and keeping everything it did: the one place that
-//! spawns a plugin process.
+//! Executing a plugin and keeping what it did, within bounds: the one
+//! place that spawns a plugin process.
 
+use std::fmt;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::deadline::{finish, Deadline, Stopped};
+use crate::deadline::{finish, Cause, Deadline, Stopped};
 
 /// Executions of a binary that is open for writing ("text file busy") the
 /// reference runtime library retries, a second apart, five times: a plugin
@@ -15,6 +16,18 @@ use crate::deadline::{finish, Deadline, Stopped};
 /// between its fork and its exec.
 const BUSY_RETRIES: u32 = 5;
 const BUSY_WAIT: Duration = Duration::from_secs(1);
+
+/// How much of a plugin's standard output is kept: 1 MiB. A result is a
+/// few hundred bytes per interface, address and route, so a real one (even
+/// with thousands of routes) fits many times over; the rest of the output
+/// is read, so the plugin is never blocked, and only counted
+/// ([`RawOutput::stdout_dropped`]).
+pub const STDOUT_LIMIT: usize = 1 << 20;
+
+/// How much of a plugin's standard error is kept: 64 KiB, the first lines
+/// of its log, where a failure's cause is. The rest is counted
+/// ([`RawOutput::stderr_dropped`]).
+pub const STDERR_LIMIT: usize = 64 << 10;
 
 /// How a plugin process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +38,9 @@ pub enum Exit {
     Signal(i32),
     /// It ran past the deadline and was stopped, as said.
     TimedOut(Stopped),
+    /// Its deadline's [`Cancel`](crate::Cancel) switch was thrown while it
+    /// ran, and it was stopped, as said.
+    Cancelled(Stopped),
 }
 
 impl Exit {
@@ -34,26 +50,120 @@ impl Exit {
     }
 }
 
-impl std::fmt::Display for Exit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let how = |stopped: &Stopped| match stopped {
+            Stopped::Terminated => "terminated",
+            Stopped::Killed => "killed",
+        };
         match self {
             Exit::Status(code) => write!(f, "exit status {code}"),
             Exit::Signal(signal) => write!(f, "killed by signal {signal}"),
-            Exit::TimedOut(Stopped::Terminated) => f.write_str("timed out (terminated)"),
-            Exit::TimedOut(Stopped::Killed) => f.write_str("timed out (killed)"),
+            Exit::TimedOut(stopped) => write!(f, "timed out ({})", how(stopped)),
+            Exit::Cancelled(stopped) => write!(f, "cancelled ({})", how(stopped)),
         }
     }
 }
 
-/// Everything one plugin execution did, unprocessed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything one process execution did, unprocessed: how it ended, and
+/// its output up to [`STDOUT_LIMIT`] and [`STDERR_LIMIT`] bytes, with a
+/// count of what was cut.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RawOutput {
     /// How it ended.
     pub exit: Exit,
-    /// Its standard output, byte for byte.
+    /// Its standard output, byte for byte, up to [`STDOUT_LIMIT`] bytes.
     pub stdout: Vec<u8>,
-    /// Its standard error, byte for byte.
+    /// Its standard error, byte for byte, up to [`STDERR_LIMIT`] bytes.
     pub stderr: Vec<u8>,
+    /// How many bytes of standard output came after the first
+    /// [`STDOUT_LIMIT`]: read and dropped.
+    pub stdout_dropped: u64,
+    /// How many bytes of standard error came after the first
+    /// [`STDERR_LIMIT`]: read and dropped.
+    pub stderr_dropped: u64,
+}
+
+impl RawOutput {
+    /// Exit status 0.
+    pub fn success(&self) -> bool {
+        self.exit.success()
+    }
+
+    /// The exit status when the process exited by itself; `None` when a
+    /// signal ended it or it was stopped.
+    ///
+    /// ```
+    /// let out = cni_invoke::exec_raw(&mut std::process::Command::new("false"), b"", None)?;
+    /// assert_eq!(out.status(), Some(1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn status(&self) -> Option<i32> {
+        match self.exit {
+            Exit::Status(code) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Standard output as text (invalid UTF-8 replaced by U+FFFD).
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Standard error as text (invalid UTF-8 replaced by U+FFFD).
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// Both outputs as a message shows them: each an [`excerpt`] of
+    /// `max_chars` characters.
+    ///
+    /// ```
+    /// let out = cni_invoke::exec_raw(&mut std::process::Command::new("true"), b"", None)?;
+    /// assert_eq!(out.excerpts(10), r#"stdout: ""; stderr: """#);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn excerpts(&self, max_chars: usize) -> String {
+        format!(
+            "stdout: {}; stderr: {}",
+            excerpt(&self.stdout, self.stdout_dropped, max_chars),
+            excerpt(&self.stderr, self.stderr_dropped, max_chars)
+        )
+    }
+}
+
+/// Shows both outputs as text, whole (they are bounded).
+impl fmt::Debug for RawOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawOutput")
+            .field("exit", &self.exit)
+            .field("stdout", &self.stdout_str())
+            .field("stderr", &self.stderr_str())
+            .field("stdout_dropped", &self.stdout_dropped)
+            .field("stderr_dropped", &self.stderr_dropped)
+            .finish()
+    }
+}
+
+/// Bytes a process printed, as a message quotes them: trimmed, lossy
+/// UTF-8, at most `max_chars` characters, and when anything was left out
+/// (past `max_chars`, or `dropped` bytes never kept), how many bytes.
+///
+/// ```
+/// assert_eq!(cni_invoke::excerpt(b"abcdef", 0, 3), r#""abc"... (3 bytes more)"#);
+/// assert_eq!(cni_invoke::excerpt(b"abc", 1000, 3), r#""abc"... (1000 bytes more)"#);
+/// assert_eq!(cni_invoke::excerpt(b" ok\n", 0, 3), r#""ok""#);
+/// ```
+pub fn excerpt(bytes: &[u8], dropped: u64, max_chars: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let shown: String = text.chars().take(max_chars).collect();
+    let cut = (text.len() - shown.len()) as u64 + dropped;
+    if cut == 0 {
+        format!("{shown:?}")
+    } else {
+        format!("{shown:?}... ({cut} bytes more)")
+    }
 }
 
 /// Runs `command` with `stdin` on its standard input and returns how it
@@ -62,14 +172,21 @@ pub struct RawOutput {
 /// is this plus the runtime's reading of the output; tools that judge a
 /// plugin's output (a conformance checker) call it directly.
 ///
-/// The caller sets the program, arguments and environment on `command`;
-/// stdin, stdout and stderr are set here. A binary still open for writing
-/// ("text file busy") is tried again a second later, up to five times, as
-/// the reference runtime library does. With a [`Deadline`], the process
-/// runs in a group of its own; still running when the deadline passes,
-/// the group gets `SIGTERM`, then `SIGKILL` after
-/// [`KILL_GRACE`](crate::KILL_GRACE), and the result is
-/// [`Exit::TimedOut`]. The process is always reaped before this returns.
+/// The caller sets the program, arguments, environment and working
+/// directory on `command`; stdin, stdout and stderr are set here. What the
+/// process prints is kept up to [`STDOUT_LIMIT`] and [`STDERR_LIMIT`]
+/// bytes, and the rest counted, so a runaway plugin cannot exhaust our
+/// memory. A binary still open for writing ("text file busy") is tried
+/// again a second later, up to five times, as the reference runtime
+/// library does. With a [`Deadline`], the process runs in a group of its
+/// own; still running when the deadline passes (or its
+/// [`Cancel`](crate::Cancel) switch is thrown), the group gets `SIGTERM`,
+/// then `SIGKILL` after [`KILL_GRACE`](crate::KILL_GRACE), and the result
+/// is [`Exit::TimedOut`] (or [`Exit::Cancelled`]). A deadline cancelled
+/// before the start starts nothing: an [`Interrupted`] error. The process
+/// is always reaped before this returns.
+///
+/// [`Interrupted`]: std::io::ErrorKind::Interrupted
 ///
 /// ```no_run
 /// use std::process::Command;
@@ -87,6 +204,12 @@ pub fn exec_raw(
     stdin: &[u8],
     deadline: Option<Deadline>,
 ) -> std::io::Result<RawOutput> {
+    if deadline.as_ref().is_some_and(Deadline::is_cancelled) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "cancelled before the process was started",
+        ));
+    }
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -109,7 +232,7 @@ pub fn exec_raw(
         }
         drop(child_stdin);
     });
-    let finished = finish(&mut child, deadline).inspect_err(|_| {
+    let finished = finish(&mut child, deadline.as_ref()).inspect_err(|_| {
         // Never leave the plugin behind, even when reading it failed.
         let _ = child.kill();
         let _ = child.wait();
@@ -121,11 +244,14 @@ pub fn exec_raw(
     }
     Ok(RawOutput {
         exit: match finished.stopped {
-            Some(stopped) => Exit::TimedOut(stopped),
+            Some((Cause::Deadline, stopped)) => Exit::TimedOut(stopped),
+            Some((Cause::Cancelled, stopped)) => Exit::Cancelled(stopped),
             None => exit_of(finished.status),
         },
-        stdout: finished.stdout,
-        stderr: finished.stderr,
+        stdout: finished.stdout.bytes,
+        stderr: finished.stderr.bytes,
+        stdout_dropped: finished.stdout.dropped,
+        stderr_dropped: finished.stderr.dropped,
     })
 }
 
@@ -163,43 +289,89 @@ mod tests {
         command
     }
 
+    /// Far below the plugins' own `sleep 300`: the deadline, not the
+    /// plugin, ended the run, however loaded the machine is.
+    const NOT_WAITED_FOR: Duration = Duration::from_secs(60);
+
     #[test]
     fn stdout_stderr_and_status_are_kept_byte_for_byte() {
         let out = exec_raw(&mut sh("cat; printf err >&2; exit 3"), b"in\n", None).unwrap();
         assert_eq!(out.exit, Exit::Status(3));
         assert_eq!(out.stdout, b"in\n");
         assert_eq!(out.stderr, b"err");
+        assert_eq!((out.stdout_dropped, out.stderr_dropped), (0, 0));
+    }
+
+    #[test]
+    fn output_past_the_limits_is_read_counted_and_dropped() {
+        // 64 MiB on stdout and 1 MiB on stderr, then a clean exit: the
+        // plugin is never blocked, and only the first bytes are kept.
+        let out = exec_raw(
+            &mut sh("head -c 67108864 /dev/zero; head -c 1048576 /dev/zero >&2"),
+            b"",
+            None,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Status(0));
+        assert_eq!(out.stdout.len(), STDOUT_LIMIT);
+        assert_eq!(out.stdout_dropped, (64 << 20) - STDOUT_LIMIT as u64);
+        assert_eq!(out.stderr.len(), STDERR_LIMIT);
+        assert_eq!(out.stderr_dropped, (1 << 20) - STDERR_LIMIT as u64);
+        assert!(
+            out.excerpts(8)
+                .contains(&format!("({} bytes more)", (64 << 20) - 8)),
+            "{}",
+            out.excerpts(8)
+        );
     }
 
     #[test]
     fn a_plugin_past_its_deadline_is_killed_and_reported_as_timed_out() {
         let started = Instant::now();
         let out = exec_raw(
-            &mut sh("exec sleep 5"),
+            &mut sh("exec sleep 300"),
             b"",
             Some(Deadline::after(Duration::from_millis(100))),
         )
         .unwrap();
         assert!(matches!(out.exit, Exit::TimedOut(_)), "{:?}", out.exit);
-        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(started.elapsed() < NOT_WAITED_FOR);
     }
 
     #[test]
     fn a_child_left_holding_stdout_does_not_outlive_the_deadline() {
         let started = Instant::now();
         let out = exec_raw(
-            &mut sh("sleep 30; echo late"),
+            &mut sh("sleep 300; echo late"),
             b"",
             Some(Deadline::after(Duration::from_millis(200))),
         )
         .unwrap();
         assert!(matches!(out.exit, Exit::TimedOut(_)), "{:?}", out.exit);
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < NOT_WAITED_FOR);
+    }
+
+    #[test]
+    fn a_cancelled_deadline_starts_nothing() {
+        let cancel = crate::Cancel::new().unwrap();
+        cancel.cancel();
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let deadline = Deadline::after(Duration::from_secs(60)).or_cancelled_by(&cancel);
+        let err = exec_raw(
+            &mut sh(&format!("touch {}", marker.display())),
+            b"",
+            Some(deadline),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::Interrupted);
+        assert!(!marker.exists());
     }
 
     #[test]
     fn a_signal_is_reported_as_such() {
         let out = exec_raw(&mut sh("kill -9 $$"), b"", None).unwrap();
         assert_eq!(out.exit, Exit::Signal(9));
+        assert_eq!(out.status(), None);
     }
 }

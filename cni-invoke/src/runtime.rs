@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cni_skel::TraceContext;
+use cni_skel::{Command, TraceContext};
 use cni_types::validate::{validate_container_id, validate_interface_name};
 use cni_types::{Attachment, CniResult, Code, Error, Extra};
 use cni_version::{LooseVersion, PluginInfo};
@@ -109,12 +109,12 @@ impl Runtime {
 
     fn invocation(
         &self,
-        command: &str,
+        command: Command,
         rt: &RuntimeConf,
         deadline: Option<Deadline>,
     ) -> Invocation {
         Invocation {
-            command: command.into(),
+            command,
             container_id: rt.container_id.clone(),
             netns: rt.netns.clone(),
             ifname: rt.ifname.clone(),
@@ -138,7 +138,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, result.as_ref(), Some(rt), &[])?;
             let added = exec_with_result(
                 &path,
-                &self.invocation("ADD", rt, deadline),
+                &self.invocation(Command::Add, rt, deadline.clone()),
                 &config,
                 net.version(),
             )
@@ -173,8 +173,12 @@ impl Runtime {
         let cached = self.cached_result(net, rt)?;
         for plugin in &net.list.plugins {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("CHECK", rt, deadline), &config)
-                .map_err(|e| in_plugin(e, plugin, "check"))?;
+            exec_without_result(
+                &path,
+                &self.invocation(Command::Check, rt, deadline.clone()),
+                &config,
+            )
+            .map_err(|e| in_plugin(e, plugin, "check"))?;
         }
         Ok(())
     }
@@ -204,8 +208,12 @@ impl Runtime {
         };
         for plugin in net.list.plugins.iter().rev() {
             let (path, config) = self.prepare(net, plugin, cached.as_ref(), Some(rt), &[])?;
-            exec_without_result(&path, &self.invocation("DEL", rt, deadline), &config)
-                .map_err(|e| in_plugin(e, plugin, "delete"))?;
+            exec_without_result(
+                &path,
+                &self.invocation(Command::Del, rt, deadline.clone()),
+                &config,
+            )
+            .map_err(|e| in_plugin(e, plugin, "delete"))?;
         }
         cache::remove(&self.cache_dir, &net.list.name, rt);
         Ok(())
@@ -231,7 +239,7 @@ impl Runtime {
             if valid.contains(&key) {
                 continue;
             }
-            if let Err(e) = self.del_within(net, &runtime_conf_of(stale), deadline) {
+            if let Err(e) = self.del_within(net, &runtime_conf_of(stale), deadline.clone()) {
                 errors.push(e.with_details(format!(
                     "deleting stale attachment {} {}",
                     key.container_id, key.ifname
@@ -251,7 +259,11 @@ impl Runtime {
                         .and_then(|(path, config)| {
                             exec_without_result(
                                 &path,
-                                &self.invocation("GC", &RuntimeConf::default(), deadline),
+                                &self.invocation(
+                                    Command::Gc,
+                                    &RuntimeConf::default(),
+                                    deadline.clone(),
+                                ),
                                 &config,
                             )
                         });
@@ -280,7 +292,7 @@ impl Runtime {
             let (path, config) = self.prepare(net, plugin, None, None, &[])?;
             exec_without_result(
                 &path,
-                &self.invocation("STATUS", &RuntimeConf::default(), deadline),
+                &self.invocation(Command::Status, &RuntimeConf::default(), deadline.clone()),
                 &config,
             )
             .map_err(|e| in_plugin(e, plugin, "status"))?;
@@ -367,13 +379,8 @@ fn runtime_conf_of(a: CachedAttachment) -> RuntimeConf {
 }
 
 fn at_least(version: &str, minimum: &str) -> Result<bool, Error> {
-    LooseVersion::greater_or_equal(version, minimum).map_err(|e| {
-        Error::new(
-            Code::DECODING_FAILURE,
-            format!("invalid list version {version:?}"),
-        )
-        .with_details(e.to_string())
-    })
+    LooseVersion::greater_or_equal(version, minimum)
+        .map_err(|e| Error::decoding(&format!("the list's cniVersion {version:?}"), e))
 }
 
 /// Says which plugin failed, keeping the plugin's code and message.

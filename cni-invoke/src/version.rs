@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use cni_skel::TraceContext;
+use cni_skel::{Command, TraceContext};
 use cni_types::{Code, Error, SpecVersion};
 use cni_version::PluginInfo;
 
@@ -27,7 +27,7 @@ pub(crate) fn probe(
     let invocation = Invocation {
         deadline,
         trace,
-        command: "VERSION".into(),
+        command: Command::Version,
         netns: "dummy".into(),
         ifname: "dummy".into(),
         path: vec!["dummy".into()],
@@ -36,11 +36,7 @@ pub(crate) fn probe(
     let stdin = format!(r#"{{"cniVersion":"{}"}}"#, SpecVersion::CURRENT);
     match exec_plugin(plugin, &invocation, stdin.as_bytes()) {
         Ok(stdout) => PluginInfo::decode(&stdout).map_err(|e| {
-            Error::new(
-                Code::DECODING_FAILURE,
-                format!("bad VERSION answer from {}", plugin.display()),
-            )
-            .with_details(e.to_string())
+            Error::decoding(&format!("the VERSION answer of {}", plugin.display()), e)
         }),
         Err(e) if e.msg == "unknown CNI_COMMAND: VERSION" => Ok(PluginInfo::new(["0.1.0"])),
         Err(e) => Err(e),

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use cni_invoke::{exec_plugin, Invocation};
-use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest, TraceContext, TraceParent};
+use cni_skel::{BoxError, Command, Plugin, Reply, Request, TestRequest, TraceContext, TraceParent};
 use cni_types::NetConf;
 use common::{attachment, script};
 
@@ -34,7 +34,7 @@ fn an_invocation_passes_its_trace_context_to_the_plugin() {
     let dir = tempfile::tempdir().unwrap();
     let (plugin, seen) = recorder(dir.path());
     let invocation = Invocation {
-        command: "ADD".into(),
+        command: Command::Add,
         trace: caller_trace(),
         ..Invocation::default()
     };

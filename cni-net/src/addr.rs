@@ -39,6 +39,26 @@ pub enum Dad {
     Skip,
 }
 
+/// Go's `net.IP.IsGlobalUnicast`: not unspecified, loopback, multicast,
+/// link-local or the IPv4 broadcast address.
+pub(crate) fn is_global_unicast(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_unspecified()
+                || v4.is_loopback()
+                || v4.is_multicast()
+                || v4.is_link_local()
+                || v4.is_broadcast())
+        }
+        IpAddr::V6(v6) => {
+            !(v6.is_unspecified()
+                || v6.is_loopback()
+                || v6.is_multicast()
+                || v6.is_unicast_link_local())
+        }
+    }
+}
+
 pub(crate) fn family(ip: IpAddr) -> AddressFamily {
     if ip.is_ipv4() {
         AddressFamily::Inet

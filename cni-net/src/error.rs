@@ -76,6 +76,15 @@ pub enum NetError {
         /// The value given.
         value: String,
     },
+    /// A qdisc the kernel cannot hold as asked (a tbf rate or bucket of 0
+    /// bytes, a queue over 4 GiB); the message says which and why.
+    #[error("invalid {kind} qdisc: {reason}")]
+    InvalidQdisc {
+        /// The qdisc's kind (`tbf`).
+        kind: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The kernel (or `/proc/sys`) refused an operation.
     #[error("failed to {op} {object}")]
     Kernel {
@@ -169,8 +178,8 @@ impl From<NetError> for Error {
     ///   999 (an untyped Go error) here; 8 is the code the reference SDK
     ///   gives a bad `CNI_NETNS`, so a runtime can tell this case apart.
     /// - 7 (invalid network config) for an invalid interface name, MTU,
-    ///   sysctl name or sysctl value: all come from the configuration or
-    ///   the runtime's input.
+    ///   sysctl name, sysctl value or qdisc: all come from the
+    ///   configuration or the runtime's input.
     /// - 999 (internal) for the rest, as the reference does for a kernel
     ///   refusal, a missing link or a CHECK difference; a plugin chooses
     ///   its own with [`NetError::with_code`].
@@ -185,7 +194,8 @@ impl From<NetError> for Error {
             NetError::InvalidName { .. }
             | NetError::InvalidMtu(_)
             | NetError::InvalidSysctl { .. }
-            | NetError::InvalidSysctlValue { .. } => Code::INVALID_NETWORK_CONFIG,
+            | NetError::InvalidSysctlValue { .. }
+            | NetError::InvalidQdisc { .. } => Code::INVALID_NETWORK_CONFIG,
             _ => Code::INTERNAL,
         };
         let details = std::error::Error::source(&err)

@@ -1,4 +1,4 @@
-//! The kind of a link, as `ip -d link` shows it (`veth`, `bridge`).
+//! The kind of a link, as `ip -d link` shows it (`veth`, `bridge`, `ifb`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,6 +30,10 @@ pub enum LinkKind {
     Bridge,
     /// A dummy link (`ip link add type dummy`).
     Dummy,
+    /// An intermediate functional block (`ip link add type ifb`): traffic
+    /// redirected to it by a tc action goes through its qdiscs and then
+    /// back where it came from; how a plugin shapes what a link receives.
+    Ifb,
     /// Any other kind, by the kernel's name for it (`vxlan`, `macvlan`).
     Other(String),
 }
@@ -41,6 +45,7 @@ impl LinkKind {
             LinkKind::Veth => "veth",
             LinkKind::Bridge => "bridge",
             LinkKind::Dummy => "dummy",
+            LinkKind::Ifb => "ifb",
             LinkKind::Other(name) => name,
         }
     }
@@ -62,6 +67,7 @@ impl FromStr for LinkKind {
             "veth" => LinkKind::Veth,
             "bridge" => LinkKind::Bridge,
             "dummy" => LinkKind::Dummy,
+            "ifb" => LinkKind::Ifb,
             other => LinkKind::Other(other.to_owned()),
         })
     }
@@ -73,6 +79,7 @@ impl From<&InfoKind> for LinkKind {
             InfoKind::Veth => LinkKind::Veth,
             InfoKind::Bridge => LinkKind::Bridge,
             InfoKind::Dummy => LinkKind::Dummy,
+            InfoKind::Ifb => LinkKind::Ifb,
             other => LinkKind::Other(other.to_string()),
         }
     }
@@ -88,6 +95,7 @@ mod tests {
             InfoKind::Veth,
             InfoKind::Bridge,
             InfoKind::Dummy,
+            InfoKind::Ifb,
             InfoKind::Vxlan,
         ] {
             let typed = LinkKind::from(&kind);

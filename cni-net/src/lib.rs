@@ -13,7 +13,10 @@
 //!   [`ContainerVeth`]; `bridge.rs`: bridges and ports), addresses
 //!   (`addr.rs`, like `ip addr`),
 //!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
-//!   (Go: vishvananda/netlink, plugins `pkg/ip`).
+//!   (Go: vishvananda/netlink, plugins `pkg/ip`), and traffic control
+//!   ([`tc`], like `tc`: tbf and ingress qdiscs, a u32 filter with a
+//!   mirred redirect, the kernel's clock; an ifb to redirect to is a
+//!   [`LinkKind::Ifb`] link, [`Netlink::add_ifb`]).
 //! - [`configure_iface`] (`configure.rs`): a `Result100`'s interface into
 //!   the kernel (Go: `ipam.ConfigureIface`); [`check_interface`],
 //!   [`check_addresses`], [`check_routes`] (`check.rs`): CHECK, naming the
@@ -80,6 +83,7 @@ mod op;
 mod route;
 mod socket;
 mod sysctl;
+pub mod tc;
 pub mod testing;
 mod validate;
 mod veth;

@@ -1,4 +1,4 @@
-//! Links: find (by [`LinkId`]), create (dummy), change and delete them,
+//! Links: find (by [`LinkId`]), create (dummy, ifb), change and delete them,
 //! like `ip link`; veth pairs are in `veth.rs`, bridges in `bridge.rs`,
 //! names and MTUs are checked in `validate.rs`.
 
@@ -169,6 +169,28 @@ impl Netlink {
         self.link(name)
     }
 
+    /// Creates an ifb link (see [`LinkKind::Ifb`]), up, with `mtu` and a
+    /// transmit queue length of 0, as the reference bandwidth plugin
+    /// creates it (its comment: a length other than 0 awaits fixes to the
+    /// ifb's queue counts upstream).
+    ///
+    /// Like `ip link add NAME mtu MTU txqueuelen 0 up type ifb`; Go:
+    /// `netlink.LinkAdd(&netlink.Ifb{..})`.
+    pub fn add_ifb(&mut self, name: &str, mtu: u32) -> Result<Link, NetError> {
+        validate_ifname(name)?;
+        let mut msg = LinkMessage::default();
+        msg.header.flags = LinkFlags::Up;
+        msg.header.change_mask = LinkFlags::Up;
+        msg.attributes.push(LinkAttribute::IfName(name.to_owned()));
+        msg.attributes.push(LinkAttribute::Mtu(mtu));
+        msg.attributes.push(LinkAttribute::TxQueueLen(0));
+        msg.attributes
+            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(InfoKind::Ifb)]));
+        self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
+            .map_err(NetError::kernel(Op::CreateIfb, format!("{name:?}")))?;
+        self.link(name)
+    }
+
     /// Renames a link (it must be down).
     ///
     /// Like `ip link set OLD name NEW`; Go: `netlink.LinkSetName`.
@@ -249,6 +271,31 @@ impl Netlink {
             Err(e) if e.is_not_found() => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Deletes the link `id` names if there is one and returns the
+    /// addresses it had that are global unicast (what a plugin set up
+    /// masquerading for); none when there was no link. For DEL.
+    ///
+    /// Like `ip addr show dev NAME` then `ip link del NAME`; Go:
+    /// `ip.DelLinkByNameAddr`, ignoring `ip.ErrLinkNotFound`.
+    pub fn delete_link_returning_addresses(
+        &mut self,
+        id: impl Into<LinkId>,
+    ) -> Result<Vec<cni_types::IpNetwork>, NetError> {
+        let Some(link) = self.find_link(id)? else {
+            return Ok(Vec::new());
+        };
+        let addresses = self.addresses(Some(link.index))?;
+        match self.delete_link(link.index) {
+            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            other => other?,
+        }
+        Ok(addresses
+            .into_iter()
+            .map(|a| a.network)
+            .filter(|n| crate::addr::is_global_unicast(n.addr()))
+            .collect())
     }
 
     /// Waits until a link is operationally up (a veth is once both ends

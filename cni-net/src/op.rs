@@ -30,6 +30,16 @@ pub enum Op {
     CreateBridge,
     /// Create a dummy link (`ip link add type dummy`).
     CreateDummy,
+    /// Create an ifb link (`ip link add type ifb`).
+    CreateIfb,
+    /// Add a qdisc (`tc qdisc add`).
+    AddQdisc,
+    /// Delete a qdisc (`tc qdisc del`).
+    DeleteQdisc,
+    /// Add a filter (`tc filter add`).
+    AddFilter,
+    /// Read the kernel's packet scheduler clock (`/proc/net/psched`).
+    ReadPsched,
     /// Use an existing link as a bridge.
     UseAsBridge,
     /// Rename a link (`ip link set NAME name NEW`).
@@ -82,6 +92,11 @@ impl Op {
             Op::CreateVeth => "create veth pair",
             Op::CreateBridge => "create bridge",
             Op::CreateDummy => "create dummy link",
+            Op::CreateIfb => "create ifb link",
+            Op::AddQdisc => "add qdisc",
+            Op::DeleteQdisc => "delete qdisc",
+            Op::AddFilter => "add filter",
+            Op::ReadPsched => "read",
             Op::UseAsBridge => "use",
             Op::Rename => "rename",
             Op::SetUp => "set up",

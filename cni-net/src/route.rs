@@ -51,8 +51,31 @@ impl Netlink {
         self.new_route(oif, route, NLM_F_REPLACE)
     }
 
+    /// [`Netlink::add_route`] with a preferred source address: what the
+    /// kernel puts as the source of packets this route sends out that
+    /// name none (`RTA_PREFSRC`). The CNI [`Route`] has no such field;
+    /// `ptp` sets it on the container's routes.
+    ///
+    /// Like `ip route add DST [via GW] dev NAME src SRC`; Go:
+    /// `netlink.RouteAdd` with `Src`.
+    pub fn add_route_from(&mut self, oif: u32, route: &Route, src: IpAddr) -> Result<(), NetError> {
+        let mut msg = route_message(oif, route);
+        msg.attributes
+            .push(RouteAttribute::PrefSource(route_address(src)));
+        self.send_route(msg, oif, route, NLM_F_EXCL)
+    }
+
     fn new_route(&mut self, oif: u32, route: &Route, flags: u16) -> Result<(), NetError> {
-        let msg = route_message(oif, route);
+        self.send_route(route_message(oif, route), oif, route, flags)
+    }
+
+    fn send_route(
+        &mut self,
+        msg: RouteMessage,
+        oif: u32,
+        route: &Route,
+        flags: u16,
+    ) -> Result<(), NetError> {
         match self.change(RouteNetlinkMessage::NewRoute(msg), NLM_F_CREATE | flags) {
             Ok(()) => Ok(()),
             Err(e) => Err(NetError::kernel(Op::AddRoute, describe(self, oif, route))(

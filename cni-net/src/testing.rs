@@ -33,7 +33,7 @@ impl TempNetns {
     /// machine while this process lives). Needs root (`CAP_SYS_ADMIN`);
     /// without it the error says so.
     ///
-    /// ```
+    /// ```no_run
     /// use cni_net::testing::TempNetns;
     ///
     /// let tmp = TempNetns::new("doc")?;

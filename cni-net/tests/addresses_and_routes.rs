@@ -24,6 +24,7 @@ fn with_link(tag: &str) -> (TempNetns, Netlink, Link) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn addresses_of_both_families_are_added_listed_and_deleted() {
     let (_tmp, mut nl, link) = with_link("addr");
     let (v4, v6) = (net("10.77.0.2/24"), net("fd00:77::2/64"));
@@ -46,6 +47,7 @@ fn addresses_of_both_families_are_added_listed_and_deleted() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn an_address_already_present_is_an_error_naming_it_and_the_link() {
     let (_tmp, mut nl, link) = with_link("addrdup");
     nl.add_address(link.index, net("10.77.1.2/24"), Dad::Skip)
@@ -68,6 +70,7 @@ fn an_address_already_present_is_an_error_naming_it_and_the_link() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn ipv6_addresses_settle_once_duplicate_detection_is_done() {
     let (_tmp, mut nl, link) = with_link("settle");
     nl.wait_until_up(link.index, Duration::from_secs(2))
@@ -88,6 +91,7 @@ fn ipv6_addresses_settle_once_duplicate_detection_is_done() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn routes_carry_gateway_table_scope_mtu_advmss_and_priority() {
     let (_tmp, mut nl, link) = with_link("route");
     nl.add_address(link.index, net("10.77.2.2/24"), Dad::Skip)
@@ -155,10 +159,31 @@ fn routes_carry_gateway_table_scope_mtu_advmss_and_priority() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_gateway_the_link_cannot_reach_is_refused_naming_the_route() {
     let (_tmp, mut nl, link) = with_link("unreach");
     let route = Route::new(net("192.0.2.0/24"), Some("10.99.99.1".parse().unwrap()));
     let err = nl.add_route(link.index, &route).unwrap_err();
     assert_eq!(err.errno(), Some(101), "ENETUNREACH: {err}");
     assert!(err.to_string().contains("via 10.99.99.1"), "{err}");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_route_added_from_a_source_carries_it_and_a_second_is_refused() {
+    let (tmp, mut nl, link) = with_link("prefsrc");
+    nl.add_address(link.index, net("10.77.5.2/24"), Dad::Skip)
+        .unwrap();
+    let route = Route::new(net("10.78.0.0/16"), Some("10.77.5.1".parse().unwrap()));
+    let src = "10.77.5.2".parse().unwrap();
+    nl.add_route_from(link.index, &route, src).unwrap();
+    let out = std::process::Command::new("ip")
+        .args(["-n", tmp.name(), "-j", "route", "show", "10.78.0.0/16"])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown[0]["prefsrc"], "10.77.5.2", "{shown}");
+    assert_eq!(shown[0]["gateway"], "10.77.5.1", "{shown}");
+    let again = nl.add_route_from(link.index, &route, src).unwrap_err();
+    assert!(again.is_exists(), "{again}");
 }

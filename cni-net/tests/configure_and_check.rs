@@ -57,6 +57,7 @@ fn check(tmp: &TempNetns, nl: &mut Netlink, result: &Result100) -> Result<(), Ne
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_configured_interface_passes_check() {
     let (tmp, mut nl, result) = setup("conf");
     let link = configure_iface(&mut nl, "eth0", &result, Dad::Skip).unwrap();
@@ -77,6 +78,7 @@ fn a_configured_interface_passes_check() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn each_kind_of_drift_fails_check_naming_it() {
     type Drift = fn(&mut Netlink, u32);
     let cases: [(&str, Drift, &str); 5] = [
@@ -133,6 +135,7 @@ fn each_kind_of_drift_fails_check_naming_it() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_missing_interface_fails_check_and_configure_naming_it() {
     let (tmp, mut nl, mut result) = setup("missing");
     result.interfaces[0].name = "eth1".into();
@@ -149,6 +152,7 @@ fn a_missing_interface_fails_check_and_configure_naming_it() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn an_address_for_another_interface_is_refused_before_it_is_added() {
     let (_tmp, mut nl, mut result) = setup("index");
     result.ips[1].interface = Some(3);

@@ -10,6 +10,7 @@ fn temp(tag: &str) -> TempNetns {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_veth_peer_lands_in_the_target_namespace_under_its_name() {
     let (host, container) = (temp("vhost"), temp("vcont"));
     let mut nl = host.socket().unwrap();
@@ -34,6 +35,7 @@ fn a_veth_peer_lands_in_the_target_namespace_under_its_name() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn links_change_name_state_mtu_mac_and_flags() {
     let tmp = temp("change");
     let mut nl = tmp.socket().unwrap();
@@ -62,6 +64,7 @@ fn links_change_name_state_mtu_mac_and_flags() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn deleting_is_idempotent_only_where_asked() {
     let tmp = temp("delete");
     let mut nl = tmp.socket().unwrap();
@@ -80,6 +83,7 @@ fn deleting_is_idempotent_only_where_asked() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_missing_link_and_a_name_over_15_bytes_are_clear_errors() {
     let tmp = temp("names");
     let mut nl = tmp.socket().unwrap();
@@ -102,6 +106,7 @@ fn a_missing_link_and_a_name_over_15_bytes_are_clear_errors() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_bridge_is_created_once_then_reused_and_takes_hairpin_ports() {
     let tmp = temp("bridge");
     let mut nl = tmp.socket().unwrap();
@@ -123,6 +128,7 @@ fn a_bridge_is_created_once_then_reused_and_takes_hairpin_ports() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn dummy_links_are_created_or_refused_clearly_by_kernels_without_them() {
     let tmp = temp("dummy");
     match tmp.add_dummy("dummy0") {
@@ -134,4 +140,30 @@ fn dummy_links_are_created_or_refused_clearly_by_kernels_without_them() {
             assert!(matches!(err, NetError::Kernel { .. }));
         }
     }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn deleting_a_link_returns_its_global_addresses_and_none_once_gone() {
+    let tmp = temp("deladdr");
+    let mut nl = tmp.socket().unwrap();
+    let link = tmp.add_veth("ret0", "ret1", None).unwrap();
+    let (v4, v6) = (
+        "10.77.6.2/24".parse().unwrap(),
+        "fd00:77:6::2/64".parse().unwrap(),
+    );
+    nl.add_address(link.index, v4, cni_net::Dad::Skip).unwrap();
+    nl.add_address(link.index, v6, cni_net::Dad::Skip).unwrap();
+    // Both ends up, so the link-local address appears; it is not returned.
+    nl.set_up(link.index).unwrap();
+    let peer = nl.link("ret1").unwrap();
+    nl.set_up(peer.index).unwrap();
+    let mut returned = nl.delete_link_returning_addresses("ret0").unwrap();
+    returned.sort_by_key(|n| n.to_string());
+    assert_eq!(returned, vec![v4, v6]);
+    assert!(nl.find_link("ret1").unwrap().is_none(), "the pair is gone");
+    assert!(nl
+        .delete_link_returning_addresses("ret0")
+        .unwrap()
+        .is_empty());
 }

@@ -43,6 +43,7 @@ fn another_kind_of_namespace_is_refused_when_entered() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn the_same_namespace_by_two_paths_is_the_same() {
     let tmp = temp("ident");
     let again = Netns::open(tmp.path()).unwrap();
@@ -58,6 +59,7 @@ fn the_same_namespace_by_two_paths_is_the_same() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn running_in_a_namespace_never_moves_the_calling_threads() {
     let tmp = temp("threads");
     let target = tmp.id().unwrap();
@@ -84,6 +86,7 @@ fn running_in_a_namespace_never_moves_the_calling_threads() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_socket_opened_in_a_namespace_works_there_from_the_calling_thread() {
     let tmp = temp("socket");
     let mut netlink = tmp.socket().unwrap();
@@ -97,6 +100,7 @@ fn a_socket_opened_in_a_namespace_works_there_from_the_calling_thread() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn errors_returned_inside_come_back_and_panics_continue_in_the_caller() {
     let tmp = temp("errors");
     let err = tmp.run(|nl| nl.link("nosuchlink0").map(drop)).unwrap_err();
@@ -108,6 +112,7 @@ fn errors_returned_inside_come_back_and_panics_continue_in_the_caller() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_temporary_namespace_is_removed_on_drop_even_on_panic() {
     let tmp = temp("drop");
     let path = tmp.path().to_path_buf();

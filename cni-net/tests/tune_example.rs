@@ -35,6 +35,7 @@ fn add(tmp: &TempNetns, ifname: &str, prev_result: bool) -> Outcome {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn the_example_sets_mtu_and_mac_in_the_namespace_and_reports_them() {
     let tmp = temp();
     let eth0 = tmp.add_veth("eth0", "peer0", None).unwrap();
@@ -60,6 +61,7 @@ fn the_example_sets_mtu_and_mac_in_the_namespace_and_reports_them() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn the_example_fails_naming_a_missing_link_and_an_absent_prev_result() {
     let tmp = temp();
     let err = add(&tmp, "eth9", true).error().unwrap();

@@ -68,6 +68,20 @@ pub enum FilterError {
         /// [`STDERR_LIMIT`](crate::iptables::STDERR_LIMIT) bytes).
         stderr: String,
     },
+    /// A rule or chain that should be there is not (found by a check).
+    #[error("{what} is missing")]
+    Missing {
+        /// What: "the iptables rule for 10.1.0.5/24 in POSTROUTING".
+        what: String,
+    },
+    /// The same work failed under both backends.
+    #[error("iptables: {iptables}; nftables: {nftables}")]
+    Both {
+        /// The iptables backend's error.
+        iptables: Box<FilterError>,
+        /// The nftables backend's error.
+        nftables: Box<FilterError>,
+    },
     /// A peer answered more than this crate reads, or something it could
     /// not parse.
     #[error("unexpected answer from {peer}: {reason}")]

@@ -19,6 +19,12 @@
 //! - [`iptables`]: the iptables backend, through `iptables-save` and
 //!   `iptables-restore --noflush -w` (legacy or nft variant).
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
+//! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
+//!   its iptables and nftables layouts (setup, teardown, check, GC).
+//! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
+//!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
+//! - [`conntrack`]: connection tracking entries deleted over netlink
+//!   (stale UDP flows to a port that is now mapped).
 //! - [`FilterError`] (`error.rs`): names the table, chain or comment, keeps
 //!   the errno or the command's stderr; becomes a CNI error (code 7 for a
 //!   description that cannot be applied, else 999).
@@ -26,8 +32,9 @@
 //! # Example: portmap's layout for one container
 //! As `plugins/meta/portmap/portmap_nftables.go` (containernetworking/plugins
 //! v1.9) lays it out, in a namespace of the example's own (this needs
-//! root): add the rules, find them by comment, delete them.
-//! ```
+//! root: compiled here, and `tests/nft_kernel.rs` does the same as root):
+//! add the rules, find them by comment, delete them.
+//! ```no_run
 //! use cni_netfilter::nft::NftBackend;
 //! use cni_netfilter::{
 //!     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,
@@ -93,9 +100,12 @@
 //! here is a few hundred lines, checked byte for byte against nft.
 
 mod backend;
+mod chain_name;
 mod choose;
+pub mod conntrack;
 mod error;
 pub mod iptables;
+pub mod masquerade;
 pub mod nft;
 mod rule;
 mod set;
@@ -103,6 +113,7 @@ mod table;
 mod transaction;
 
 pub use backend::{open, Backend, BackendKind, ListedRule, RuleHandle};
+pub use chain_name::{chain_name, hashed, CHAIN_NAME_LEN};
 pub use choose::{choose, iptables_usable, nftables_usable};
 pub use error::FilterError;
 pub use rule::{Action, CtState, Match, Protocol, Rule};

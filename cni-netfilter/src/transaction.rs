@@ -49,6 +49,17 @@ pub enum Op {
     DeleteChain(String),
     /// Appends a rule to its chain.
     AddRule(Rule),
+    /// Adds a rule unless its chain already holds the same rule
+    /// (iptables only): appended, or inserted first when `first`. The
+    /// reference's `utils.InsertUnique` (plugins `pkg/utils`), which
+    /// shared iptables chains (portmap's `CNI-HOSTPORT-*`) are built
+    /// with, so each ADD leaves one copy.
+    EnsureRule {
+        /// The rule.
+        rule: Rule,
+        /// Insert it at the top of its chain rather than append it.
+        first: bool,
+    },
     /// Appends a rule given as nf_tables expressions (nftables only): the
     /// escape hatch for what [`Match`](crate::Match) and
     /// [`Action`](crate::Action) do not say.
@@ -163,6 +174,11 @@ impl Transaction {
     /// [`Op::AddRule`].
     pub fn add_rule(&mut self, rule: Rule) -> &mut Transaction {
         self.push(Op::AddRule(rule))
+    }
+
+    /// [`Op::EnsureRule`], appended when missing.
+    pub fn ensure_rule(&mut self, rule: Rule) -> &mut Transaction {
+        self.push(Op::EnsureRule { rule, first: false })
     }
 
     /// [`Op::DeleteRule`].

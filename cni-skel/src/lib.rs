@@ -54,6 +54,9 @@
 //!
 //! Test a plugin in-process with [`TestRequest`]: it builds the environment
 //! and stdin by hand and runs exactly the path a real invocation takes.
+//! [`TestRequest::add`], [`del`](TestRequest::del),
+//! [`check`](TestRequest::check), [`gc`](TestRequest::gc) and
+//! [`status`](TestRequest::status) set the variables each command requires.
 //!
 //! With the `async` feature, a plugin whose methods are `async`
 //! (`AsyncPlugin`) is served by the same dispatcher through

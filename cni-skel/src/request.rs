@@ -49,9 +49,7 @@ use crate::{Command, TraceContext};
 ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
 /// }
 ///
-/// let out = TestRequest::new("ADD")
-///     .env("CNI_CONTAINERID", "c1").env("CNI_IFNAME", "eth0")
-///     .env("CNI_NETNS", "/run/netns/x").env("CNI_NETNS_OVERRIDE", "1")
+/// let out = TestRequest::add()
 ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"in-ns"}"#)
 ///     .run(&InNamespace, &cni_version::PluginInfo::all());
 /// assert_eq!(out.exit_code, 0);
@@ -123,9 +121,7 @@ impl<C> Request<'_, C> {
     ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     ///
-    /// let out = TestRequest::new("ADD")
-    ///     .env("CNI_CONTAINERID", "c1").env("CNI_IFNAME", "eth0").env("CNI_NETNS", "/run/netns/x")
-    ///     .env("CNI_NETNS_OVERRIDE", "1")
+    /// let out = TestRequest::add()
     ///     .env("CNI_ARGS", "K8S_POD_NAME=web;OTHER=1")
     ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"named"}"#)
     ///     .run(&Named, &cni_version::PluginInfo::all());
@@ -181,8 +177,7 @@ impl<C> Request<'_, C> {
     ///         Ok(())
     ///     }
     /// }
-    /// let out: Outcome = cni_skel::TestRequest::new("GC")
-    ///     .env("CNI_PATH", "/opt/cni/bin")
+    /// let out: Outcome = cni_skel::TestRequest::gc()
     ///     .stdin(r#"{"cniVersion": "1.1.0", "name": "n", "type": "t"}"#)
     ///     .run(&Gc, &cni_version::PluginInfo::all());
     /// assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
@@ -240,19 +235,16 @@ impl<T> Request<'_, NetConf<T>> {
     ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     /// }
     ///
-    /// let add = TestRequest::new("ADD")
-    ///     .env("CNI_CONTAINERID", "c1").env("CNI_IFNAME", "eth0")
-    ///     .env("CNI_NETNS", "/run/netns/x").env("CNI_NETNS_OVERRIDE", "1");
-    /// let out = add.clone()
+    /// let out = TestRequest::add()
     ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"set-mac"}"#)
     ///     .run(&SetMac, &cni_version::PluginInfo::all());
     /// let err = out.error().unwrap();
     /// assert_eq!((err.code.0, err.msg.as_str()), (7, "prevResult required"));
     /// assert!(err.details.contains("set-mac"));
     ///
-    /// let out = add
+    /// let out = TestRequest::add()
     ///     .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"set-mac",
-    ///         "prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/x"}]}}"#)
+    ///         "prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/var/run/netns/c1"}]}}"#)
     ///     .run(&SetMac, &cni_version::PluginInfo::all());
     /// assert_eq!(out.json()["interfaces"][0]["mac"], "0a:58:0a:00:00:02");
     /// ```
@@ -384,9 +376,7 @@ mod tests {
 
     #[test]
     fn lines_logged_on_another_thread_reach_stderr_in_order() {
-        let out = TestRequest::new("DEL")
-            .env("CNI_CONTAINERID", "c1")
-            .env("CNI_IFNAME", "eth0")
+        let out = TestRequest::del()
             .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"t"}"#)
             .run(&LogsFromTwoThreads, &PluginInfo::all());
         assert_eq!(out.exit_code, 0);

@@ -39,14 +39,10 @@ impl AsyncPlugin for Yielding {
     }
 }
 
-fn request(command: &str, version: &str) -> TestRequest {
-    TestRequest::new(command)
-        .env("CNI_CONTAINERID", "c1")
-        .env("CNI_NETNS", "/var/run/netns/none")
-        .env("CNI_IFNAME", "eth0")
-        .stdin(format!(
-            r#"{{"cniVersion":"{version}","name":"net","type":"yielding"}}"#
-        ))
+fn request(preset: TestRequest, version: &str) -> TestRequest {
+    preset.stdin(format!(
+        r#"{{"cniVersion":"{version}","name":"net","type":"yielding"}}"#
+    ))
 }
 
 fn run(req: TestRequest) -> (i32, serde_json::Value) {
@@ -56,7 +52,7 @@ fn run(req: TestRequest) -> (i32, serde_json::Value) {
 
 #[test]
 fn an_async_result_is_converted_to_the_configuration_version() {
-    let (status, out) = run(request("ADD", "0.4.0"));
+    let (status, out) = run(request(TestRequest::add(), "0.4.0"));
     assert_eq!(status, 0);
     assert_eq!(out["cniVersion"], "0.4.0");
     assert_eq!(out["interfaces"][0]["name"], "eth0");
@@ -64,12 +60,12 @@ fn an_async_result_is_converted_to_the_configuration_version() {
 
 #[test]
 fn an_async_error_keeps_its_code() {
-    let (status, out) = run(request("DEL", "1.0.0"));
+    let (status, out) = run(request(TestRequest::del(), "1.0.0"));
     assert_eq!((status, &out["code"]), (1, &serde_json::json!(11)));
 }
 
 #[test]
 fn the_dispatchers_checks_run_before_an_async_method() {
-    let (status, out) = run(request("ADD", "9.9.9"));
+    let (status, out) = run(request(TestRequest::add(), "9.9.9"));
     assert_eq!((status, &out["code"]), (1, &serde_json::json!(1)));
 }

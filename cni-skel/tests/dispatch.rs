@@ -72,11 +72,7 @@ fn conf(version: &str) -> String {
 }
 
 fn add(version: &str) -> TestRequest {
-    TestRequest::new("ADD")
-        .env("CNI_CONTAINERID", "c1")
-        .env("CNI_NETNS", "/var/run/netns/does-not-exist")
-        .env("CNI_IFNAME", "eth0")
-        .stdin(conf(version))
+    TestRequest::add().stdin(conf(version))
 }
 
 fn run(req: &TestRequest) -> cni_skel::Outcome {
@@ -225,13 +221,7 @@ fn a_missing_config_version_means_0_1_0() {
 
 #[test]
 fn check_needs_0_4_0_and_gc_status_need_1_1_0() {
-    let check = |v: &str| {
-        TestRequest::new("CHECK")
-            .env("CNI_CONTAINERID", "c1")
-            .env("CNI_NETNS", "/x")
-            .env("CNI_IFNAME", "eth0")
-            .stdin(conf(v))
-    };
+    let check = |v: &str| TestRequest::check().stdin(conf(v));
     assert_eq!(
         error_of(&check("0.3.1")).msg,
         "config version does not allow CHECK"
@@ -239,8 +229,7 @@ fn check_needs_0_4_0_and_gc_status_need_1_1_0() {
     assert_eq!(run(&check("0.4.0")).exit_code, 0);
     // A version even the lenient parser cannot read is a decoding failure.
     assert_eq!(error_of(&check("a.b.c")).code, Code::DECODING_FAILURE);
-    for cmd in ["GC", "STATUS"] {
-        let req = TestRequest::new(cmd).env("CNI_PATH", "/opt/cni/bin");
+    for (cmd, req) in [("GC", TestRequest::gc()), ("STATUS", TestRequest::status())] {
         assert_eq!(
             error_of(&req.clone().stdin(conf("1.0.0"))).msg,
             format!("config version does not allow {cmd}")
@@ -289,10 +278,7 @@ fn own_netns_is_refused_before_the_plugin_runs_unless_overridden() {
 
 #[test]
 fn del_succeeds_when_the_netns_is_gone_or_unset() {
-    let del = TestRequest::new("DEL")
-        .env("CNI_CONTAINERID", "c1")
-        .env("CNI_IFNAME", "eth0")
-        .stdin(conf("1.0.0"));
+    let del = TestRequest::del().stdin(conf("1.0.0"));
     assert_eq!(run(&del).exit_code, 0);
     assert_eq!(
         run(&del.env("CNI_NETNS", "/var/run/netns/gone")).exit_code,
@@ -338,10 +324,8 @@ fn a_panic_becomes_one_internal_error_on_stdout() {
 
 #[test]
 fn logging_goes_to_stderr_never_stdout() {
-    let out = run(&TestRequest::new("DEL")
-        .env("CNI_CONTAINERID", "c")
-        .env("CNI_IFNAME", "e")
-        .stdin(r#"{"cniVersion":"1.0.0","name":"n","behavior":"log"}"#));
+    let out =
+        run(&TestRequest::del().stdin(r#"{"cniVersion":"1.0.0","name":"n","behavior":"log"}"#));
     assert_eq!(out.exit_code, 0);
     assert!(out.stdout.is_empty());
     assert_eq!(out.stderr, b"to stderr\n");

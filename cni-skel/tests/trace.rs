@@ -28,11 +28,7 @@ impl Plugin for LogsTrace {
 }
 
 fn add() -> TestRequest {
-    TestRequest::new("ADD")
-        .env("CNI_CONTAINERID", "c1")
-        .env("CNI_NETNS", "/var/run/netns/none")
-        .env("CNI_IFNAME", "eth0")
-        .stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"t"}"#)
+    TestRequest::add().stdin(r#"{"cniVersion":"1.0.0","name":"net","type":"t"}"#)
 }
 
 fn logged(req: TestRequest) -> String {

@@ -4,12 +4,32 @@
 //! The sections stay raw maps so that a plugin never fails on a convention
 //! it does not use; a plugin that does use one asks for it typed and gets an
 //! error naming the key when its value is malformed.
+//!
+//! Keys are matched as the reference plugins' Go structs match them, at
+//! every depth: the exact spelling, else the same name in another case
+//! (Go's `encoding/json` folds case), and a `null` value is absent. So
+//! what containerd's CRI sends reads as the reference reads it:
+//!
+//! ```
+//! use cni_types::conventions::RuntimeConfig;
+//!
+//! let rc: RuntimeConfig = serde_json::from_str(r#"{
+//!     "portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""}],
+//!     "bandwidth": {"IngressRate": 1000000, "IngressBurst": 4294967295},
+//!     "io.kubernetes.cri.pod-annotations": null}"#).unwrap();
+//! let port = &rc.port_mappings().unwrap().unwrap()[0];
+//! assert_eq!((port.host_port, port.container_port, port.host_ip), (8080, 80, None));
+//! assert_eq!(rc.bandwidth().unwrap().unwrap().ingress_burst, 4294967295);
+//! ```
+//!
+//! Go takes the last of two keys naming one field; here the exact spelling
+//! wins (the key order is not kept). Only an object that names a field
+//! twice can tell.
 
 use std::net::IpAddr;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::{Error, Extra, IpNetwork};
 
@@ -37,8 +57,14 @@ pub struct PortMapping {
     /// `tcp`, `udp`, `sctp`.
     #[serde(default)]
     pub protocol: String,
-    /// Host address to bind, when given.
-    #[serde(rename = "hostIP", default, skip_serializing_if = "Option::is_none")]
+    /// Host address to bind, when given; `""`, as containerd sends for
+    /// "every address", is none.
+    #[serde(
+        rename = "hostIP",
+        default,
+        deserialize_with = "crate::serde_util::empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub host_ip: Option<IpAddr>,
 }
 
@@ -103,15 +129,16 @@ pub struct Label {
     pub value: String,
 }
 
-/// Reads `map[key]` as `T`: `None` when absent or null, code 7 naming the
-/// section, key and reason when malformed.
+/// Reads `map[key]` as `T` the way the reference's Go structs read it
+/// ([`crate::go_fields`]: keys in any case, `null` as absent, at every
+/// depth): `None` when absent or null, code 7 naming the section, key and
+/// reason when malformed.
 fn typed<T: DeserializeOwned>(section: &str, map: &Extra, key: &str) -> Option<Result<T, Error>> {
-    match map.get(key)? {
-        Value::Null => None,
-        v => Some(
-            T::deserialize(v).map_err(|e| Error::invalid_config(&format!("{section}.{key}"), e)),
-        ),
-    }
+    let value = crate::go_fields::get(map, key)?;
+    Some(
+        crate::go_fields::from_value(value)
+            .map_err(|e| Error::invalid_config(&format!("{section}.{key}"), e)),
+    )
 }
 
 impl RuntimeConfig {
@@ -315,6 +342,48 @@ mod tests {
         let e = rc.bandwidth().unwrap().unwrap_err();
         assert_eq!(e.code, Code::INVALID_NETWORK_CONFIG);
         assert!(e.msg.contains("runtimeConfig.bandwidth"));
+    }
+
+    #[test]
+    fn containerds_go_style_capability_arguments_are_read_as_the_reference_reads_them() {
+        // What containerd's CRI puts in runtimeConfig: Go field names, and a
+        // null annotation map beside the capabilities.
+        let rc: RuntimeConfig = serde_json::from_value(serde_json::json!({
+            "portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""}],
+            "bandwidth": {"IngressRate": 1000000, "IngressBurst": 4294967295u64,
+                          "EgressRate": 2000000, "EgressBurst": 4294967295u64},
+            "dns": {"Servers": ["10.96.0.10"], "Searches": ["svc.cluster.local"], "Options": ["ndots:5"]},
+            "io.kubernetes.cri.pod-annotations": null
+        }))
+        .unwrap();
+        assert_eq!(
+            rc.port_mappings().unwrap().unwrap(),
+            [PortMapping {
+                host_port: 8080,
+                container_port: 80,
+                protocol: "tcp".into(),
+                host_ip: None
+            }]
+        );
+        let bw = rc.bandwidth().unwrap().unwrap();
+        assert_eq!((bw.ingress_rate, bw.egress_burst), (1000000, 4294967295));
+        let dns = rc.dns().unwrap().unwrap();
+        assert_eq!(
+            (dns.servers, dns.searches, dns.options),
+            (
+                vec!["10.96.0.10".to_owned()],
+                vec!["svc.cluster.local".to_owned()],
+                vec!["ndots:5".to_owned()]
+            )
+        );
+        let annotations: Option<Result<Extra, Error>> = rc.get("io.kubernetes.cri.pod-annotations");
+        assert!(annotations.is_none());
+        // The capability's own key in another case, as Go matches it too.
+        let rc: RuntimeConfig = serde_json::from_value(
+            serde_json::json!({"PortMappings": [{"hostPort": 1, "containerPort": 2}]}),
+        )
+        .unwrap();
+        assert_eq!(rc.port_mappings().unwrap().unwrap()[0].host_port, 1);
     }
 
     #[test]

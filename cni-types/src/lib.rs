@@ -32,6 +32,7 @@ mod error;
 #[cfg(unix)]
 mod file;
 mod gc;
+mod go_fields;
 mod ip;
 mod mac;
 mod prev_result;

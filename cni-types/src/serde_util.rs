@@ -16,3 +16,18 @@ where
 pub(crate) fn nonzero<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     Ok(Option::<u32>::deserialize(d)?.filter(|n| *n != 0))
 }
+
+/// An optional address where `""` means unset, as Go's `string` fields
+/// read it (containerd sends `"HostIP": ""` for "every address").
+pub(crate) fn empty_as_none<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(text) if text.is_empty() => Ok(None),
+        Some(text) => text.parse().map(Some).map_err(serde::de::Error::custom),
+    }
+}

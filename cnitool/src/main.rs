@@ -134,9 +134,9 @@ fn cni_args() -> Result<Vec<(String, String)>, Error> {
     raw.split(';')
         .map(|pair| match pair.split('=').collect::<Vec<_>>()[..] {
             [k, v] if !k.is_empty() && !v.is_empty() => Ok((k.to_owned(), v.to_owned())),
-            _ => Err(Error::new(
-                Code::INVALID_ENVIRONMENT_VARIABLES,
-                format!("invalid CNI_ARGS pair {pair:?}"),
+            _ => Err(Error::invalid_env(
+                "CNI_ARGS",
+                format!("{pair:?} is not KEY=VALUE"),
             )),
         })
         .collect()
@@ -146,13 +146,7 @@ fn capability_args() -> Result<Map<String, Value>, Error> {
     let Some(raw) = env("CAP_ARGS") else {
         return Ok(Map::new());
     };
-    serde_json::from_str(&raw).map_err(|e| {
-        Error::new(
-            Code::DECODING_FAILURE,
-            "invalid CAP_ARGS: expected a JSON object",
-        )
-        .with_details(e.to_string())
-    })
+    serde_json::from_str(&raw).map_err(|e| Error::decoding("CAP_ARGS (a JSON object)", e))
 }
 
 /// The reference cnitool's container id: a hash of the netns path, so the

@@ -1,5 +1,6 @@
-//! cnitool as a user runs it: `--timeout` stops a hanging plugin, and the
-//! trace context it was started with reaches the plugins.
+//! cnitool as a user runs it: `--timeout` stops a hanging plugin, the
+//! trace context it was started with reaches the plugins, and a plugin's
+//! flood of output gives an error of a few lines.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -74,4 +75,23 @@ fn cnitool_passes_its_trace_context_to_the_plugins() {
         std::fs::read_to_string(&seen).unwrap(),
         format!("{PARENT}|tenant=blue")
     );
+}
+
+#[test]
+fn a_plugin_printing_64_mib_of_garbage_gets_an_error_of_a_few_lines_saying_how_much_was_cut() {
+    for status in [0, 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let body = format!("cat >/dev/null; yes | head -c 67108864; exit {status}");
+        one_plugin_list(dir.path(), "flood", &body);
+        let out = add(dir.path(), &[], &[]);
+        assert_eq!(out.status.code(), Some(1), "exit {status}");
+        assert!(
+            out.stdout.len() < 4096,
+            "exit {status}: {} bytes on stdout",
+            out.stdout.len()
+        );
+        let err: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let details = err["details"].as_str().unwrap();
+        assert!(details.contains(" bytes more)"), "exit {status}: {details}");
+    }
 }

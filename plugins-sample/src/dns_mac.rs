@@ -3,8 +3,11 @@
 //! It runs after an interface plugin in a configuration list and changes the
 //! result it receives as `prevResult`:
 //! - the container interface (`CNI_IFNAME` in `CNI_NETNS`) gets the MAC
-//!   address from the `mac` capability (`runtimeConfig.mac`), or from the
-//!   static `mac` key when the runtime gives none;
+//!   address the runtime or the user asked for, from the places and in the
+//!   order the reference interface plugins read it
+//!   ([`requested_mac`] with [`MacPrecedence::Interface`]): the `mac`
+//!   capability (`runtimeConfig.mac`), `args.cni.mac`, `MAC` in `CNI_ARGS`,
+//!   then the static `mac` key;
 //! - the configuration's `dns` section is merged into the result's DNS.
 //!
 //! CHECK verifies that the previous result carries both changes; DEL has
@@ -18,7 +21,8 @@
 //! ```
 
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Dns, Error, Interface, NetConf, Result100};
+use cni_types::conventions::{requested_mac, MacPrecedence};
+use cni_types::{Code, Dns, Error, Mac, NetConf, Result100};
 use serde::Deserialize;
 
 /// Printed to stderr when run by hand.
@@ -39,31 +43,21 @@ pub struct Fields {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DnsMac;
 
-/// What the configuration asks for, validated.
+type Req<'a> = Request<'a, NetConf<Fields>>;
+
+/// What the request asks for, validated.
 struct Wanted {
-    mac: Option<String>,
+    mac: Option<Mac>,
     dns: Dns,
 }
 
 impl Wanted {
-    /// Validates the configuration: a bad value is code 7 naming the field.
-    fn from(conf: &NetConf<Fields>) -> Result<Wanted, Error> {
-        let runtime_mac = conf
-            .runtime_config
-            .as_ref()
-            .and_then(|rc| rc.mac())
-            .transpose()?;
-        let (field, mac) = match runtime_mac {
-            Some(mac) => ("runtimeConfig.mac", Some(mac)),
-            None => ("mac", conf.plugin.mac.clone()),
-        };
-        let mac = mac
-            .map(|m| {
-                normalize_mac(&m).ok_or_else(|| {
-                    Error::invalid_config(field, format!("{m:?}: not a unicast MAC address"))
-                })
-            })
-            .transpose()?;
+    /// Validates the request before anything is done: a bad MAC is code 7
+    /// naming where it came from, a bad nameserver code 7 naming it.
+    fn from(req: &Req) -> Result<Wanted, Error> {
+        let conf = &req.config;
+        let own = conf.plugin.mac.as_deref();
+        let mac = requested_mac(conf, &req.args, own, MacPrecedence::Interface)?;
         let dns = conf.dns.clone().unwrap_or_default();
         for (i, ns) in dns.nameservers.iter().enumerate() {
             // A zone (fe80::1%eth0) is allowed after the address.
@@ -75,91 +69,56 @@ impl Wanted {
                 ));
             }
         }
-        Ok(Wanted { mac, dns })
+        Ok(Wanted {
+            mac: mac.map(|m| m.mac),
+            dns,
+        })
     }
 }
 
-/// `aa:bb:cc:dd:ee:ff` in lower case, if `s` is a unicast MAC-48.
-fn normalize_mac(s: &str) -> Option<String> {
-    let octets: Vec<u8> = s
-        .split([':', '-'])
-        .map(|o| u8::from_str_radix(o, 16).ok().filter(|_| o.len() == 2))
-        .collect::<Option<_>>()?;
-    (octets.len() == 6 && octets[0] & 1 == 0).then(|| {
-        octets
-            .iter()
-            .map(|o| format!("{o:02x}"))
-            .collect::<Vec<_>>()
-            .join(":")
-    })
-}
-
-/// The previous result, in the current shape; code 7 when there is none.
-fn previous(req: &Request<NetConf<Fields>>) -> Result<Result100, BoxError> {
-    let prev = req.config.prev_result.as_ref().ok_or_else(|| {
-        Error::new(
-            Code::INVALID_NETWORK_CONFIG,
-            "dns-mac must be chained after an interface plugin",
-        )
-        .with_details("the configuration has no prevResult")
-    })?;
-    Ok(prev.to_current()?)
-}
-
-/// The container-side interface this invocation is about.
-fn container_interface<'r>(
-    result: &'r mut Result100,
-    req: &Request<NetConf<Fields>>,
-) -> Option<&'r mut Interface> {
-    let netns = req
-        .netns
-        .as_ref()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+/// Where in `result.interfaces` the container-side interface this
+/// invocation is about is.
+fn container_interface(result: &Result100, req: &Req) -> Option<usize> {
+    let sandbox = req.sandbox();
     // The one in the namespace; else one that names no namespace at all
     // (some plugins leave `sandbox` empty). Never a host-side namesake.
-    let named = |i: &Interface| i.name == req.ifname;
-    let index = result
-        .interfaces
-        .iter()
-        .position(|i| named(i) && i.sandbox == netns)
-        .or_else(|| {
-            result
-                .interfaces
-                .iter()
-                .position(|i| named(i) && i.sandbox.is_empty())
-        })?;
-    result.interfaces.get_mut(index)
+    let named = |sandbox: &str| {
+        result
+            .interfaces
+            .iter()
+            .position(|i| i.name == req.ifname && i.sandbox == sandbox)
+    };
+    named(&sandbox).or_else(|| named(""))
 }
 
 impl Plugin for DnsMac {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        let wanted = Wanted::from(&req.config)?;
-        let mut result = previous(req)?;
+        let wanted = Wanted::from(req)?;
+        // Code 7, "prevResult required", when not chained.
+        let mut result = req.prev_result()?.into_owned();
         if let Some(mac) = wanted.mac {
-            let iface = container_interface(&mut result, req).ok_or_else(|| {
-                Error::new(
-                    Code::INVALID_NETWORK_CONFIG,
-                    "no container interface in prevResult",
+            let i = container_interface(&result, req).ok_or_else(|| {
+                Error::invalid_config(
+                    "prevResult",
+                    format!("no container interface named {:?}", req.ifname),
                 )
-                .with_details(format!("expected an interface named {:?}", req.ifname))
             })?;
-            iface.mac = mac;
+            result.interfaces[i].mac = mac.to_string();
         }
         merge_dns(&mut result.dns, &wanted.dns);
         Ok(result.into())
     }
 
     fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
-        let wanted = Wanted::from(&req.config)?;
-        let mut result = previous(req)?;
+        let wanted = Wanted::from(req)?;
+        let result = req.prev_result()?; // only read: not copied
         if let Some(mac) = wanted.mac {
-            let found = container_interface(&mut result, req)
-                .map(|i| i.mac.clone())
+            let found = container_interface(&result, req)
+                .map(|i| result.interfaces[i].mac.as_str())
                 .unwrap_or_default();
-            if found != mac {
+            if found.parse::<Mac>() != Ok(mac) {
                 return Err(Error::new(
                     NOT_APPLIED,
                     "container interface does not have the configured MAC",
@@ -224,23 +183,17 @@ mod tests {
         c.to_string()
     }
 
-    fn req(cmd: &str, stdin: String) -> TestRequest {
-        TestRequest::new(cmd)
-            .env("CNI_CONTAINERID", "c1")
-            .env("CNI_NETNS", "/var/run/netns/c1")
-            .env("CNI_IFNAME", "eth0")
+    fn add(stdin: String) -> cni_skel::Outcome {
+        TestRequest::add()
             .stdin(stdin)
+            .run(&DnsMac, &PluginInfo::all())
     }
 
     #[test]
     fn add_sets_the_runtime_mac_and_merges_dns_into_the_previous_result() {
-        let out = req(
-            "ADD",
-            conf(
-                json!({"mac": "c2:00:00:00:00:09", "runtimeConfig": {"mac": "C2:11:22:33:44:55"}}),
-            ),
-        )
-        .run(&DnsMac, &PluginInfo::all());
+        let out = add(conf(
+            json!({"mac": "c2:00:00:00:00:09", "runtimeConfig": {"mac": "C2:11:22:33:44:55"}}),
+        ));
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
         let v = out.json();
         assert_eq!(v["interfaces"][1]["mac"], "c2:11:22:33:44:55");
@@ -250,21 +203,39 @@ mod tests {
     }
 
     #[test]
+    fn a_mac_asked_for_in_args_or_cni_args_is_applied_as_the_reference_plugins_do() {
+        let args =
+            json!({"mac": "c2:00:00:00:00:09", "args": {"cni": {"mac": "c2:00:00:00:00:0a"}}});
+        let out = add(conf(args.clone()));
+        assert_eq!(out.json()["interfaces"][1]["mac"], "c2:00:00:00:00:0a");
+        let out = TestRequest::add()
+            .env("CNI_ARGS", "IgnoreUnknown=1;MAC=c2-00-00-00-00-0b")
+            .stdin(conf(json!({"mac": "c2:00:00:00:00:09"})))
+            .run(&DnsMac, &PluginInfo::all());
+        assert_eq!(out.json()["interfaces"][1]["mac"], "c2:00:00:00:00:0b");
+    }
+
+    #[test]
     fn bad_values_are_code_7_naming_the_field() {
         for (extra, field) in [
-            (json!({"mac": "zz:00:00:00:00:01"}), "invalid mac"),
-            (json!({"mac": "01:00:00:00:00:01"}), "invalid mac"),
+            (
+                json!({"mac": "zz:00:00:00:00:01"}),
+                "invalid MAC address in mac",
+            ),
+            (
+                json!({"mac": "01:00:00:00:00:01"}),
+                "invalid MAC address in mac",
+            ),
             (
                 json!({"runtimeConfig": {"mac": "nope"}}),
-                "invalid runtimeConfig.mac",
+                "invalid MAC address in runtimeConfig.mac",
             ),
             (
                 json!({"dns": {"nameservers": ["ten"]}}),
                 "invalid dns.nameservers[0]",
             ),
         ] {
-            let out = req("ADD", conf(extra)).run(&DnsMac, &PluginInfo::all());
-            let err = out.error().unwrap();
+            let err = add(conf(extra)).error().unwrap();
             assert_eq!(
                 (err.code, err.msg.as_str()),
                 (Code::INVALID_NETWORK_CONFIG, field)
@@ -274,41 +245,39 @@ mod tests {
 
     #[test]
     fn add_without_a_previous_result_is_code_7() {
-        let out = req(
-            "ADD",
-            json!({"cniVersion": "1.0.0", "name": "net"}).to_string(),
-        )
-        .run(&DnsMac, &PluginInfo::all());
-        assert_eq!(out.error().unwrap().code, Code::INVALID_NETWORK_CONFIG);
+        let out = add(json!({"cniVersion": "1.0.0", "name": "net", "type": "dns-mac"}).to_string());
+        let err = out.error().unwrap();
+        assert_eq!(
+            (err.code, err.msg.as_str()),
+            (Code::INVALID_NETWORK_CONFIG, "prevResult required")
+        );
+        assert!(err.details.contains("dns-mac"), "{err}");
     }
 
     #[test]
     fn check_passes_on_its_own_output_and_fails_without_the_change() {
-        let add =
-            req("ADD", conf(json!({"mac": "c2:00:00:00:00:09"}))).run(&DnsMac, &PluginInfo::all());
-        let mut checked: serde_json::Value =
-            serde_json::from_str(&conf(json!({"mac": "c2:00:00:00:00:09"}))).unwrap();
-        checked["prevResult"] = add.json();
-        assert_eq!(
-            req("CHECK", checked.to_string())
+        let mac = json!({"mac": "c2:00:00:00:00:09"});
+        let mut checked: serde_json::Value = serde_json::from_str(&conf(mac.clone())).unwrap();
+        checked["prevResult"] = add(conf(mac.clone())).json();
+        let check = |stdin: String| {
+            TestRequest::check()
+                .stdin(stdin)
                 .run(&DnsMac, &PluginInfo::all())
-                .exit_code,
-            0
-        );
-        let out = req("CHECK", conf(json!({"mac": "c2:00:00:00:00:09"})))
-            .run(&DnsMac, &PluginInfo::all());
-        assert_eq!(out.error().unwrap().code, NOT_APPLIED);
+        };
+        assert_eq!(check(checked.to_string()).exit_code, 0);
+        // The same address in another notation is the same address.
+        checked["prevResult"]["interfaces"][1]["mac"] = json!("C2-00-00-00-00-09");
+        assert_eq!(check(checked.to_string()).exit_code, 0);
+        assert_eq!(check(conf(mac)).error().unwrap().code, NOT_APPLIED);
     }
 
     #[test]
     fn del_is_idempotent() {
         for _ in 0..2 {
-            assert_eq!(
-                req("DEL", conf(json!({})))
-                    .run(&DnsMac, &PluginInfo::all())
-                    .exit_code,
-                0
-            );
+            let out = TestRequest::del()
+                .stdin(conf(json!({})))
+                .run(&DnsMac, &PluginInfo::all());
+            assert_eq!(out.exit_code, 0);
         }
     }
 }

@@ -30,13 +30,32 @@
 //! - [`bridge`]: a drop-in for the reference `bridge`: a host bridge, a
 //!   veth port per container, IPAM delegated, the gateway on the bridge.
 //!
+//! - [`ptp`]: a drop-in for the reference `ptp`: a routed veth pair per
+//!   container, IPAM delegated, the gateway on the host end, `ipMasq`.
+//!
+//! - `host-local`: a drop-in for the reference IPAM plugin of that name,
+//!   the binary `ipam-file` is under the reference's name.
+//!
+//! - [`portmap`]: a drop-in for the reference `portmap`: host ports
+//!   forwarded to the container (iptables or nftables, the reference's
+//!   layouts), hairpin and localhost access, stale UDP flows cleared.
+//!
+//! - [`bandwidth`]: a drop-in for the reference `bandwidth`: tbf qdiscs
+//!   shaping what a container receives and, through an ifb, what it
+//!   sends.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
+pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+mod ipmasq;
 pub mod loopback;
 pub mod noop;
+mod pair;
+pub mod portmap;
+pub mod ptp;
 pub mod tuning;
 pub mod veth;

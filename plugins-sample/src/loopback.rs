@@ -104,6 +104,7 @@ mod tests {
     const CONF: &str = r#"{"cniVersion":"1.0.0","name":"lo","type":"loopback"}"#;
 
     #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
     fn add_brings_lo_up_and_reports_its_addresses_and_del_brings_it_down() {
         let ns = TempNetns::new("loopback").unwrap();
         let out = ns

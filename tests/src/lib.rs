@@ -29,9 +29,7 @@ pub mod sandbox;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -148,6 +146,32 @@ pub fn reference_plugin_dir() -> PathBuf {
         );
     }
     dir
+}
+
+/// The `CNI_PATH` of a test that runs our plugins with the reference's
+/// `host-local`: a directory holding only `host-local` (a link to
+/// Debian's), then ours ([`plugin_bin_dir`], which has a `host-local` of
+/// its own), then the reference directory for anything else. Put ours
+/// first without this and `host-local` is ours.
+///
+/// # Panics
+/// As [`plugin_bin_dir`] and [`reference_plugin_dir`], or when the
+/// directory cannot be made.
+pub fn ours_with_reference_host_local() -> Vec<PathBuf> {
+    let reference = reference_plugin_dir();
+    let dir = target_dir().join("reference-host-local");
+    fs::create_dir_all(&dir).expect("creating the reference host-local directory");
+    let link = dir.join("host-local");
+    if fs::read_link(&link).ok() != Some(reference.join("host-local")) {
+        // Another test process may be doing the same: link under a name
+        // of our own, then rename over whatever is there.
+        let tmp = dir.join(format!("host-local.{}", std::process::id()));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(reference.join("host-local"), &tmp)
+            .expect("linking the reference host-local");
+        fs::rename(&tmp, &link).expect("placing the reference host-local");
+    }
+    vec![dir, plugin_bin_dir(), reference]
 }
 
 /// Directory under the target dir where Go helpers are built.
@@ -284,66 +308,40 @@ pub fn reference_noop() -> PathBuf {
     })
 }
 
-/// What a child process did: exit status, captured stdout and stderr.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// Exit code; `None` if the process was killed by a signal.
-    pub status: Option<i32>,
-    /// Everything written to stdout.
-    pub stdout: Vec<u8>,
-    /// Everything written to stderr.
-    pub stderr: Vec<u8>,
-}
+/// What a child process did: cni-invoke's [`RawOutput`](cni_invoke::RawOutput),
+/// the workspace's one process-outcome type (exit, stdout and stderr, kept
+/// up to cni-invoke's limits). [`StdoutJson`] reads its stdout as JSON.
+pub use cni_invoke::RawOutput as Outcome;
 
-impl From<std::process::Output> for Outcome {
-    fn from(out: std::process::Output) -> Outcome {
-        Outcome {
-            status: out.status.code(),
-            stdout: out.stdout,
-            stderr: out.stderr,
-        }
-    }
-}
-
-impl Outcome {
-    /// `true` if the process exited with status 0.
-    pub fn success(&self) -> bool {
-        self.status == Some(0)
-    }
-
-    /// stdout as (lossy) UTF-8.
-    pub fn stdout_str(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-
-    /// stderr as (lossy) UTF-8.
-    pub fn stderr_str(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-
+/// A test's reading of a process's stdout as JSON.
+pub trait StdoutJson {
     /// stdout parsed as a single JSON value (surrounding whitespace allowed).
-    pub fn try_stdout_json(&self) -> anyhow::Result<Value> {
-        serde_json::from_slice(&self.stdout)
-            .with_context(|| format!("stdout is not one JSON value; outcome: {self:?}"))
-    }
+    fn try_stdout_json(&self) -> anyhow::Result<Value>;
 
     /// stdout parsed as a single JSON value.
     ///
     /// # Panics
     /// If stdout is not valid JSON (the whole outcome is in the message).
-    pub fn stdout_json(&self) -> Value {
+    fn stdout_json(&self) -> Value {
         self.try_stdout_json().unwrap_or_else(|e| panic!("{e:#}"))
     }
 }
 
-impl fmt::Debug for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Outcome")
-            .field("status", &self.status)
-            .field("stdout", &self.stdout_str())
-            .field("stderr", &self.stderr_str())
-            .finish()
+impl StdoutJson for Outcome {
+    fn try_stdout_json(&self) -> anyhow::Result<Value> {
+        serde_json::from_slice(&self.stdout)
+            .with_context(|| format!("stdout is not one JSON value; outcome: {self:?}"))
     }
+}
+
+/// Runs `cmd` to its end with `stdin` (then closed) through cni-invoke's
+/// one spawning path.
+///
+/// # Panics
+/// If the process cannot be started.
+pub fn output_of(cmd: &mut Command, stdin: &[u8]) -> Outcome {
+    cni_invoke::exec_raw(cmd, stdin, None)
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
 }
 
 /// `PATH` given to child processes whose environment is otherwise cleared.
@@ -369,30 +367,11 @@ where
     S: AsRef<OsStr>,
 {
     let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .env_clear()
-        .env("PATH", child_path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(args).env_clear().env("PATH", child_path());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-    let mut pipe = child.stdin.take().expect("stdin is piped");
-    let input = stdin.to_vec();
-    // Write from a thread: a plugin may answer before reading all of stdin.
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-        // `pipe` dropped here: stdin is closed.
-    });
-    let output = child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("waiting for {}: {e}", bin.display()));
-    let _ = writer.join();
-    output.into()
+    output_of(&mut cmd, stdin)
 }
 
 /// Makes the calling process user and group `id`, with no supplementary
@@ -762,7 +741,7 @@ impl Cnitool {
     /// something other than one JSON value (or nothing, on success).
     pub fn run(&self, args: &[&str]) -> Value {
         let out = self.run_outcome(args);
-        match out.status {
+        match out.status() {
             Some(0) if out.stdout.iter().all(u8::is_ascii_whitespace) => {
                 serde_json::json!({"ok": true, "result": null})
             }
@@ -827,12 +806,7 @@ pub fn require_root_and_ip() {
 
 /// Runs `ip ARGS...`; returns the outcome (never panics on failure).
 pub fn ip(args: &[&str]) -> Outcome {
-    Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `ip {}`: {e}", args.join(" ")))
-        .into()
+    output_of(Command::new("ip").args(args), b"")
 }
 
 /// A network namespace `cni-rs-test-<pid>-<tag>` (made with `ip netns
@@ -907,6 +881,31 @@ impl NetNs {
             .find(|l| l["ifname"] == ifname)
             .cloned()
     }
+}
+
+/// A script in `dir` named like `plugin` that runs it inside `host`
+/// (`ip netns exec`), so a plugin's host side (links, packet filter
+/// rules) lands in a namespace of the test; put `dir` on `CNI_PATH`.
+///
+/// # Panics
+/// If the script cannot be written.
+pub fn in_host_namespace(dir: &Path, plugin: &Path, host: &NetNs) -> PathBuf {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let name = plugin.file_name().expect("a file name");
+    let wrapper = dir.join(name);
+    let mut file = std::fs::File::create(&wrapper).expect("create the wrapper");
+    writeln!(
+        file,
+        "#!/bin/sh\nexec ip netns exec {} {}",
+        host.name(),
+        plugin.display()
+    )
+    .expect("write the wrapper");
+    drop(file);
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .expect("make the wrapper executable");
+    wrapper
 }
 
 /// Whether a link, as `ip -j addr` shows it, is administratively up.

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::{require_root_and_ip, Outcome};
+use crate::{require_root_and_ip, Outcome, StdoutJson};
 
 /// libcni's result cache, a fixed path for Podman's CNI backend.
 pub const LIBCNI_RESULTS: &str = "/var/lib/cni/results";
@@ -176,14 +176,13 @@ impl Podman {
     /// Runs `podman ARGS...` with this instance's configuration.
     pub fn podman(&self, args: &[&str]) -> Outcome {
         let root = self.tmp.path();
-        Command::new("podman")
+        let mut podman = Command::new("podman");
+        podman
             .args(args)
             .env("CONTAINERS_CONF", root.join("containers.conf"))
-            .env("CONTAINERS_STORAGE_CONF", root.join("storage.conf"))
-            .stdin(Stdio::null())
-            .output()
+            .env("CONTAINERS_STORAGE_CONF", root.join("storage.conf"));
+        cni_invoke::exec_raw(&mut podman, b"", None)
             .unwrap_or_else(|e| panic!("cannot run podman: {e}; {PODMAN_HINT}"))
-            .into()
     }
 
     /// `podman run --rm --network NETWORK [OPTIONS...] --rootfs ROOT sh -c

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, Outcome};
 
 /// The `agent` sample process, killed and reaped on drop.

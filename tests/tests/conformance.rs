@@ -9,15 +9,13 @@
 //! Adding a plugin is one line in `SUBJECTS`. Needs root (the checker
 //! makes namespaces).
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cni_conformance::{interface_result, run, Kind, NetnsChoice, Selection, Status, Target};
 use cni_types::SpecVersion;
 use serde_json::json;
 use tests::etcd::Etcd;
-use tests::{plugin_bin_dir, reference_plugin_dir, NetNs};
+use tests::{in_host_namespace, plugin_bin_dir, reference_plugin_dir, NetNs};
 
 /// Where a plugin comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,6 +54,8 @@ enum Setup {
     /// An `agent` started for the run, on a socket in the scratch
     /// directory.
     Agent,
+    /// A port mapping in `runtimeConfig`, so portmap has rules to add.
+    Portmap,
 }
 
 /// A peer process a subject talks to, stopped when dropped.
@@ -106,8 +106,12 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "ipam-file", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "ipam-etcd", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Etcd, fails: &[], warns: OUR_WARNS },
     Subject { name: "bridge", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: OUR_WARNS },
+    Subject { name: "bandwidth", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "tuning", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "loopback", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Loopback, fails: &[], warns: OUR_WARNS },
+    Subject { name: "ptp", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "host-local", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "portmap", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Portmap, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
@@ -117,25 +121,6 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "loopback", from: Source::Reference, kind: Kind::Interface, own_host: false, setup: Setup::Loopback,
               fails: &["ADD-LAYOUT"], warns: REFERENCE_WARNS },
 ];
-
-/// A script named like the plugin that runs it inside `host`, so the
-/// plugin's host side lands in a namespace of the test.
-fn in_host_namespace(dir: &Path, plugin: &Path, host: &NetNs) -> PathBuf {
-    let name = plugin.file_name().expect("a file name");
-    let wrapper = dir.join(name);
-    let mut file = std::fs::File::create(&wrapper).expect("create the wrapper");
-    writeln!(
-        file,
-        "#!/bin/sh\nexec ip netns exec {} {}",
-        host.name(),
-        plugin.display()
-    )
-    .expect("write the wrapper");
-    drop(file);
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
-        .expect("make the wrapper executable");
-    wrapper
-}
 
 /// What differs from the subject's known findings, with the report.
 fn check(subject: &Subject) -> Option<String> {
@@ -183,6 +168,15 @@ fn check(subject: &Subject) -> Option<String> {
             }));
             Some(Peer::Etcd { _running: etcd })
         }
+        Setup::Portmap => {
+            target.config = Some(json!({
+                "name": "cni-conformance", "backend": "nftables",
+                "runtimeConfig": {"portMappings": [
+                    {"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}
+                ]}
+            }));
+            None
+        }
         Setup::Agent => {
             let socket = scratch.path().join("agent.sock");
             target.config = Some(json!({"name": "cni-conformance", "socket": socket}));
@@ -205,6 +199,7 @@ fn check(subject: &Subject) -> Option<String> {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn every_plugin_shows_exactly_its_known_findings() {
     let mismatches: Vec<String> = SUBJECTS.iter().filter_map(check).collect();
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
@@ -221,6 +216,7 @@ fn every_plugin_shows_exactly_its_known_findings() {
 /// command; it gives every ADD the same result; and it writes its debug
 /// file back on every call, so concurrent calls are not supported.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn the_noop_with_a_debug_file_passes_every_must() {
     const WARNS: &[&str] = &[
         "VERSION-NO-STDIN",

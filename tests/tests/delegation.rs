@@ -24,6 +24,7 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
+use tests::StdoutJson;
 use tests::{
     base64_decode, plugin_bin_dir, read_json, reference_plugin_dir, run_plugin, write_json,
     Cnitool, Driver, FAKE_NETNS,
@@ -362,7 +363,7 @@ fn run_delegator_directly(sb: &Sandbox, command: &str, config: &Value) -> Value 
         &[("CNI_COMMAND", command), ("CNI_PATH", &sb.path_str("bin"))],
         config.to_string().as_bytes(),
     );
-    match out.status {
+    match out.status() {
         Some(0) => {
             assert_eq!(out.stdout_str(), "", "{command} prints nothing: {out:?}");
             json!({"ok": true})

@@ -203,9 +203,9 @@ fn bad_static_mac_fails_add_with_code_7() {
         report["add"],
         json!({"ok": false, "error": {
             "code": 7,
-            "msg": "invalid mac",
+            "msg": "invalid MAC address in mac",
             "details": "\"zz\": not a unicast MAC address",
-            "text": "plugin type=\"dns-mac\" failed (add): invalid mac; \"zz\": not a unicast MAC address"
+            "text": "plugin type=\"dns-mac\" failed (add): invalid MAC address in mac; \"zz\": not a unicast MAC address"
         }}),
         "{report}"
     );

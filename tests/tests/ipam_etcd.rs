@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tests::etcd::Etcd;
+use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
 
 const NETWORK: &str = "net";

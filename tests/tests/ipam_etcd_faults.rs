@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
 
 /// What a fake server does with each request.
@@ -192,7 +193,7 @@ fn add(endpoints: &[String], prefix: Option<&str>) -> Outcome {
 }
 
 fn error(out: &Outcome) -> Value {
-    assert_eq!(out.status, Some(1), "{out:?}");
+    assert_eq!(out.status(), Some(1), "{out:?}");
     out.stdout_json()
 }
 

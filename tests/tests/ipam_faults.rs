@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+use tests::{plugin_bin_dir, run_plugin, Outcome, StdoutJson, FAKE_NETNS};
 
 const NETWORK: &str = "faults";
 
@@ -119,13 +119,13 @@ fn adds_killed_at_random_points_leave_a_consistent_store() {
             let id = format!("alive-{i}");
             ids.insert(id.clone());
             let out = run_plugin(&bin, &env("ADD", &id), &conf);
-            assert_eq!(out.status, Some(0), "ADD after kills failed: {out:?}");
+            assert_eq!(out.status(), Some(0), "ADD after kills failed: {out:?}");
         }
     }
     // A last ADD cleans up temporaries and sees every whole reservation.
     ids.insert("last".into());
     let out = run_plugin(&bin, &env("ADD", "last"), &conf);
-    assert_eq!(out.status, Some(0), "{out:?}");
+    assert_eq!(out.status(), Some(0), "{out:?}");
     let held = check_store(&store, &ids, false);
     assert!(
         held.len() >= 11,
@@ -134,7 +134,7 @@ fn adds_killed_at_random_points_leave_a_consistent_store() {
     // Each held address is released by its owner's DEL.
     for id in &ids {
         let out = run_plugin(&bin, &env("DEL", id), &conf);
-        assert_eq!(out.status, Some(0), "DEL {id}: {out:?}");
+        assert_eq!(out.status(), Some(0), "DEL {id}: {out:?}");
     }
     assert!(check_store(&store, &ids, false).is_empty());
 }
@@ -159,11 +159,7 @@ struct Setup<'a> {
 /// ipam-file run with `setup`, killed if it takes longer than `bound`.
 fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration) -> Outcome {
     let mut cmd = Command::new(plugin_bin_dir().join("ipam-file"));
-    cmd.env_clear()
-        .envs(env(command, id))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.env_clear().envs(env(command, id));
     if let Some(dir) = setup.cwd {
         cmd.current_dir(dir);
     }
@@ -199,20 +195,9 @@ fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration
             Ok(())
         });
     }
-    let mut child = cmd.spawn().expect("starting ipam-file");
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(conf);
-    }
-    let started = Instant::now();
-    // Polled: the point of one test is a plugin that may never exit.
-    while child.try_wait().expect("waiting for ipam-file").is_none() {
-        if started.elapsed() > bound {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("ipam-file's output").into()
+    // A deadline: the point of one test is a plugin that may never exit.
+    cni_invoke::exec_raw(&mut cmd, conf, Some(cni_invoke::Deadline::after(bound)))
+        .expect("running ipam-file")
 }
 
 /// The error ipam-file printed: `(code, msg, details)`.

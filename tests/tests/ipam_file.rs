@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::{json, Value};
+use tests::StdoutJson;
 use tests::{plugin_bin_dir, reference_plugin_dir, run_plugin, Outcome, FAKE_NETNS};
 
 const NETWORK: &str = "ipamnet";
@@ -402,7 +403,7 @@ fn add_check_del_gc_status_as_processes() {
     assert_eq!(addresses(&run("ADD", "a", "net1")), ["10.8.0.3/29"]);
     assert!(run("CHECK", "a", "net1").success());
     let missing = run("CHECK", "zz", "eth0");
-    assert_eq!(missing.status, Some(1));
+    assert_eq!(missing.status(), Some(1));
     let e = missing.stdout_json();
     assert!(e["code"].as_u64().is_some_and(|c| c >= 100), "{e}");
     assert!(e["msg"].as_str().unwrap_or_default().contains("zz"), "{e}");
@@ -411,7 +412,7 @@ fn add_check_del_gc_status_as_processes() {
         assert!(run("ADD", id, "eth0").success());
     }
     let full = run("STATUS", "", "");
-    assert_eq!(full.status, Some(1));
+    assert_eq!(full.status(), Some(1));
     assert_eq!(full.stdout_json()["code"], 50, "{full:?}");
     assert!(!run("ADD", "e", "eth0").success());
 

@@ -9,6 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
 
 const NETWORK: &str = "net";

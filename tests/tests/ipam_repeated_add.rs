@@ -17,6 +17,7 @@
 use cni_skel::TestRequest;
 use plugins_sample::delegator::Delegator;
 use serde_json::{json, Value};
+use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, NetNs, Outcome};
 
 const NETWORK: &str = "repeated-add";

@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
+use tests::StdoutJson;
 use tests::{
     base64_decode, plugin_bin_dir, read_json, redact_netplugin_stderr, reference_noop,
     reference_plugin_dir, run_plugin, write_json, Driver, Outcome, FAKE_NETNS,
@@ -514,7 +515,7 @@ fn differential(scenario: impl Fn(&Sandbox) -> Value) -> Value {
 /// (`stdoutRaw`) and stderr.
 fn outcome_json(o: &Outcome) -> Value {
     json!({
-        "status": o.status,
+        "status": o.status(),
         "stdout": serde_json::from_slice::<Value>(&o.stdout).unwrap_or_else(|_| Value::String(o.stdout_str())),
         "stdoutRaw": o.stdout_str(),
         "stderr": o.stderr_str(),
@@ -993,7 +994,7 @@ fn version_direct() {
             // before looking for DEBUG: an empty stdin is a test-setup error
             // (the reference panics: exit 2, nothing on stdout).
             "debugArgNoStdin": json!({
-                "status": no_stdin.status,
+                "status": no_stdin.status(),
                 "stdout": no_stdin.stdout_str(),
                 "stderr": d5_crash_stderr(sb.flavor(), &no_stdin.stderr_str()),
             }),
@@ -1441,7 +1442,7 @@ fn no_debug_file_and_empty_result() {
         );
         out.insert(
             "direct".to_owned(),
-            json!({"status": direct.status, "stdout": direct.stdout_str(), "stderr": direct.stderr_str()}),
+            json!({"status": direct.status(), "stdout": direct.stdout_str(), "stderr": direct.stderr_str()}),
         );
         Value::Object(out)
     });

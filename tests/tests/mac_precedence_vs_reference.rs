@@ -78,6 +78,7 @@ fn macs_applied(plugin: &str, ns: &NetNs, conf: &Value, cni_args: &str) -> [Stri
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn tuning_applies_the_mac_the_reference_tuning_applies() {
     let ns = NetNs::create("mac-tuning");
     assert!(ip(&[
@@ -108,6 +109,7 @@ fn tuning_applies_the_mac_the_reference_tuning_applies() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_applies_the_mac_the_reference_bridge_applies() {
     let ns = NetNs::create("mac-bridge");
     let br = format!("bm{}", std::process::id() % 1_000_000);

@@ -111,7 +111,7 @@ fn one_json_or_nothing(o: &Outcome) -> Option<Value> {
 /// with exactly these fields, printed as the reference prints it (no
 /// `cniVersion`, no trailing newline: the noop's wire format).
 fn assert_error(o: &Outcome, code: u32, msg: &str, what: &str) {
-    assert_eq!(o.status, Some(1), "{what}: {o:?}");
+    assert_eq!(o.status(), Some(1), "{what}: {o:?}");
     let printed = format!("{{\n    \"code\": {code},\n    \"msg\": {}\n}}", json!(msg));
     assert_eq!(o.stdout_str(), printed, "{what}: {o:?}");
     assert_eq!(o.stderr_str(), "", "{what}: {o:?}");
@@ -223,7 +223,7 @@ fn every_command_at_every_config_version_follows_the_reference_skel() {
                 _ => None,
             };
             if command == "VERSION" {
-                assert_eq!(o.status, Some(0), "{what}: {o:?}");
+                assert_eq!(o.status(), Some(0), "{what}: {o:?}");
                 let answer = json!({"cniVersion": v, "supportedVersions": DEFAULT_VERSIONS});
                 assert_eq!(o.stdout_str(), format!("{answer}\n"), "{what}");
                 assert_eq!(o.stderr_str(), "", "{what}");
@@ -241,7 +241,7 @@ fn every_command_at_every_config_version_follows_the_reference_skel() {
                     "{what}: refused before the plugin runs"
                 );
             } else {
-                assert_eq!(o.status, Some(0), "{what}: {o:?}");
+                assert_eq!(o.status(), Some(0), "{what}: {o:?}");
                 assert_eq!(o.stdout_str(), result_json(v), "{what}");
                 one_json_or_nothing(&o);
                 assert_eq!(o.stderr_str(), "", "{what}");
@@ -276,7 +276,7 @@ fn gc_without_cni_path_is_code_4_naming_it() {
     for v in VERSIONS {
         let case = Case::new(&settings);
         let o = case.run("GC", &[("CNI_PATH", "")], &config(v, Some(v)));
-        assert_eq!(o.status, Some(1), "{v}: {o:?}");
+        assert_eq!(o.status(), Some(1), "{v}: {o:?}");
         let err = one_json_or_nothing(&o).expect("an error on stdout");
         assert_eq!(
             err,
@@ -325,7 +325,7 @@ fn bad_network_name_and_unknown_command_are_refused() {
     for (command, stdin, want) in stdin_error_cases("1.0.0") {
         let case = Case::new(&settings);
         let o = case.run(command, &[], &stdin);
-        assert_eq!(o.status, Some(1), "{command} {stdin}: {o:?}");
+        assert_eq!(o.status(), Some(1), "{command} {stdin}: {o:?}");
         let err = one_json_or_nothing(&o).expect("an error on stdout");
         assert_eq!(err, want, "{command} {stdin}");
         assert_eq!(o.stderr_str(), "", "{command} {stdin}");
@@ -364,7 +364,7 @@ fn errors_found_after_reading_stdin_print_as_the_reference() {
     for v in ["0.4.0", "1.0.0"] {
         for (command, stdin, want) in stdin_error_cases(v) {
             let o = case.run(command, &[], &stdin);
-            assert_eq!(o.status, Some(1), "{command} {stdin}: {o:?}");
+            assert_eq!(o.status(), Some(1), "{command} {stdin}: {o:?}");
             assert_eq!(one_json_or_nothing(&o), Some(want), "{command} {stdin}");
             assert!(o.stdout_str().starts_with("{\n    \"code\": "), "{o:?}");
             assert!(o.stdout_str().ends_with('}'), "{o:?}");
@@ -386,7 +386,7 @@ fn gc_and_status_run_with_their_minimal_environment() {
         env.push(("CNI_ARGS", &args));
         let stdin = config("1.1.0", None);
         let o = run_plugin(&noop(), &env, stdin.as_bytes());
-        assert_eq!(o.status, Some(0), "{command}: {o:?}");
+        assert_eq!(o.status(), Some(0), "{command}: {o:?}");
         assert_eq!(o.stdout_str(), "{}", "{command}");
         let d: Value = serde_json::from_str(&case.debug_raw()).unwrap();
         assert_eq!(d["Command"], command);
@@ -415,7 +415,7 @@ fn passthrough_without_prev_result_is_a_test_setup_error() {
         let case = Case::new(&json!({"ReportResult": "PASSTHROUGH"}));
         let stdin = config(v, None);
         let o = case.run("DEL", &[], &stdin);
-        assert_eq!(o.status, Some(2), "{v}: {o:?}");
+        assert_eq!(o.status(), Some(2), "{v}: {o:?}");
         assert_eq!(one_json_or_nothing(&o), None, "{v}");
         let err = o.stderr_str();
         assert!(
@@ -435,7 +435,7 @@ fn passthrough_without_prev_result_is_a_test_setup_error() {
 fn inject_dns_replaces_only_the_nameservers() {
     let case = Case::new(&json!({"ReportResult": "INJECT-DNS"}));
     let o = case.run("ADD", &[], &config("0.4.0", Some("0.3.1")));
-    assert_eq!(o.status, Some(0), "{o:?}");
+    assert_eq!(o.status(), Some(0), "{o:?}");
     let expected = result_json("0.4.0").replace(r#"["8.8.8.8"]"#, r#"["1.2.3.4"]"#);
     assert_eq!(o.stdout_str(), expected);
 }
@@ -467,7 +467,7 @@ fn passthrough_converts_a_prev_result_of_another_family() {
     for (v, prev) in [("1.0.0", "0.4.0"), ("0.4.0", "1.0.0"), ("1.1.0", "0.3.1")] {
         let case = Case::new(&json!({"ReportResult": "PASSTHROUGH"}));
         let o = case.run("ADD", &[], &config(v, Some(prev)));
-        assert_eq!(o.status, Some(0), "{v} <- {prev}: {o:?}");
+        assert_eq!(o.status(), Some(0), "{v} <- {prev}: {o:?}");
         assert_eq!(o.stdout_str(), result_json(v), "{v} <- {prev}");
     }
 }
@@ -483,13 +483,13 @@ fn report_stderr_goes_to_stderr_only() {
     let result = r#"{"cniVersion":"1.0.0","ips":[{"address":"10.9.9.9/16"}]}"#;
     let case = Case::new(&json!({"ReportResult": result, "ReportStderr": "to stderr\n"}));
     let o = case.run("ADD", &[], &config("1.0.0", None));
-    assert_eq!(o.status, Some(0), "{o:?}");
+    assert_eq!(o.status(), Some(0), "{o:?}");
     assert_eq!(o.stdout_str(), result);
     assert_eq!(o.stderr_str(), "to stderr\n");
 
     let case = Case::new(&json!({"ReportError": "banana", "ReportStderr": "to stderr\n"}));
     let o = case.run("ADD", &[], &config("0.4.0", None));
-    assert_eq!(o.status, Some(1), "{o:?}");
+    assert_eq!(o.status(), Some(1), "{o:?}");
     assert_eq!(
         one_json_or_nothing(&o),
         Some(json!({"code": 999, "msg": "banana"}))
@@ -505,7 +505,7 @@ fn exit_with_code_sets_the_exit_status_after_printing() {
     for (exit, status) in [(3, 3), (42, 42), (0, 0), (-5, 0)] {
         let case = Case::new(&json!({"ReportResult": result, "ExitWithCode": exit}));
         let o = case.run("ADD", &[], &config("1.0.0", None));
-        assert_eq!(o.status, Some(status), "ExitWithCode {exit}: {o:?}");
+        assert_eq!(o.status(), Some(status), "ExitWithCode {exit}: {o:?}");
         assert_eq!(o.stdout_str(), result, "ExitWithCode {exit}");
         assert_eq!(o.stderr_str(), "", "ExitWithCode {exit}");
     }
@@ -514,7 +514,7 @@ fn exit_with_code_sets_the_exit_status_after_printing() {
     let err = r#"{"code":7,"msg":"custom failure"}"#;
     let case = Case::new(&json!({"ReportResult": err, "ExitWithCode": 1}));
     let o = case.run("DEL", &[], &config("1.0.0", None));
-    assert_eq!((o.status, o.stdout_str()), (Some(1), err.to_owned()));
+    assert_eq!((o.status(), o.stdout_str()), (Some(1), err.to_owned()));
 
     let case = Case::new(&json!({"ReportError": "banana", "ExitWithCode": 3}));
     let o = case.run("ADD", &[], &config("1.0.0", None));
@@ -539,7 +539,7 @@ fn report_error_code_picks_the_error_code() {
 fn without_a_debug_file_the_noop_prints_an_empty_object() {
     let case = Case::new(&json!({}));
     let o = case.run("ADD", &[("CNI_ARGS", "")], &config("1.0.0", None));
-    assert_eq!(o.status, Some(0), "{o:?}");
+    assert_eq!(o.status(), Some(0), "{o:?}");
     assert_eq!(o.stdout_str(), "{}");
     assert_eq!(
         o.stderr_str(),
@@ -579,7 +579,7 @@ fn own_netns_is_refused_before_the_plugin_runs() {
     for command in ["ADD", "DEL"] {
         let case = Case::new(&settings);
         let o = case.run(command, &[("CNI_NETNS", own)], &config("1.0.0", None));
-        assert_eq!(o.status, Some(1), "{command}: {o:?}");
+        assert_eq!(o.status(), Some(1), "{command}: {o:?}");
         assert_eq!(
             one_json_or_nothing(&o),
             Some(json!({
@@ -597,7 +597,7 @@ fn own_netns_is_refused_before_the_plugin_runs() {
             &[("CNI_NETNS", own), ("CNI_NETNS_OVERRIDE", "1")],
             &stdin,
         );
-        assert_eq!((o.status, o.stdout_str()), (Some(0), "{}".to_owned()));
+        assert_eq!((o.status(), o.stdout_str()), (Some(0), "{}".to_owned()));
         let b64 = recorded_stdin_b64(&case, &stdin);
         assert_eq!(
             case.debug_raw(),
@@ -614,7 +614,7 @@ fn cni_path_is_optional_except_for_gc() {
         let case = Case::new(&json!({"ReportResult": "{}"}));
         let o = case.run(command, &[("CNI_PATH", "")], &config("1.1.0", None));
         assert_eq!(
-            (o.status, o.stdout_str()),
+            (o.status(), o.stdout_str()),
             (Some(0), "{}".to_owned()),
             "{command}: {o:?}"
         );
@@ -652,7 +652,7 @@ fn missing_environment_is_code_4_naming_every_variable() {
 #[test]
 fn run_by_hand_prints_about_on_stderr() {
     let o = run_plugin(&noop(), &[], b"");
-    assert_eq!(o.status, Some(0), "{o:?}");
+    assert_eq!(o.status(), Some(0), "{o:?}");
     assert_eq!(one_json_or_nothing(&o), None);
     assert_eq!(
         o.stderr_str(),

@@ -15,7 +15,10 @@
 
 use serde_json::{json, Value};
 use tests::sandbox::{NetDirs, Via};
-use tests::{global_addrs, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
+use tests::StdoutJson;
+use tests::{
+    global_addrs, ip, ours_with_reference_host_local, plugin_bin_dir, reference_plugin_dir, NetNs,
+};
 
 const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
 /// The MAC a scenario asks for; kept in results, unlike generated ones.
@@ -30,9 +33,9 @@ enum Side {
 
 fn dirs(side: Side) -> NetDirs {
     // Ours first: our `bridge`, `tuning`, `loopback` shadow the reference
-    // ones; `host-local` comes from the reference directory either way.
+    // ones; `host-local` is the reference's on both sides.
     let path = match side {
-        Side::Ours => vec![plugin_bin_dir(), reference_plugin_dir()],
+        Side::Ours => ours_with_reference_host_local(),
         Side::Reference => vec![reference_plugin_dir()],
     };
     NetDirs::new("vs-reference-", path)
@@ -74,7 +77,25 @@ fn run(
     let cid = format!("vs-{tag}-{}", std::process::id());
     let add = dirs.run(Via::Libcni, "add", &net, &ns, &cid, ifname);
     assert_eq!(add["ok"], true, "{side:?} ADD at {version}: {add}");
-    let after_add = kernel(&ns, bridge);
+    // A routed host end (ptp): the host link the result names, outside
+    // the container; a bridge's port is under "ports" instead.
+    let host_end: Option<String> = add["result"]["interfaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| bridge.is_none() && i["sandbox"].is_null() && i["name"].is_string())
+        .map(|i| i["name"].as_str().unwrap().to_string());
+    let host = host_end.as_deref();
+    let after_add = kernel(&ns, bridge, host, &cid);
+    if plugins[0]["type"] == "ptp" {
+        assert!(host.is_some(), "{side:?}: ptp's host end in {add}");
+        let masquerades = plugins[0]["ipMasq"] == true;
+        assert_eq!(
+            after_add["masquerade"] != json!([]),
+            masquerades,
+            "{after_add}"
+        );
+    }
     let check = dirs.run(Via::Libcni, "check", &net, &ns, &cid, ifname);
     let del = dirs.run(Via::Libcni, "del", &net, &ns, &cid, ifname);
     assert_eq!(del["ok"], true, "{side:?} DEL at {version}: {del}");
@@ -83,7 +104,7 @@ fn run(
         again["ok"], true,
         "{side:?} DEL again at {version}: {again}"
     );
-    let mut after_del = kernel(&ns, bridge);
+    let mut after_del = kernel(&ns, bridge, host, &cid);
     after_del["reservations"] = json!(dirs.reservations(&net).len());
     Run {
         add: normalise(add["result"].clone()),
@@ -100,7 +121,9 @@ fn normalise(mut result: Value) -> Value {
             if iface["mac"] != ASKED_MAC && iface["mac"] != "00:00:00:00:00:00" {
                 iface["mac"] = json!("<mac>");
             }
-            if i == 1
+            // The host end: a bridge's port (1) or ptp's routed end (0).
+            if i < 2
+                && iface["sandbox"].is_null()
                 && iface["name"]
                     .as_str()
                     .is_some_and(|n| n.starts_with("veth"))
@@ -149,7 +172,16 @@ fn links(args: &[&str]) -> Value {
 
 /// Routes of a namespace, link-local ones left out.
 fn routes(ns: &NetNs, family: &str) -> Value {
-    let out = ip(&["-n", ns.name(), "-j", family, "route", "show"]);
+    route_list(&["-n", ns.name(), "-j", family, "route", "show"])
+}
+
+/// The routes `ip ARGS` lists (null when it fails: the link is gone),
+/// link-local ones left out, sorted.
+fn route_list(args: &[&str]) -> Value {
+    let out = ip(args);
+    if !out.success() {
+        return json!(null);
+    }
     let mut routes: Vec<Value> = out
         .stdout_json()
         .as_array()
@@ -173,18 +205,45 @@ fn sysctl(ns: &NetNs, key: &str) -> Value {
     json!(out.stdout_str().trim())
 }
 
-/// The kernel state a user relies on after ADD.
-fn kernel(ns: &NetNs, bridge: Option<&str>) -> Value {
+/// The host's `nat` rules (both families, as `iptables-save` prints
+/// them) whose comment names container `cid`: the masquerading.
+fn masquerade_rules(cid: &str) -> Value {
+    let mut lines = Vec::new();
+    for program in ["iptables-save", "ip6tables-save"] {
+        let out = std::process::Command::new(program)
+            .args(["-t", "nat"])
+            .output()
+            .expect("iptables-save runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        lines.extend(
+            text.lines()
+                .filter(|l| l.contains(&format!("id: \\\"{cid}\\\"")))
+                .map(str::to_string),
+        );
+    }
+    json!(lines)
+}
+
+/// The kernel state a user relies on after ADD: the container's links,
+/// routes and sysctls, the masquerading of container `cid`, and the
+/// bridge and its ports or the routed host end (ptp) with its routes.
+fn kernel(ns: &NetNs, bridge: Option<&str>, host: Option<&str>, cid: &str) -> Value {
     let mut state = json!({
         "container": links(&["-n", ns.name(), "-j", "-d", "addr"]),
         "routes4": routes(ns, "-4"),
         "routes6": routes(ns, "-6"),
         "arp_notify": sysctl(ns, "net.ipv4.conf.eth0.arp_notify"),
         "accept_dad": sysctl(ns, "net.ipv6.conf.eth0.accept_dad"),
+        "masquerade": masquerade_rules(cid),
     });
     if let Some(br) = bridge {
         state["bridge"] = links(&["-j", "-d", "addr", "show", "dev", br]);
         state["ports"] = links(&["-j", "-d", "addr", "show", "master", br]);
+    }
+    if let Some(name) = host {
+        state["host_end"] = links(&["-j", "-d", "addr", "show", "dev", name]);
+        state["host_routes4"] = route_list(&["-j", "-4", "route", "show", "dev", name]);
+        state["host_routes6"] = route_list(&["-j", "-6", "route", "show", "dev", name]);
     }
     state
 }
@@ -239,6 +298,7 @@ fn host_local(subnet: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_with_gateway_hairpin_and_mtu_matches_the_reference() {
     let br = bridge_name("g");
     same_as_reference(
@@ -251,6 +311,7 @@ fn bridge_with_gateway_hairpin_and_mtu_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_as_default_gateway_with_a_requested_mac_matches_the_reference() {
     let br = bridge_name("d");
     same_as_reference(
@@ -267,6 +328,7 @@ fn bridge_as_default_gateway_with_a_requested_mac_matches_the_reference() {
 // `IFNAME` (it reads `/proc/sys/net/ipv4/conf/IFNAME/...` and fails), ours
 // does (plugins_sample::tuning, "Where we deliberately differ").
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_then_tuning_matches_the_reference() {
     let br = bridge_name("t");
     same_as_reference(
@@ -282,6 +344,7 @@ fn bridge_then_tuning_matches_the_reference() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_matches_the_reference() {
     same_as_reference("lo", "lo", None, json!([{"type": "loopback"}]));
 }
@@ -290,6 +353,7 @@ fn loopback_matches_the_reference() {
 /// cni-conformance ADD-LAYOUT finding); ours prints the same addresses in
 /// each version's own layout, and the same result at 1.0.0.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_reports_the_reference_addresses_in_each_versions_layout() {
     let ns = NetNs::create("lo-all");
     for version in ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"] {
@@ -337,6 +401,7 @@ fn loopback_reports_the_reference_addresses_in_each_versions_layout() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
     let br = bridge_name("n");
     let dirs = dirs(Side::Ours);
@@ -360,6 +425,7 @@ fn bridge_del_after_the_namespace_is_gone_succeeds_and_releases_the_address() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
     let br = bridge_name("f");
     for force in [false, true] {
@@ -402,6 +468,21 @@ fn another_address_on_the_bridge_fails_as_the_reference_unless_force_address() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_masquerading_bridge_matches_the_reference() {
+    let br = bridge_name("m");
+    same_as_reference(
+        "brm",
+        "eth0",
+        Some(&br),
+        json!([{"type": "bridge", "bridge": br, "isGateway": true, "ipMasq": true,
+                "ipam": {"type": "host-local",
+                         "ranges": [[{"subnet": "10.216.13.0/24"}], [{"subnet": "fd00:216:13::/64"}]]}}]),
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_dual_stack_bridge_matches_the_reference() {
     let br = bridge_name("6");
     same_as_reference(
@@ -412,4 +493,79 @@ fn a_dual_stack_bridge_matches_the_reference() {
                 "ipam": {"type": "host-local",
                          "ranges": [[{"subnet": "10.216.7.0/24"}], [{"subnet": "fd00:216:7::/64"}]]}}]),
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn ptp_with_ip_masq_and_mtu_matches_the_reference_in_both_families() {
+    same_as_reference(
+        "ptp",
+        "eth0",
+        None,
+        json!([{"type": "ptp", "ipMasq": true, "mtu": 1400,
+                "ipam": {"type": "host-local",
+                         "ranges": [[{"subnet": "10.216.10.0/24"}], [{"subnet": "fd00:216:10::/64"}]],
+                         "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}}]),
+    );
+}
+
+/// One plugin's ADD, then the other's DEL, at 1.0.0 with `ipMasq`: no
+/// container end, host end, masquerading rule or reservation is left,
+/// whichever ran the ADD.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn ptp_add_by_one_side_is_undone_by_the_others_del() {
+    for (adder, deleter, tag) in [
+        (Side::Reference, Side::Ours, "x1"),
+        (Side::Ours, Side::Reference, "x2"),
+    ] {
+        let ns = NetNs::create(&format!("ptp{tag}"));
+        let data = tempfile::tempdir().unwrap();
+        let cid = format!("vs-ptp{tag}-{}", std::process::id());
+        let conf = json!({"cniVersion": "1.0.0", "name": format!("vs-ptp{tag}"), "type": "ptp",
+            "ipMasq": true,
+            "ipam": {"type": "host-local", "dataDir": data.path(),
+                     "ranges": [[{"subnet": "10.216.11.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}})
+        .to_string();
+        let path = ns.path();
+        let run = |side: Side, command: &str| {
+            let dir = match side {
+                Side::Ours => plugin_bin_dir(),
+                Side::Reference => reference_plugin_dir(),
+            };
+            let env = [
+                ("CNI_COMMAND", command),
+                ("CNI_CONTAINERID", cid.as_str()),
+                ("CNI_NETNS", path.as_str()),
+                ("CNI_IFNAME", "eth0"),
+                ("CNI_PATH", "/usr/lib/cni"),
+            ];
+            tests::run_plugin(&dir.join("ptp"), &env, conf.as_bytes())
+        };
+        let add = run(adder, "ADD");
+        assert!(add.success(), "{adder:?} ADD: {add:?}");
+        let host_end = add.stdout_json()["interfaces"][0]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_ne!(masquerade_rules(&cid), json!([]), "{adder:?} masquerades");
+        let del = run(deleter, "DEL");
+        assert!(del.success(), "{deleter:?} DEL: {del:?}");
+        assert_eq!(
+            masquerade_rules(&cid),
+            json!([]),
+            "{adder:?} then {deleter:?}"
+        );
+        assert!(
+            !ip(&["link", "show", "dev", &host_end]).success(),
+            "host end left"
+        );
+        assert!(!ip(&["-n", ns.name(), "link", "show", "dev", "eth0"]).success());
+        let left: Vec<_> = std::fs::read_dir(data.path().join(format!("vs-ptp{tag}")))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("10."))
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{adder:?} then {deleter:?}");
+    }
 }

@@ -19,6 +19,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use tests::podman::Podman;
+use tests::StdoutJson;
 use tests::{host_link, ip, plugin_bin_dir};
 
 /// A Podman whose networks find our plugins.
@@ -79,6 +80,7 @@ fn inet(text: &str) -> Option<&str> {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_container_gets_its_address_and_routes_from_our_plugins_and_rm_leaves_nothing() {
     let podman = podman("addr");
     let net = veth_network(&podman, "addr", "10.215.1.0/24", None);
@@ -104,6 +106,7 @@ fn a_container_gets_its_address_and_routes_from_our_plugins_and_rm_leaves_nothin
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn ip_is_honoured_and_the_host_reaches_the_container() {
     let podman = podman("ip");
     let net = veth_network(&podman, "ip", "10.215.2.0/24", None);
@@ -130,6 +133,7 @@ fn ip_is_honoured_and_the_host_reaches_the_container() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn an_exhausted_range_fails_podman_run_with_our_message_and_leaves_nothing() {
     let podman = podman("full");
     let net = veth_network(
@@ -163,6 +167,7 @@ fn an_exhausted_range_fails_podman_run_with_our_message_and_leaves_nothing() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn no_podman_state_escapes_its_temporary_directory() {
     let podman = podman("conf");
     let out = podman.podman(&["info", "--format", "json"]);
@@ -178,6 +183,7 @@ fn no_podman_state_escapes_its_temporary_directory() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn mac_address_is_honoured_through_cni_args() {
     let podman = podman("mac");
     let net = veth_network(&podman, "mac", "10.215.4.0/24", None);
@@ -239,6 +245,7 @@ fn assert_bridge_network_empty(podman: &Podman, network: &str, bridge: &str) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_ipam_and_tuning_honour_ip_and_mac_and_rm_leaves_nothing() {
     let podman = podman("brtu");
     let br = podman.host_link("tu");
@@ -265,6 +272,7 @@ fn bridge_ipam_and_tuning_honour_ip_and_mac_and_rm_leaves_nothing() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn two_containers_on_one_bridge_reach_each_other_and_the_host_reaches_both() {
     let podman = podman("pair");
     let br = podman.host_link("pr");
@@ -325,6 +333,7 @@ fn connect(addr: &str) -> std::net::TcpStream {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn an_exhausted_bridge_range_fails_with_our_message_and_leaves_nothing() {
     let podman = podman("brfull");
     let br = podman.host_link("fu");
@@ -351,6 +360,7 @@ fn an_exhausted_bridge_range_fails_with_our_message_and_leaves_nothing() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_loopback_network_runs_and_leaves_nothing() {
     let podman = podman("lo");
     let net = podman.add_network("lo", "1.0.0", json!([{"type": "loopback"}]));

@@ -72,6 +72,7 @@ fn redact_macs(text: &str) -> String {
 /// ADD brings `lo` up with 127.0.0.1/8 and reports it; CHECK passes; DEL
 /// takes it down; DEL again succeeds. Ours and libcni alike.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn loopback_in_a_namespace() {
     let dirs = sandbox();
     let list = json!({"cniVersion": "1.0.0", "name": "lonet", "plugins": [{"type": "loopback"}]});
@@ -131,6 +132,7 @@ fn loopback_in_a_namespace() {
 /// removes `eth0` (and its host-side veth) and the reservation; DEL again
 /// succeeds. Ours and libcni alike.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn bridge_with_host_local_in_a_namespace() {
     let dirs = sandbox();
     let bridge = format!("cnirs{}", std::process::id() % 1000);
@@ -215,6 +217,7 @@ fn bridge_with_host_local_in_a_namespace() {
 /// bridge's MAC changed, as its last port went away), and DEL still cleans
 /// up.
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn check_fails_in_both_when_the_interface_is_gone() {
     let dirs = sandbox();
     let bridge = format!("cnirs{}c", std::process::id() % 1000);

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use tests::StdoutJson;
 use tests::{run_plugin, FAKE_NETNS};
 
 /// ADD of the `echo-config` test plugin with `conf` on stdin.

@@ -7,9 +7,10 @@ use cni_types::{IpNetwork, SpecVersion};
 use serde_json::Value;
 
 use crate::call::Call;
-use crate::case::{Case, Finding, Kind, Level, Verdict};
+use crate::case::{Case, Finding, Level, Verdict};
 use crate::cases::lifecycle::{lifecycle, result_of};
 use crate::session::Session;
+use crate::target::Kind;
 
 /// Applies `problems` to the first ADD result of every version; versions
 /// whose ADD failed are left to ADD-SUCCEEDS.

@@ -1,28 +1,27 @@
 //! Concurrent ADDs for distinct containers, as a runtime starting many
 //! pods at once makes them.
 
+use std::sync::Arc;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use cni_net::testing::TempNetns;
 use cni_skel::Command;
 use cni_types::{IpNetwork, SpecVersion};
 use serde_json::Value;
 
 use crate::call::Call;
-use crate::case::{Case, Finding, Kind, Level, Verdict};
+use crate::case::{Case, Finding, Level, Verdict};
 use crate::cases::lifecycle::result_of;
-use crate::netns::TempNetns;
+use crate::netns;
 use crate::session::Session;
+use crate::target::Kind;
 
 /// How many ADDs run at once.
 pub const PARALLEL: usize = 16;
 
-/// The concurrent ADDs.
-#[derive(Debug)]
-pub struct Outcome {
-    /// One ADD per container, `cnic-par-<i>`.
-    pub adds: Vec<Call>,
-}
+pub use crate::scenarios::ConcurrentAdds as Outcome;
 
 /// One container of the scenario.
 struct Attachment {
@@ -37,7 +36,7 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
     // names of their own in the one namespace.
     let namespaces: Vec<TempNetns> = if s.owns_netns() && s.kind() == Kind::Interface {
         (0..PARALLEL)
-            .map_while(|_| TempNetns::create().ok())
+            .map_while(|_| netns::temporary().ok())
             .collect()
     } else {
         Vec::new()
@@ -52,7 +51,7 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
                 format!("{}p{i}", s.target().ifname)
             },
             netns: if own {
-                namespaces[i].path()
+                namespaces[i].path().to_owned()
             } else {
                 s.netns().to_owned()
             },
@@ -61,7 +60,7 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
     for a in &attachments {
         s.prepare_link(&a.netns, &a.ifname);
     }
-    let exec_all = |command: Command, config: &dyn Fn(usize) -> Value| -> Vec<Call> {
+    let exec_all = |command: Command, config: &dyn Fn(usize) -> Value| -> Vec<Arc<Call>> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = attachments
                 .iter()
@@ -81,7 +80,7 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
         let a = &attachments[i];
         s.add_config(version, &a.netns, &a.ifname, 100 + i as u8)
     });
-    let results: Vec<Option<Value>> = adds.iter().map(result_of).collect();
+    let results: Vec<Option<Value>> = adds.iter().map(|add| result_of(add)).collect();
     let with_prev = *version >= SpecVersion::V0_4_0;
     exec_all(Command::Del, &|i| {
         s.config(version, results[i].as_ref().filter(|_| with_prev))

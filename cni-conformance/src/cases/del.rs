@@ -1,16 +1,19 @@
 //! DEL (SPEC-1.0.0 §2 DEL), read from each version's lifecycle.
 
+use std::sync::Arc;
+
 use cni_types::SpecVersion;
 
 use crate::call::Call;
-use crate::case::{Case, Finding, Kind, Level, Verdict};
+use crate::case::{Case, Finding, Level, Verdict};
 use crate::cases::add::failure;
 use crate::cases::lifecycle::{lifecycle, result_of, Lifecycle};
 use crate::session::Session;
+use crate::target::Kind;
 
 /// A finding for every version whose `pick`ed call did not succeed;
 /// skipped when no version has one.
-fn each_succeeds(s: &Session, pick: impl Fn(&Lifecycle) -> Option<&Call>) -> Verdict {
+fn each_succeeds(s: &Session, pick: impl Fn(&Lifecycle) -> Option<&Arc<Call>>) -> Verdict {
     let mut findings = Vec::new();
     let mut ran = false;
     for version in s.versions() {

@@ -1,6 +1,8 @@
 //! The execution protocol's inputs (SPEC-1.0.0 §2 Parameters, §5 Error):
 //! required variables, unreadable configuration, unsupported versions.
 
+use std::sync::Arc;
+
 use cni_skel::Command;
 use cni_types::SpecVersion;
 use serde_json::Value;
@@ -24,18 +26,7 @@ pub const REQUIRED: [(Command, &[&str]); 3] = [
     ),
 ];
 
-/// The calls with something wrong in the input, made once per run.
-#[derive(Debug)]
-pub struct Probes {
-    /// One call per (command, variable) with that variable left out.
-    pub missing: Vec<(&'static str, Call)>,
-    /// ADD without `CNI_COMMAND`.
-    pub no_command: Option<Call>,
-    /// ADD with a truncated configuration.
-    pub malformed: Option<Call>,
-    /// ADD with `cniVersion` 99.0.0.
-    pub unsupported: Option<Call>,
-}
+pub use crate::scenarios::EnvProbes as Probes;
 
 const CONTAINER: &str = "cnic-env";
 
@@ -75,7 +66,7 @@ fn probe(s: &Session) -> Probes {
     }
     let config = s.add_config(&newest, s.netns(), &ifname, 8).to_string();
     let mut invocation = s.invocation(Command::Add, CONTAINER, &ifname);
-    invocation.command.clear();
+    invocation.command = Command::Other("".into());
     let no_command = s.exec("ADD without CNI_COMMAND", &invocation, config.as_bytes());
 
     let add = s.invocation(Command::Add, CONTAINER, &ifname);
@@ -101,7 +92,7 @@ fn probes(s: &Session) -> &Probes {
 }
 
 /// A finding unless the call failed with error `code`.
-fn expect_error(call: &Call, code: u64, what: &str) -> Option<Finding> {
+fn expect_error(call: &Arc<Call>, code: u64, what: &str) -> Option<Finding> {
     if call.succeeded() {
         return Some(Finding::on(call, format!("{what}: succeeded")));
     }
@@ -113,7 +104,7 @@ fn expect_error(call: &Call, code: u64, what: &str) -> Option<Finding> {
         )),
         None => Some(Finding::on(
             call,
-            format!("{what}: {} with no error code", call.exit),
+            format!("{what}: {} with no error code", call.output.exit),
         )),
     }
 }

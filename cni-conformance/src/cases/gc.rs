@@ -10,38 +10,24 @@ use crate::cases::concurrency::addresses;
 use crate::cases::lifecycle::result_of;
 use crate::session::Session;
 
-/// The GC scenario: two attachments, a GC naming only the first, a CHECK
-/// of the first.
-#[derive(Debug)]
-pub struct Outcome {
-    /// ADD of the attachment GC is told to keep.
-    pub add_kept: Call,
-    /// ADD of the attachment GC is not told to keep, before the GC.
-    pub add_other: Call,
-    /// The GC.
-    pub gc: Call,
-    /// CHECK of the kept attachment after the GC.
-    pub check: Call,
-    /// ADD of a new attachment after the GC, which must not be given the
-    /// kept attachment's addresses.
-    pub add_new: Call,
-}
+pub use crate::scenarios::GcOutcome as Outcome;
 
 fn run(s: &Session) -> Outcome {
     let v = SpecVersion::V1_1_0;
     let kept = ("cnic-gc-kept", format!("{}k", s.target().ifname));
     let other = ("cnic-gc-other", format!("{}o", s.target().ifname));
-    let mut results = Vec::new();
-    for (host, (id, ifname)) in [(20, &kept), (21, &other)] {
+    let new = ("cnic-gc-new", format!("{}n", s.target().ifname));
+    let add = |step: String, (id, ifname): &(&str, String), host: u8| {
         s.prepare_link(s.netns(), ifname);
         let config = s.add_config(&v, s.netns(), ifname, host);
-        let add = s.exec(
-            format!("GC: ADD {id}"),
+        s.exec(
+            step,
             &s.invocation(Command::Add, id, ifname),
             config.to_string().as_bytes(),
-        );
-        results.push(add);
-    }
+        )
+    };
+    let add_kept = add(format!("GC: ADD {}", kept.0), &kept, 20);
+    let add_other = add(format!("GC: ADD {}", other.0), &other, 21);
     let valid = json!([{"containerID": kept.0, "ifname": kept.1}]);
     let mut config = s.config(&v, None);
     config["cni.dev/valid-attachments"] = valid.clone();
@@ -52,23 +38,18 @@ fn run(s: &Session) -> Outcome {
         &s.invocation(Command::Gc, "", ""),
         config.to_string().as_bytes(),
     );
-    let kept_result = result_of(&results[0]);
     let check = s.exec(
         format!("GC: CHECK {} after GC", kept.0),
         &s.invocation(Command::Check, kept.0, &kept.1),
-        s.config(&v, kept_result.as_ref()).to_string().as_bytes(),
-    );
-    let new = ("cnic-gc-new", format!("{}n", s.target().ifname));
-    s.prepare_link(s.netns(), &new.1);
-    let add_new = s.exec(
-        format!("GC: ADD {} after GC", new.0),
-        &s.invocation(Command::Add, new.0, &new.1),
-        s.add_config(&v, s.netns(), &new.1, 22)
+        s.config(&v, result_of(&add_kept).as_ref())
             .to_string()
             .as_bytes(),
     );
-    results.push(add_new.clone());
-    for (add, (id, ifname)) in results.iter().zip([&kept, &other, &new]) {
+    let add_new = add(format!("GC: ADD {} after GC", new.0), &new, 22);
+    for (add, (id, ifname)) in [&add_kept, &add_other, &add_new]
+        .into_iter()
+        .zip([&kept, &other, &new])
+    {
         let config = s.config(&v, result_of(add).as_ref());
         s.exec(
             format!("GC: DEL {id}"),
@@ -76,11 +57,9 @@ fn run(s: &Session) -> Outcome {
             config.to_string().as_bytes(),
         );
     }
-    let mut results = results.into_iter();
-    let (add_kept, add_other) = (results.next(), results.next());
     Outcome {
-        add_kept: add_kept.expect("the kept attachment's ADD"),
-        add_other: add_other.expect("the other attachment's ADD"),
+        add_kept,
+        add_other,
         gc,
         check,
         add_new,

@@ -5,11 +5,12 @@ use cni_skel::Command;
 use cni_types::SpecVersion;
 use serde_json::Value;
 
-use crate::case::{Case, Finding, Kind, Level, Verdict};
+use crate::case::{Case, Finding, Level, Verdict};
 use crate::cases::add::{each_result, list};
 use crate::cases::lifecycle::{lifecycle, result_of};
 use crate::netns;
 use crate::session::Session;
+use crate::target::Kind;
 
 fn uses_ifname(s: &Session) -> Verdict {
     if s.kind() != Kind::Interface {

@@ -10,57 +10,10 @@ use cni_types::SpecVersion;
 use serde_json::Value;
 
 use crate::call::Call;
-use crate::netns::TempNetns;
+use crate::netns;
 use crate::session::Session;
 
-/// What happened to one attachment through its lifecycle.
-#[derive(Debug)]
-pub struct Lifecycle {
-    /// The configuration's version.
-    pub version: SpecVersion,
-    /// The first ADD.
-    pub add: Call,
-    /// Its configuration (with the built `prevResult` of a chained plugin).
-    pub add_config: Value,
-    /// Its result: the one JSON object it printed on success.
-    pub result: Option<Value>,
-    /// CHECK right after the ADD, with its result as `prevResult`; below
-    /// 0.4.0 this CHECK must be refused.
-    pub check: Call,
-    /// DEL (with `prevResult` from 0.4.0 on).
-    pub del: Call,
-    /// The namespace's links around the first ADD and DEL (interface
-    /// plugins in a named namespace only).
-    pub links: Option<Links>,
-    /// The same DEL again.
-    pub del_again: Call,
-    /// ADD after the DELs.
-    pub add_again: Call,
-    /// DEL of that attachment without `prevResult`.
-    pub del_no_prev: Call,
-    /// ADD in a second namespace, and DEL after that namespace was
-    /// removed (with `--netns auto` only).
-    pub gone: Option<(Call, Call)>,
-}
-
-/// The names of the links in the namespace at three moments.
-#[derive(Debug)]
-pub struct Links {
-    /// Before the ADD.
-    pub before: Vec<String>,
-    /// After the ADD.
-    pub after_add: Vec<String>,
-    /// After the DEL.
-    pub after_del: Vec<String>,
-}
-
-impl Links {
-    /// The ADD created the interface `ifname`.
-    pub fn created(&self, ifname: &str) -> bool {
-        let has = |links: &[String]| links.iter().any(|l| l == ifname);
-        !has(&self.before) && has(&self.after_add)
-    }
-}
+pub use crate::scenarios::{Lifecycle, Links};
 
 /// The lifecycle in `version`, run on first use.
 pub fn lifecycle(s: &Session, version: &SpecVersion) -> Arc<Lifecycle> {
@@ -140,21 +93,23 @@ fn run(s: &Session, version: &SpecVersion) -> Lifecycle {
 }
 
 /// ADD in a namespace of its own, which is then removed, then DEL.
-fn gone_netns(s: &Session, version: &SpecVersion, id: &str) -> Option<(Call, Call)> {
-    let mut ns = TempNetns::create().ok()?;
+fn gone_netns(s: &Session, version: &SpecVersion, id: &str) -> Option<(Arc<Call>, Arc<Call>)> {
+    let ns = netns::temporary().ok()?;
+    let path = ns.path().to_owned();
     let ifname = s.target().ifname.clone();
-    s.prepare_link(&ns.path(), &ifname);
+    s.prepare_link(&path, &ifname);
     let mut invocation = s.invocation(Command::Add, id, &ifname);
-    invocation.netns = ns.path().display().to_string();
-    let config = s.add_config(version, &ns.path(), &ifname, 11);
+    invocation.netns = path.display().to_string();
+    let config = s.add_config(version, &path, &ifname, 11);
     let add = s.exec(
         format!("lifecycle {version}: ADD in a namespace about to go"),
         &invocation,
         config.to_string().as_bytes(),
     );
-    ns.delete().ok()?;
+    // Removed now, with what the plugin put in it.
+    drop(ns);
     let prev = result_of(&add).filter(|_| *version >= SpecVersion::V0_4_0);
-    invocation.command = Command::Del.as_str().into();
+    invocation.command = Command::Del;
     let del = s.exec(
         format!("lifecycle {version}: DEL after the namespace was removed"),
         &invocation,

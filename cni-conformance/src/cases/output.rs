@@ -2,6 +2,7 @@
 //! made: these cases run last and read the whole log.
 
 use cni_invoke::Exit;
+use cni_skel::Command;
 use serde_json::Value;
 
 use crate::call::Call;
@@ -48,7 +49,7 @@ fn no_error_on_success(s: &Session) -> Verdict {
 
 fn error_object(s: &Session) -> Verdict {
     every_call(s, |call| {
-        if !matches!(call.exit, Exit::Status(c) if c != 0) {
+        if !matches!(call.output.exit, Exit::Status(c) if c != 0) {
             return None;
         }
         let object = call.object();
@@ -56,10 +57,12 @@ fn error_object(s: &Session) -> Verdict {
         let msg = object.as_ref().and_then(|o| o.get("msg"));
         match (code.and_then(Value::as_u64), msg.and_then(Value::as_str)) {
             (Some(_), Some(_)) => None,
-            _ if call.stdout_is_empty() => Some(format!("{} and nothing on stdout", call.exit)),
+            _ if call.stdout_is_empty() => {
+                Some(format!("{} and nothing on stdout", call.output.exit))
+            }
             _ => Some(format!(
                 "{} without an error object with a numeric `code` and a string `msg`",
-                call.exit
+                call.output.exit
             )),
         }
     })
@@ -68,8 +71,8 @@ fn error_object(s: &Session) -> Verdict {
 fn void_commands_print_nothing(s: &Session) -> Verdict {
     every_call(s, |call| {
         let void = matches!(
-            call.command.as_deref(),
-            Some("DEL" | "CHECK" | "GC" | "STATUS")
+            call.command,
+            Some(Command::Del | Command::Check | Command::Gc | Command::Status)
         );
         // Anything but one document is OUTPUT-ONE-DOCUMENT's to judge.
         let printed = match call.documents().as_deref() {
@@ -83,7 +86,7 @@ fn void_commands_print_nothing(s: &Session) -> Verdict {
 }
 
 fn terminates(s: &Session) -> Verdict {
-    every_call(s, |call| match call.exit {
+    every_call(s, |call| match call.output.exit {
         Exit::Status(_) => None,
         other => Some(other.to_string()),
     })

@@ -20,8 +20,8 @@ fn answers(s: &Session) -> Verdict {
     if call.succeeded() {
         return Verdict::Pass;
     }
-    if !matches!(call.exit, Exit::Status(_)) {
-        return Verdict::Skip(format!("STATUS {} (see OUTPUT-EXITS)", call.exit));
+    if !matches!(call.output.exit, Exit::Status(_)) {
+        return Verdict::Skip(format!("STATUS {} (see OUTPUT-EXITS)", call.output.exit));
     }
     match call.error_object().and_then(|e| e.code) {
         Some(50 | 51) => Verdict::Pass,

@@ -1,56 +1,16 @@
 //! `VERSION` (SPEC-1.0.0 §2 VERSION, §5 Version): the probe every runtime
 //! makes first, and unknown commands.
 
+use std::sync::Arc;
+
 use cni_skel::Command;
-use cni_types::SpecVersion;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::call::Call;
 use crate::case::{Case, Finding, Level, Verdict};
 use crate::session::Session;
 
-/// The VERSION calls, made once per run.
-#[derive(Debug)]
-pub struct Probes {
-    /// The version sent on stdin.
-    pub asked: SpecVersion,
-    /// VERSION with `{"cniVersion": asked}` on stdin.
-    pub reply: Call,
-    /// VERSION with nothing on stdin.
-    pub no_stdin: Call,
-    /// What `supportedVersions` lists, as printed.
-    pub listed: Vec<String>,
-    /// The listed versions the tool knows (0.1.0 ..= 1.1.0), oldest first;
-    /// all of them when the plugin lists none.
-    pub supported: Vec<SpecVersion>,
-}
-
-/// Runs the VERSION probes.
-pub fn probe(session: &Session, asked: SpecVersion) -> Probes {
-    let invocation = session.invocation(Command::Version, "", "");
-    let stdin = json!({"cniVersion": asked.to_string()}).to_string();
-    let reply = session.exec("VERSION", &invocation, stdin.as_bytes());
-    let no_stdin = session.exec("VERSION without stdin", &invocation, b"");
-    let listed: Vec<String> = reply
-        .object()
-        .and_then(|o| o.get("supportedVersions").cloned())
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default();
-    let mut supported: Vec<SpecVersion> = SpecVersion::ALL
-        .into_iter()
-        .filter(|v| listed.iter().any(|l| *l == v.to_string()))
-        .collect();
-    if supported.is_empty() {
-        supported = SpecVersion::ALL.to_vec();
-    }
-    Probes {
-        asked,
-        reply,
-        no_stdin,
-        listed,
-        supported,
-    }
-}
+pub use crate::scenarios::VersionProbes as Probes;
 
 /// The problem with a version reply, if any.
 fn reply_problem(call: &Call) -> Option<String> {
@@ -71,7 +31,7 @@ fn reply_problem(call: &Call) -> Option<String> {
 
 /// Passes when `call` is a well-formed VERSION reply, else fails with the
 /// one problem [`reply_problem`] names.
-fn reply_verdict(call: &Call) -> Verdict {
+fn reply_verdict(call: &Arc<Call>) -> Verdict {
     match reply_problem(call) {
         Some(problem) => Verdict::Fail(vec![Finding::on(call, problem)]),
         None => Verdict::Pass,
@@ -148,7 +108,7 @@ fn refuses_unknown_command(s: &Session) -> Verdict {
     let ifname = format!("{}u", s.target().ifname);
     s.prepare_link(s.netns(), &ifname);
     let mut invocation = s.invocation(Command::Add, "cnic-unknown", &ifname);
-    invocation.command = "BOGUS".into();
+    invocation.command = Command::Other("BOGUS".into());
     let config = s.add_config(&version, s.netns(), &ifname, 9);
     let call = s.exec(
         "unknown CNI_COMMAND",

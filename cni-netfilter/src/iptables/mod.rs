@@ -29,6 +29,10 @@ const MAX_CHAIN_LEN: usize = 28;
 /// How often a transaction built from a listing is tried when the
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
+/// The file whose `flock` serializes our list-then-restore transactions
+/// on a host. Not `/run/xtables.lock`: `iptables-legacy-restore -w` takes
+/// that one itself.
+pub const HOST_LOCK: &str = "/run/cni-netfilter-iptables.lock";
 
 /// Which iptables commands to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +107,8 @@ impl IptablesBackend {
         let exists = |chain: &str| saved.is_some_and(|s| s.chains.iter().any(|c| c == chain));
         let mut lines = vec![format!("*{}", table.name)];
         let word = |w: &str| w.to_string();
+        // Rules this script adds, so an ensured rule is added once.
+        let mut added: Vec<(String, Vec<String>)> = Vec::new();
         for op in tx.ops() {
             match op {
                 Op::EnsureTable => {}
@@ -117,9 +123,26 @@ impl IptablesBackend {
                 }
                 Op::DeleteChain(_) => {}
                 Op::AddRule(rule) => {
+                    let spec = render::render(rule, table.family)?;
                     let mut words = vec!["-A".into(), rule.chain.clone()];
-                    words.extend(render::render(rule, table.family)?);
+                    words.extend(spec.iter().cloned());
                     lines.push(render::line(&words));
+                    added.push((rule.chain.clone(), spec));
+                }
+                Op::EnsureRule { rule, first } => {
+                    let spec = render::render(rule, table.family)?;
+                    let listed = saved.map(|s| s.rules.as_slice()).unwrap_or_default();
+                    let there = listed
+                        .iter()
+                        .any(|r| r.chain == rule.chain && same(r, &spec))
+                        || added.iter().any(|(c, w)| c == &rule.chain && w == &spec);
+                    if !there {
+                        let verb = if *first { "-I" } else { "-A" };
+                        let mut words = vec![word(verb), rule.chain.clone()];
+                        words.extend(spec.iter().cloned());
+                        lines.push(render::line(&words));
+                        added.push((rule.chain.clone(), spec));
+                    }
                 }
                 Op::DeleteRule(rule) => lines.push(delete_line(rule)?),
                 Op::DeleteRulesByComment { chain, comment } => {
@@ -143,6 +166,42 @@ impl IptablesBackend {
     }
 }
 
+impl IptablesBackend {
+    /// The rules of `rules` that `table` lacks, compared as
+    /// `iptables-save` prints them, from one listing (the reference checks
+    /// each with `iptables -C`).
+    ///
+    /// Go: go-iptables' `IPTables.Exists`, once per rule.
+    pub fn missing_rules<'r>(
+        &mut self,
+        table: &Table,
+        rules: &'r [crate::Rule],
+    ) -> Result<Vec<&'r crate::Rule>, FilterError> {
+        let saved = self.save(table)?;
+        let mut missing = Vec::new();
+        for rule in rules {
+            let spec = render::render(rule, table.family)?;
+            if !saved
+                .rules
+                .iter()
+                .any(|r| r.chain == rule.chain && same(r, &spec))
+            {
+                missing.push(rule);
+            }
+        }
+        Ok(missing)
+    }
+}
+
+/// Whether a listed rule is the rule `spec` renders to, word for word
+/// once `iptables-save`'s quoting is undone.
+fn same(listed: &ListedRule, spec: &[String]) -> bool {
+    match &listed.handle {
+        RuleHandle::Iptables(text) => save::words(text) == spec,
+        RuleHandle::Nft(_) => false,
+    }
+}
+
 impl Default for IptablesBackend {
     fn default() -> IptablesBackend {
         IptablesBackend::new()
@@ -161,10 +220,19 @@ impl Backend for IptablesBackend {
         let lists = tx.ops().iter().any(|op| {
             matches!(
                 op,
-                Op::EnsureChain(_) | Op::DeleteChain(_) | Op::DeleteRulesByComment { .. }
+                Op::EnsureChain(_)
+                    | Op::DeleteChain(_)
+                    | Op::DeleteRulesByComment { .. }
+                    | Op::EnsureRule { .. }
             )
         });
         let program = self.variant.program(tx.table().family, "restore");
+        // A listing is stale once another restore commits, and
+        // iptables-nft's restore then retries against the new ruleset
+        // itself: a rule ensured by two concurrent ADDs can land twice.
+        // Our own processes take turns; other writers are caught by the
+        // retry below only when their change makes ours fail.
+        let _turn = if lists { host_lock() } else { None };
         let mut attempt = 1;
         loop {
             let saved = if lists {
@@ -198,6 +266,33 @@ impl Backend for IptablesBackend {
     fn list_chains(&mut self, table: &Table) -> Result<Vec<String>, FilterError> {
         Ok(self.save(table)?.chains)
     }
+}
+
+/// Whether `listed` (from [`Backend::list_rules`]) is `rule` as
+/// `iptables-save` prints it back: the same chain and the same words.
+/// What the reference's `iptables -C` (go-iptables `Exists`) answers.
+pub(crate) fn is_listed_as(
+    rule: &crate::Rule,
+    family: Family,
+    listed: &ListedRule,
+) -> Result<bool, FilterError> {
+    let RuleHandle::Iptables(spec) = &listed.handle else {
+        return Ok(false);
+    };
+    Ok(listed.chain == rule.chain && save::words(spec) == render::render(rule, family)?)
+}
+
+/// The host lock ([`HOST_LOCK`]), waited for as `iptables -w` waits for
+/// its own; none where it cannot be opened (a read-only `/run`), which
+/// leaves only the retry.
+fn host_lock() -> Option<nix::fcntl::Flock<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(HOST_LOCK)
+        .ok()?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
 }
 
 /// The tables iptables has.
@@ -245,7 +340,7 @@ fn validate(tx: &Transaction) -> Result<(), FilterError> {
             Op::EnsureChain(chain) => chain_name(&chain.name)?,
             Op::FlushChain(name) | Op::DeleteChain(name) => chain_name(name)?,
             Op::DeleteRulesByComment { chain, .. } => chain_name(chain)?,
-            Op::AddRule(rule) => {
+            Op::AddRule(rule) | Op::EnsureRule { rule, .. } => {
                 chain_name(&rule.chain)?;
                 if let Some(target) = rule.action.as_ref().and_then(|a| a.target_chain()) {
                     chain_name(target)?;
@@ -307,6 +402,37 @@ mod tests {
             script,
             "*nat\n-N CNI-new\n-D POSTROUTING -s 10.0.0.5/32 -m comment --comment \"id: c1\" -j CNI-old\n\
              -F CNI-old\n-X CNI-old\n-A CNI-new -m comment --comment \"id: c2\" -j MASQUERADE\nCOMMIT\n"
+        );
+    }
+
+    #[test]
+    fn an_ensured_rule_is_added_once_and_only_when_missing() {
+        let saved = save::parse(
+            "*nat\n:POSTROUTING ACCEPT [0:0]\n:CNI-HOSTPORT-MASQ - [0:0]\n\
+             -A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE\nCOMMIT\n",
+            "nat",
+        );
+        let masq = Rule::new("CNI-HOSTPORT-MASQ")
+            .matching(crate::Match::Mark {
+                value: 0x2000,
+                mask: 0x2000,
+            })
+            .then(Action::Masquerade);
+        let entry = Rule::new("POSTROUTING")
+            .comment("CNI portfwd requiring masquerade")
+            .then(Action::Jump("CNI-HOSTPORT-MASQ".into()));
+        let mut tx = Transaction::new(Table::new(Family::Ip, "nat"));
+        tx.ensure_rule(masq)
+            .push(Op::EnsureRule {
+                rule: entry.clone(),
+                first: true,
+            })
+            .ensure_rule(entry);
+        let script = IptablesBackend::new().script(&tx, Some(&saved)).unwrap();
+        assert_eq!(
+            script,
+            "*nat\n-I POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" \
+             -j CNI-HOSTPORT-MASQ\nCOMMIT\n"
         );
     }
 

@@ -67,7 +67,12 @@ pub(crate) fn render(rule: &Rule, family: Family) -> Result<Vec<String>, FilterE
             }
             Match::Mark { value, mask } => {
                 extensions.extend(["-m", "mark", "--mark"].map(String::from));
-                extensions.push(format!("{value:#x}/{mask:#x}"));
+                // As iptables-save prints it: no mask when all bits count.
+                extensions.push(if *mask == u32::MAX {
+                    format!("{value:#x}")
+                } else {
+                    format!("{value:#x}/{mask:#x}")
+                });
                 "--mark"
             }
             Match::CtState(states) => {

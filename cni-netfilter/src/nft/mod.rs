@@ -25,9 +25,9 @@ mod compile;
 mod expr;
 mod keys;
 mod message;
-mod nla;
+pub(crate) mod nla;
 mod plan;
-mod socket;
+pub(crate) mod socket;
 mod udata;
 
 #[cfg(test)]

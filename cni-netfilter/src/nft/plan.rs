@@ -52,6 +52,13 @@ pub(super) fn validate(tx: &Transaction) -> Result<(), FilterError> {
                     element.key_bytes(set)?;
                 }
             }
+            Op::EnsureRule { .. } => {
+                return Err(FilterError::Unsupported {
+                    backend: crate::BackendKind::Nftables,
+                    what: "adding a rule unless it is there (nft rules are found by comment)"
+                        .into(),
+                })
+            }
             Op::EnsureTable | Op::DeleteTable => {}
         }
     }
@@ -146,6 +153,8 @@ pub(super) fn build(
                 let req = add_rule(table, chain, exprs.clone(), comment, &set_ids)?;
                 batch.push(req, "add rule to", rule_object(table, chain, comment))?;
             }
+            // Refused by `validate` before any batch is built.
+            Op::EnsureRule { .. } => {}
             Op::DeleteRule(rule) => batch.push(
                 delete(table, rule)?,
                 "delete rule of",

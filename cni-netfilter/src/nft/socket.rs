@@ -25,11 +25,11 @@ const RECEIVE_BUFFER: usize = 64 * 1024;
 
 /// A message the kernel sent: its header fields and payload (after the
 /// `nfgenmsg` for nf_tables messages, the error code for errors).
-struct Reply {
-    kind: u16,
-    flags: u16,
-    seq: u32,
-    payload: Vec<u8>,
+pub(crate) struct Reply {
+    pub(crate) kind: u16,
+    pub(crate) flags: u16,
+    pub(crate) seq: u32,
+    pub(crate) payload: Vec<u8>,
 }
 
 /// Where a batch failed: which request (0 is the begin message) and the
@@ -227,8 +227,8 @@ impl NftSocket {
 }
 
 /// The messages of a datagram; nf_tables payloads without their
-/// `nfgenmsg`.
-fn split(mut data: &[u8]) -> Result<Vec<Reply>, FilterError> {
+/// `nfgenmsg` (other subsystems' keep it).
+pub(crate) fn split(mut data: &[u8]) -> Result<Vec<Reply>, FilterError> {
     let mut replies = Vec::new();
     while data.len() >= 16 {
         let word =
@@ -255,7 +255,7 @@ fn split(mut data: &[u8]) -> Result<Vec<Reply>, FilterError> {
 }
 
 /// The errno of an `NLMSG_ERROR` payload (0 for an acknowledgement).
-fn error_code(payload: &[u8]) -> Result<i32, FilterError> {
+pub(crate) fn error_code(payload: &[u8]) -> Result<i32, FilterError> {
     match payload.get(..4) {
         Some(code) => Ok(-i32::from_ne_bytes([code[0], code[1], code[2], code[3]])),
         None => Err(malformed("an error message without its code")),

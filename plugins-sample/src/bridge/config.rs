@@ -1,5 +1,6 @@
 //! The bridge's configuration, validated before anything changes.
 
+use cni_netfilter::{masquerade, BackendKind};
 use cni_types::{Code, Error, Extra};
 use serde::Deserialize;
 
@@ -31,6 +32,14 @@ pub struct Fields {
     /// Promiscuous mode on the bridge.
     #[serde(rename = "promiscMode", default)]
     pub promisc_mode: bool,
+    /// Masquerade the container's traffic to outside its subnets (with
+    /// IPAM only, as the reference).
+    #[serde(rename = "ipMasq", default)]
+    pub ip_masq: bool,
+    /// `"iptables"` or `"nftables"`; absent, the reference's choice
+    /// ([`cni_netfilter::choose`]).
+    #[serde(rename = "ipMasqBackend", default)]
+    pub ip_masq_backend: Option<String>,
     /// IPv6 duplicate address detection in the container (off otherwise).
     #[serde(rename = "enabledad", default)]
     pub enable_dad: bool,
@@ -40,10 +49,10 @@ pub struct Fields {
 }
 
 /// Reference fields this plugin does not implement: code 2 naming the
-/// field when one asks for something (`ipMasq: false` asks for nothing).
+/// field when one asks for something (`vlan: 0` asks for nothing).
 fn reject_unimplemented(fields: &Extra) -> Result<(), Error> {
     use serde_json::Value;
-    for key in ["ipMasq", "vlan", "vlanTrunk", "macspoofchk"] {
+    for key in ["vlan", "vlanTrunk", "macspoofchk"] {
         let asks = match fields.get(key) {
             None | Some(Value::Null) | Some(Value::Bool(false)) => false,
             Some(Value::Number(n)) => n.as_u64() != Some(0),
@@ -71,6 +80,9 @@ pub(super) struct Plan {
     pub gateway: bool,
     /// `mtu`, unless absent or 0 (see [`cni_net::configured_mtu`]).
     pub mtu: Option<u32>,
+    /// `Some` with the backend asked for (`None`: the default) when
+    /// `ipMasq` is on and there is IPAM.
+    pub masquerade: Option<Option<BackendKind>>,
 }
 
 /// Validates the configuration for ADD, CHECK, GC and STATUS: code 2 for
@@ -88,9 +100,12 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
             "cannot set hairpin mode and promiscuous mode at the same time",
         ));
     }
+    let backend = masquerade::requested_backend(f.ip_masq_backend.as_deref())?;
+    let ipam = ipam_type(req);
     Ok(Plan {
         bridge,
-        ipam: ipam_type(req),
+        masquerade: (f.ip_masq && ipam.is_some()).then_some(backend),
+        ipam,
         gateway: f.is_gateway || f.is_default_gateway,
         mtu,
     })

@@ -12,11 +12,18 @@
 //! result is the reference's: bridge, host end, container end, `ips` on
 //! interface 2 with their gateway. Without `ipam` the port is plain layer 2.
 //!
-//! DEL deletes the container end and releases the IPAM reservation; a
-//! namespace or link already gone is success. CHECK compares the bridge,
-//! the port and the container end with `prevResult`. GC and STATUS go to
-//! IPAM. A reference field this plugin does not implement (`ipMasq`,
-//! `vlan`, `macspoofchk`, ...) is code 2 naming it, never ignored.
+//! With IPAM, `ipMasq` masquerades the container's traffic to outside its
+//! subnets ([`cni_netfilter::masquerade`], under `ipMasqBackend` or the
+//! reference's default backend).
+//!
+//! DEL deletes the container end, releases the IPAM reservation and
+//! removes the masquerading; a namespace or link already gone is success.
+//! CHECK compares the bridge, the port and the container end with
+//! `prevResult`, and with `ipMasq` the masquerading rules. GC and STATUS
+//! go to IPAM; GC also removes the masquerading of attachments
+//! `cni.dev/valid-attachments` does not list. A reference field this
+//! plugin does not implement (`vlan`, `macspoofchk`, ...) is code 2
+//! naming it, never ignored.
 //!
 //! ```json
 //! {"cniVersion": "1.0.0", "name": "pods", "type": "bridge", "bridge": "cni0",
@@ -34,14 +41,21 @@
 //! reference leaves it on the bridge until DEL). `isGateway` refuses
 //! (code 7, naming the link) a subnet that another host link already
 //! holds, where the reference puts the gateway on the bridge anyway and
-//! the host's route to the subnet leaves by the other link.
+//! the host's route to the subnet leaves by the other link. DEL removes
+//! the masquerading even when the namespace is gone (the reference
+//! leaves the rules then); CHECK verifies it and GC collects it (the
+//! reference does neither).
 //!
 //! Go: containernetworking/plugins `plugins/main/bridge`.
 
 use cni_net::{ContainerVeth, Netlink, Netns};
+use cni_netfilter::masquerade;
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, NetConf};
+
+use crate::ipmasq::{addresses, attachment};
+use crate::pair::add_container_pair;
 
 mod check;
 mod config;
@@ -74,20 +88,17 @@ impl Plugin for Bridge {
         let mut host = Netlink::open()?;
         let bridge = ensure_bridge(&mut host, &plan.bridge, plan.mtu, f.promisc_mode)?;
         let mut inside = netns.socket()?;
-        if inside.find_link(&req.ifname)?.is_some() {
-            let what = format!(
-                "container veth name provided ({}) already exists",
-                req.ifname
-            );
-            return Err(Error::new(Code::INTERNAL, what).into());
-        }
-        let port = host.add_container_veth(&ContainerVeth {
-            container_id: &req.container_id,
-            ifname: &req.ifname,
-            netns: &netns,
-            mtu: plan.mtu,
-            mac: mac.map(|m| m.mac),
-        })?;
+        let port = add_container_pair(
+            &mut host,
+            &mut inside,
+            &ContainerVeth {
+                container_id: &req.container_id,
+                ifname: &req.ifname,
+                netns: &netns,
+                mtu: plan.mtu,
+                mac: mac.map(|m| m.mac),
+            },
+        )?;
         let port_index = port.index;
         let mut at = Attachment {
             req,
@@ -103,7 +114,15 @@ impl Plugin for Bridge {
         let done = at.attach().and_then(|()| match &plan.ipam {
             Some(ipam) => cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
                 let result = at.layer3(ipam_result.to_current()?)?;
-                at.describe(result)
+                let result = at.describe(result)?;
+                if let Some(backend) = plan.masquerade {
+                    let addresses = addresses(&result);
+                    if let Err(e) = masquerade::setup(backend, &addresses, &attachment(req)) {
+                        let _ = masquerade::teardown(&addresses, &attachment(req));
+                        return Err(Error::from(e).into());
+                    }
+                }
+                Ok::<_, BoxError>(result)
             }),
             None => {
                 let result = at.layer2()?;
@@ -125,12 +144,20 @@ impl Plugin for Bridge {
     fn del(&self, req: &Req) -> Result<(), BoxError> {
         // A namespace that is gone took the pair with it.
         let removed = Netns::of_for_del(req).and_then(|netns| match netns {
-            Some(netns) => Ok(netns.socket()?.delete_link_if_present(&req.ifname)?),
-            None => Ok(false),
+            Some(netns) => Ok(netns
+                .socket()?
+                .delete_link_returning_addresses(&req.ifname)?),
+            None => Ok(Vec::new()),
         });
-        // The reservation is released whatever became of the pair.
+        // The reservation and the masquerading go whatever became of the
+        // pair.
         if let Some(ipam) = &ipam_type(req) {
-            cni_invoke::delegate_del(ipam, req)?;
+            let released = cni_invoke::delegate_del(ipam, req);
+            if req.config.plugin.ip_masq {
+                let addresses = removed.as_deref().unwrap_or_default();
+                masquerade::teardown(addresses, &attachment(req)).map_err(Error::from)?;
+            }
+            released?;
         }
         removed?;
         Ok(())
@@ -149,12 +176,20 @@ impl Plugin for Bridge {
             .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "Required prevResult missing"))?
             .to_current()?;
         check::check(req, &plan, &netns, &prev)?;
+        if let Some(backend) = plan.masquerade {
+            masquerade::check(backend, &addresses(&prev), &attachment(req)).map_err(Error::from)?;
+        }
         Ok(())
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
-        if let Some(ipam) = plan(req)?.ipam {
+        let plan = plan(req)?;
+        if let Some(ipam) = plan.ipam {
             cni_invoke::delegate_gc(&ipam, req)?;
+        }
+        if plan.masquerade.is_some() {
+            let valid = req.valid_attachments()?;
+            masquerade::gc(&req.config.name, &valid).map_err(Error::from)?;
         }
         Ok(())
     }
@@ -189,7 +224,6 @@ mod tests {
     #[test]
     fn a_field_it_does_not_implement_is_code_2_naming_it() {
         for (key, value) in [
-            ("ipMasq", serde_json::json!(true)),
             ("vlan", serde_json::json!(100)),
             ("macspoofchk", serde_json::json!(true)),
         ] {
@@ -214,6 +248,10 @@ mod tests {
                 "invalid bridge",
             ),
             (serde_json::json!({"mtu": 20}), "invalid mtu"),
+            (
+                serde_json::json!({"ipMasq": true, "ipMasqBackend": "pf"}),
+                "invalid ipMasqBackend",
+            ),
         ] {
             let mut full =
                 serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge"});
@@ -238,7 +276,7 @@ mod tests {
     #[test]
     fn del_of_a_configuration_add_refuses_still_succeeds() {
         let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
-                                      "ipMasq": true, "hairpinMode": true, "promiscMode": true});
+                                      "vlan": 4, "hairpinMode": true, "promiscMode": true});
         let out = TestRequest::new("DEL")
             .env("CNI_CONTAINERID", "c1")
             .env("CNI_NETNS", "/run/netns/cni-rs-bridge-does-not-exist")
@@ -249,6 +287,7 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
     fn check_passes_after_add_and_names_the_drift() {
         let ns = cni_net::testing::TempNetns::new("bridge-check").unwrap();
         let br = format!("bc{}", std::process::id() % 1_000_000);
@@ -393,6 +432,50 @@ mod tests {
             .filter(|n| n.starts_with("10.9.6."))
             .collect();
         assert_eq!(reserved, Vec::<String>::new());
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn ip_masq_rules_come_with_add_are_checked_and_go_with_del_under_both_backends() {
+        for (backend, subnet) in [("iptables", "10.9.7.0/24"), ("nftables", "10.9.8.0/24")] {
+            let (host, container) = namespaces();
+            let ipam = tempfile::tempdir().unwrap();
+            let mut conf = with_ipam(subnet, ipam.path());
+            conf["isGateway"] = true.into();
+            conf["ipMasq"] = true.into();
+            conf["ipMasqBackend"] = backend.into();
+            let add = run_between(&host, &container, "ADD", "eth0", &conf);
+            assert_eq!(
+                add.exit_code,
+                0,
+                "{backend}: {}",
+                String::from_utf8_lossy(&add.stdout)
+            );
+            let address: cni_types::IpNetwork = add.json()["ips"][0]["address"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let at = masquerade::Attachment {
+                network: "n",
+                ifname: "eth0",
+                container_id: container.name(),
+            };
+            let kind = Some(backend.parse().unwrap());
+            let rules_there = || {
+                host.run(|_| Ok::<_, cni_net::NetError>(masquerade::check(kind, &[address], &at)))
+                    .unwrap()
+            };
+            rules_there().unwrap();
+            let mut with_prev = conf.clone();
+            with_prev["prevResult"] = add.json();
+            let check = run_between(&host, &container, "CHECK", "eth0", &with_prev);
+            assert_eq!(check.exit_code, 0, "{backend}: {:?}", check.error());
+
+            let del = run_between(&host, &container, "DEL", "eth0", &conf);
+            assert_eq!(del.exit_code, 0, "{backend}: {:?}", del.error());
+            assert!(rules_there().is_err(), "{backend}: DEL removed them");
+        }
     }
 
     /// Deletes the host bridge `name` when dropped.

@@ -1,0 +1,161 @@
+//! Masquerading under iptables, as the reference lays it out: a chain
+//! `CNI-<hash>` per network and container in the `nat` table, reached
+//! from `POSTROUTING` for each container address.
+
+use std::collections::BTreeSet;
+
+use cni_types::IpNetwork;
+
+use super::names::{chain_name, iptables_comment};
+use super::Attachment;
+use crate::iptables::{is_listed_as, IptablesBackend};
+use crate::{Action, Backend, Chain, CommentMatch, Family, FilterError, Match, Rule, Table};
+
+/// The multicast network of `net`'s family, never masqueraded.
+fn multicast(net: &IpNetwork) -> IpNetwork {
+    let text = if net.is_ipv4() {
+        "224.0.0.0/4"
+    } else {
+        "ff00::/8"
+    };
+    text.parse().expect("a valid network")
+}
+
+fn nat(family: Family) -> Table {
+    Table::new(family, "nat")
+}
+
+/// The three rules of one address, in the order the reference appends
+/// them: ACCEPT to its own subnet, MASQUERADE to any non-multicast
+/// destination, and POSTROUTING's jump for packets from the address.
+fn rules(net: &IpNetwork, at: &Attachment) -> [Rule; 3] {
+    let chain = chain_name(at.network, at.container_id);
+    let comment = iptables_comment(at.network, at.container_id);
+    let host = IpNetwork::new(net.addr(), if net.is_ipv4() { 32 } else { 128 })
+        .expect("a full-length prefix fits");
+    [
+        Rule::new(chain.clone())
+            .matching(Match::destination(*net))
+            .then(Action::Accept)
+            .comment(comment.clone()),
+        Rule::new(chain.clone())
+            .matching(Match::not_destination(multicast(net)))
+            .then(Action::Masquerade)
+            .comment(comment.clone()),
+        Rule::new("POSTROUTING")
+            .matching(Match::source(host))
+            .then(Action::Jump(chain))
+            .comment(comment),
+    ]
+}
+
+/// The addresses of one family.
+fn of_family(addresses: &[IpNetwork], family: Family) -> Vec<IpNetwork> {
+    addresses
+        .iter()
+        .filter(|a| family.carries(!a.is_ipv4()))
+        .copied()
+        .collect()
+}
+
+/// Ensures the chain and each address's rules, appending only those not
+/// there already (go-iptables' `AppendUnique`); one `iptables-restore`
+/// per family.
+///
+/// Go: plugins `ip.setupIPMasqIPTables`.
+pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
+    let mut backend = IptablesBackend::new();
+    for family in [Family::Ip, Family::Ip6] {
+        let mine = of_family(addresses, family);
+        if mine.is_empty() {
+            continue;
+        }
+        let chain = chain_name(at.network, at.container_id);
+        let listed = listed(&mut backend, family, &chain)?;
+        let mut tx = crate::Transaction::new(nat(family));
+        tx.ensure_chain(Chain::new(chain));
+        let mut added: Vec<Rule> = Vec::new();
+        for net in &mine {
+            for rule in rules(net, at) {
+                if !contains(&listed, &rule, family)? && !added.contains(&rule) {
+                    added.push(rule.clone());
+                    tx.add_rule(rule);
+                }
+            }
+        }
+        backend.apply(&tx)?;
+    }
+    Ok(())
+}
+
+/// The rules of the attachment's chain and of POSTROUTING.
+fn listed(
+    backend: &mut IptablesBackend,
+    family: Family,
+    chain: &str,
+) -> Result<Vec<crate::ListedRule>, FilterError> {
+    let mut rules = backend.list_rules(&nat(family), chain)?;
+    rules.extend(backend.list_rules(&nat(family), "POSTROUTING")?);
+    Ok(rules)
+}
+
+/// Whether `listed` holds `rule` (go-iptables' `Exists`).
+fn contains(
+    listed: &[crate::ListedRule],
+    rule: &Rule,
+    family: Family,
+) -> Result<bool, FilterError> {
+    for l in listed {
+        if is_listed_as(rule, family, l)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Removes POSTROUTING's jumps to the attachment's chain (found by their
+/// comment, so the addresses are not needed) and the chain, in the
+/// families of `addresses`, both when there are none.
+///
+/// Go: plugins `ip.teardownIPMasqIPTables`, which deletes the jumps of
+/// the addresses it is given.
+pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
+    let mut families: BTreeSet<u8> = addresses.iter().map(|a| u8::from(!a.is_ipv4())).collect();
+    if families.is_empty() {
+        families.extend([0, 1]);
+    }
+    let mut backend = IptablesBackend::new();
+    let chain = chain_name(at.network, at.container_id);
+    let comment = iptables_comment(at.network, at.container_id);
+    for v6 in families {
+        let family = if v6 == 1 { Family::Ip6 } else { Family::Ip };
+        let mut tx = crate::Transaction::new(nat(family));
+        tx.delete_rules_by_comment("POSTROUTING", CommentMatch::Exact(comment.clone()))
+            .delete_chain(chain.clone());
+        backend.apply(&tx)?;
+    }
+    Ok(())
+}
+
+/// The first rule of the attachment's addresses that is missing.
+pub(super) fn check(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
+    let mut backend = IptablesBackend::new();
+    let chain = chain_name(at.network, at.container_id);
+    for family in [Family::Ip, Family::Ip6] {
+        let mine = of_family(addresses, family);
+        if mine.is_empty() {
+            continue;
+        }
+        let listed = listed(&mut backend, family, &chain)?;
+        for net in &mine {
+            for rule in rules(net, at) {
+                if !contains(&listed, &rule, family)? {
+                    return Err(FilterError::Missing {
+                        what: format!("the iptables rule for {net} in {}", rule.chain),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Masquerading under nftables, as the reference lays it out: the table
+//! `inet cni_plugins_masquerade`, a `postrouting` base chain that skips
+//! multicast and goes to `masq_checks`, where each attachment has one rule
+//! per address, found again by its comment's hashes.
+
+use cni_types::{IpNetwork, ValidAttachments};
+
+use super::names::{instance_hash, network_hash, nft_comment};
+use super::Attachment;
+use crate::nft::NftBackend;
+use crate::{
+    priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, FilterError, Hook, Match,
+    Rule, Table, Transaction,
+};
+
+/// The table's name.
+pub const TABLE: &str = "cni_plugins_masquerade";
+/// The chain of the per-address rules.
+pub const CHECKS: &str = "masq_checks";
+
+/// The reference's table, with its comment.
+pub fn table() -> Table {
+    Table::new(crate::Family::Inet, TABLE)
+        .with_comment("Masquerading for plugins from github.com/containernetworking/plugins")
+}
+
+/// Ensures the table and its chains, replaces the attachment's stale rules
+/// and adds one per address: from the address to outside its subnet,
+/// masquerade. One batch.
+///
+/// Go: plugins `ip.setupIPMasqNFTablesWithInterface`.
+pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
+    let comment = nft_comment(at);
+    let mut tx = Transaction::new(table());
+    let postrouting = BaseChain::new(ChainType::Nat, Hook::Postrouting, priority::SRCNAT);
+    let multicast = |net: &str| {
+        Rule::new("postrouting")
+            .matching(Match::destination(net.parse().expect("a valid network")))
+            .then(Action::Return)
+    };
+    tx.ensure_table()
+        .ensure_chain(Chain::new(CHECKS).with_comment(
+            "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet",
+        ))
+        .ensure_chain(Chain::base("postrouting", postrouting))
+        .flush_chain("postrouting")
+        .add_rule(multicast("224.0.0.0/4"))
+        .add_rule(multicast("ff00::/8"))
+        .add_rule(Rule::new("postrouting").then(Action::Goto(CHECKS.into())))
+        .delete_rules_by_comment(CHECKS, CommentMatch::Prefix(instance_hash(at)));
+    for net in addresses {
+        let subnet =
+            IpNetwork::new(net.network(), net.prefix()).expect("the network of a valid network");
+        let host = IpNetwork::new(net.addr(), if net.is_ipv4() { 32 } else { 128 })
+            .expect("a full-length prefix fits");
+        tx.add_rule(
+            Rule::new(CHECKS)
+                .matching(Match::source(host))
+                .matching(Match::not_destination(subnet))
+                .then(Action::Masquerade)
+                .comment(comment.clone()),
+        );
+    }
+    NftBackend::open()?.apply(&tx)
+}
+
+/// Deletes the attachment's rules, if any.
+///
+/// Go: plugins `ip.teardownIPMasqNFTablesWithInterface`.
+pub(super) fn teardown(at: &Attachment) -> Result<(), FilterError> {
+    let mut tx = Transaction::new(table());
+    tx.delete_rules_by_comment(CHECKS, CommentMatch::Prefix(instance_hash(at)));
+    NftBackend::open()?.apply(&tx)
+}
+
+/// Fails unless the attachment has a rule per address and the chains
+/// that reach them exist.
+pub(super) fn check(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
+    let mut nft = NftBackend::open()?;
+    let chains = nft.list_chains(&table())?;
+    for chain in ["postrouting", CHECKS] {
+        if !chains.iter().any(|c| c == chain) {
+            return Err(FilterError::Missing {
+                what: format!("the nftables chain inet {TABLE} {chain}"),
+            });
+        }
+    }
+    let comment = CommentMatch::Exact(nft_comment(at));
+    let found = nft.find_rules(&table(), CHECKS, &comment)?.len();
+    if found < addresses.len() {
+        return Err(FilterError::Missing {
+            what: format!(
+                "{} of the {} nftables rules of {} in inet {TABLE} {CHECKS}",
+                addresses.len() - found,
+                addresses.len(),
+                at.container_id
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Deletes the rules of `network`'s attachments that `valid` does not
+/// keep; nothing when it is unspecified.
+///
+/// Go: plugins `ip.gcIPMasqNFTablesWithInterface`.
+pub(super) fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterError> {
+    let ValidAttachments::List(list) = valid else {
+        return Ok(());
+    };
+    let mut nft = NftBackend::open()?;
+    let ours = CommentMatch::Prefix(network_hash(network));
+    let kept: Vec<String> = list
+        .iter()
+        .map(|a| {
+            nft_comment(&Attachment {
+                network,
+                ifname: &a.ifname,
+                container_id: &a.container_id,
+            })
+        })
+        .collect();
+    let mut tx = Transaction::new(table());
+    for rule in nft.find_rules(&table(), CHECKS, &ours)? {
+        if !rule.comment.as_ref().is_some_and(|c| kept.contains(c)) {
+            tx.delete_rule(rule);
+        }
+    }
+    if tx.is_empty() {
+        return Ok(());
+    }
+    nft.apply(&tx)
+}

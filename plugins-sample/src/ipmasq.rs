@@ -1,0 +1,22 @@
+//! What `bridge` and `ptp` share for `ipMasq`: the attachment a request
+//! names and the addresses a result holds, as
+//! [`cni_netfilter::masquerade`] takes them.
+
+use cni_netfilter::masquerade::Attachment;
+use cni_skel::Request;
+use cni_types::{IpNetwork, NetConf, Result100};
+
+/// The attachment whose masquerading `req` is about: its network's name,
+/// `CNI_IFNAME`, `CNI_CONTAINERID`.
+pub(crate) fn attachment<'a, T>(req: &'a Request<'_, NetConf<T>>) -> Attachment<'a> {
+    Attachment {
+        network: &req.config.name,
+        ifname: &req.ifname,
+        container_id: &req.container_id,
+    }
+}
+
+/// The addresses of a result, with their prefix.
+pub(crate) fn addresses(result: &Result100) -> Vec<IpNetwork> {
+    result.ips.iter().map(|ip| ip.address).collect()
+}

@@ -1,0 +1,263 @@
+//! portmap's nftables layout, as the reference lays it out: tables
+//! `ip cni_hostport` and `ip6 cni_hostport` ("CNI portmap plugin"), one
+//! rule per mapping commented with the container ID (cni-netfilter's
+//! `tests/fixtures/portmap_nftables.nft` is the reference's own output):
+//!
+//! ```text
+//! hostports_all:  jump hostip_hostports; jump hostports
+//! prerouting:     (nat, prerouting, dstnat)  [conditions] fib daddr type local jump hostports_all
+//! output:         (nat, output, dstnat)      [conditions] fib daddr type local jump hostports_all
+//! masquerading:   (nat, postrouting, srcnat)
+//! hostports:      [ip daddr HOSTIP] tcp dport 8080 dnat to 10.88.0.5:80 comment "ID"
+//! masquerading:   ip saddr 10.88.0.5 ip daddr 10.88.0.5 masquerade comment "ID"
+//!                 ip saddr 127.0.0.1 ip daddr 10.88.0.5 masquerade comment "ID"
+//! ```
+//!
+//! Go: plugins `plugins/meta/portmap/portmap_nftables.go`.
+
+use cni_netfilter::{
+    priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,
+    Hook, Match, Rule, Table, Transaction,
+};
+use cni_types::IpNetwork;
+
+use super::config::Setup;
+
+/// The table's name in both families.
+pub const TABLE: &str = "cni_hostport";
+/// The chain with one DNAT rule per mapping.
+pub const HOSTPORTS: &str = "hostports";
+/// A chain older versions put host-IP mappings in, kept (and emptied on
+/// DEL) so an upgrade is transparent.
+pub const HOSTIP_HOSTPORTS: &str = "hostip_hostports";
+/// The chain jumping to both of the above.
+pub const HOSTPORTS_ALL: &str = "hostports_all";
+/// The base chain masquerading hairpin and localhost traffic.
+pub const MASQUERADING: &str = "masquerading";
+
+/// `ip cni_hostport` or `ip6 cni_hostport`.
+pub fn table(ipv6: bool) -> Table {
+    let family = if ipv6 { Family::Ip6 } else { Family::Ip };
+    Table::new(family, TABLE).with_comment("CNI portmap plugin")
+}
+
+fn nat(name: &str, hook: Hook, priority: i32) -> Chain {
+    Chain::base(name, BaseChain::new(ChainType::Nat, hook, priority))
+}
+
+fn host(ip: std::net::IpAddr) -> IpNetwork {
+    let len = if ip.is_ipv4() { 32 } else { 128 };
+    IpNetwork::new(ip, len).unwrap_or_else(|| unreachable!("a full-length prefix is valid"))
+}
+
+/// ADD for one container address, in one batch.
+///
+/// masqAll makes one masquerading rule from every source (`0.0.0.0/0`,
+/// `::/0`), as upstream does since v1.9.1 (3d27709f); v1.9.1 itself
+/// ignored masqAll under nftables.
+///
+/// Go: `portMapperNFTables.forwardPorts`.
+pub fn forward(setup: &Setup, container_id: &str, container: IpNetwork) -> Transaction {
+    let ipv6 = !container.is_ipv4();
+    let conditions = setup.conditions(ipv6);
+    let jump = |chain: &str, to: &str| Rule::new(chain).then(Action::Jump(to.into()));
+    let local = |chain: &str| {
+        let mut rule = Rule::new(chain);
+        rule.matches.extend(conditions.iter().cloned());
+        rule.matching(Match::LocalDestination)
+            .then(Action::Jump(HOSTPORTS_ALL.into()))
+    };
+    let mut tx = Transaction::new(table(ipv6));
+    tx.ensure_table()
+        .ensure_chain(Chain::new(HOSTPORTS))
+        .ensure_chain(Chain::new(HOSTIP_HOSTPORTS))
+        .ensure_chain(Chain::new(HOSTPORTS_ALL))
+        .flush_chain(HOSTPORTS_ALL)
+        .add_rule(jump(HOSTPORTS_ALL, HOSTIP_HOSTPORTS))
+        .add_rule(jump(HOSTPORTS_ALL, HOSTPORTS))
+        .ensure_chain(nat("prerouting", Hook::Prerouting, priority::DSTNAT))
+        .flush_chain("prerouting")
+        .add_rule(local("prerouting"))
+        .ensure_chain(nat("output", Hook::Output, priority::DSTNAT))
+        .flush_chain("output")
+        .add_rule(local("output"));
+    if setup.snat {
+        tx.ensure_chain(nat(MASQUERADING, Hook::Postrouting, priority::SRCNAT));
+    }
+    for m in setup.mappings.iter().filter(|m| m.applies_to(ipv6)) {
+        let mut rule = Rule::new(HOSTPORTS);
+        if let Some(ip) = m.host_ip {
+            rule = rule.matching(Match::destination(host(ip)));
+        }
+        tx.add_rule(
+            rule.matching(Match::Protocol(m.protocol))
+                .matching(Match::DestinationPort(m.host_port))
+                .then(Action::Dnat {
+                    addr: container.addr(),
+                    port: Some(m.container_port),
+                })
+                .comment(container_id),
+        );
+    }
+    if setup.snat {
+        let to_container = host(container.addr());
+        let masquerade = |from: IpNetwork| {
+            Rule::new(MASQUERADING)
+                .matching(Match::source(from))
+                .matching(Match::destination(to_container))
+                .then(Action::Masquerade)
+                .comment(container_id)
+        };
+        let any = if ipv6 { "::/0" } else { "0.0.0.0/0" };
+        let hairpin = match setup.masq_all {
+            true => any.parse().unwrap_or(to_container),
+            false => to_container,
+        };
+        tx.add_rule(masquerade(hairpin));
+        if !ipv6 && !setup.masq_all {
+            tx.add_rule(masquerade(host([127, 0, 0, 1].into())));
+        }
+    }
+    tx
+}
+
+/// CHECK for one container address: at least as many rules commented
+/// with the container ID as ADD makes, in `hostports` and
+/// `masquerading`.
+///
+/// Go: `portMapperNFTables.checkPorts`.
+pub fn check(
+    backend: &mut dyn Backend,
+    setup: &Setup,
+    container_id: &str,
+    container: IpNetwork,
+) -> Result<Result<(), String>, FilterError> {
+    let ipv6 = !container.is_ipv4();
+    let table = table(ipv6);
+    let host_ports = setup.mappings.iter().filter(|m| m.applies_to(ipv6)).count();
+    let masqueradings = match (setup.snat, ipv6 || setup.masq_all) {
+        (false, _) => 0,
+        (true, true) => 1,
+        (true, false) => 2,
+    };
+    let mine = CommentMatch::Exact(container_id.to_string());
+    for (chain, wanted) in [(HOSTPORTS, host_ports), (MASQUERADING, masqueradings)] {
+        if wanted > 0 && backend.find_rules(&table, chain, &mine)?.len() < wanted {
+            return Ok(Err(format!("missing hostport rules in {chain:?} chain")));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// DEL: the container's rules in both families' tables, one batch each;
+/// nothing when they are absent.
+///
+/// Go: `portMapperNFTables.unforwardPorts`.
+pub fn unforward(backend: &mut dyn Backend, container_id: &str) -> Result<(), FilterError> {
+    for ipv6 in [false, true] {
+        let mut tx = Transaction::new(table(ipv6));
+        for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING] {
+            tx.delete_rules_by_comment(chain, CommentMatch::Exact(container_id.to_string()));
+        }
+        backend.apply(&tx)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_netfilter::{BackendKind, Op, Protocol};
+
+    use super::*;
+    use crate::portmap::config::Mapping;
+
+    /// The fixture's container: ctr-1 at 10.88.0.5, snat, tcp 8080->80 and
+    /// udp 192.168.1.1:5353->53.
+    fn fixture_setup() -> Setup {
+        Setup {
+            network: "cni0".into(),
+            backend: BackendKind::Nftables,
+            snat: true,
+            masq_all: false,
+            mark: 0x2000,
+            external_set_mark_chain: None,
+            conditions_v4: vec![],
+            conditions_v6: vec![],
+            mappings: vec![
+                Mapping {
+                    host_port: 8080,
+                    container_port: 80,
+                    protocol: Protocol::Tcp,
+                    host_ip: None,
+                    host_ipv6: None,
+                },
+                Mapping {
+                    host_port: 5353,
+                    container_port: 53,
+                    protocol: Protocol::Udp,
+                    host_ip: Some("192.168.1.1".parse().unwrap()),
+                    host_ipv6: Some(false),
+                },
+            ],
+            ipv4: Some("10.88.0.5/16".parse().unwrap()),
+            ipv6: None,
+        }
+    }
+
+    #[test]
+    fn the_layout_is_the_reference_fixture_op_for_op() {
+        let s = fixture_setup();
+        let tx = forward(&s, "ctr-1", s.ipv4.unwrap());
+        let rules: Vec<&Rule> = tx
+            .ops()
+            .iter()
+            .filter_map(|op| match op {
+                Op::AddRule(rule) => Some(rule),
+                _ => None,
+            })
+            .collect();
+        // add rule lines of tests/fixtures/portmap_nftables.nft, in order.
+        let chains: Vec<&str> = rules.iter().map(|r| r.chain.as_str()).collect();
+        assert_eq!(
+            chains,
+            [
+                HOSTPORTS_ALL,
+                HOSTPORTS_ALL,
+                "prerouting",
+                "output",
+                HOSTPORTS,
+                HOSTPORTS,
+                MASQUERADING,
+                MASQUERADING
+            ]
+        );
+        assert_eq!(
+            rules[5].matches,
+            vec![
+                Match::destination("192.168.1.1/32".parse().unwrap()),
+                Match::Protocol(Protocol::Udp),
+                Match::DestinationPort(5353)
+            ]
+        );
+        assert_eq!(
+            rules[7].matches[0],
+            Match::source("127.0.0.1/32".parse().unwrap())
+        );
+        assert!(rules[4..]
+            .iter()
+            .all(|r| r.comment.as_deref() == Some("ctr-1")));
+    }
+
+    #[test]
+    fn ipv6_has_no_localhost_rule_and_skips_ipv4_host_ips() {
+        let s = fixture_setup();
+        let tx = forward(&s, "ctr-1", "fd00::5/64".parse().unwrap());
+        assert_eq!(tx.table().family, Family::Ip6);
+        let commented = tx
+            .ops()
+            .iter()
+            .filter(|op| matches!(op, Op::AddRule(r) if r.comment.is_some()))
+            .count();
+        assert_eq!(commented, 2, "the tcp mapping and the hairpin rule");
+    }
+}

@@ -1,0 +1,105 @@
+//! What portmap does on the host besides its rules: stale conntrack
+//! entries, and GC.
+
+use cni_net::testing::TempNetns;
+use cni_skel::TestRequest;
+use cni_version::PluginInfo;
+use serde_json::{json, Value};
+
+use super::{conf, exec_in, ip, nat_table, run_in, Portmap, TestResult};
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_stale_udp_flow_to_a_mapped_port_is_forgotten_on_add() {
+    let host = TempNetns::new("pm-ct").unwrap();
+    ip(&["-n", host.name(), "link", "set", "lo", "up"]);
+    let udp = |port: u16| {
+        conf(json!({"runtimeConfig": {"portMappings": [
+            {"hostPort": port, "containerPort": 53, "protocol": "udp"}
+        ]}}))
+    };
+    // Another pod's NAT rules make the namespace track connections.
+    assert_eq!(run_in(&host, "ADD", "ctr-0", &udp(9999)).exit_code, 0);
+    host.run(|_| -> TestResult {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
+        socket.send_to(b"x", "127.0.0.1:5353")?;
+        Ok(())
+    })
+    .unwrap();
+    let tracked = || exec_in(&host, "cat", &["/proc/net/nf_conntrack"]);
+    assert!(tracked().contains("dport=5353"), "{}", tracked());
+    assert_eq!(run_in(&host, "ADD", "ctr-1", &udp(5353)).exit_code, 0);
+    assert!(!tracked().contains("dport=5353"), "{}", tracked());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn gc_removes_only_the_unlisted_attachments_of_its_network_and_nothing_without_a_list() {
+    let host = TempNetns::new("pm-gc").unwrap();
+    let add = |network: &str, id: &str| {
+        let c = conf(json!({"name": network}));
+        assert_eq!(run_in(&host, "ADD", id, &c).exit_code, 0);
+    };
+    add("pmtest", "ctr-a");
+    add("pmtest", "ctr-b");
+    add("other", "ctr-c");
+    let gc = |valid: Option<Value>| {
+        let mut c = json!({"cniVersion": "1.1.0", "name": "pmtest", "type": "portmap", "backend": "iptables"});
+        if let Some(valid) = valid {
+            c["cni.dev/valid-attachments"] = valid;
+        }
+        let out = host
+            .run(move |_| {
+                Ok::<_, cni_net::NetError>(
+                    TestRequest::new("GC")
+                        .env("CNI_PATH", "/nonexistent")
+                        .stdin(c.to_string())
+                        .run(&Portmap, &PluginInfo::all()),
+                )
+            })
+            .unwrap();
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    };
+    let chains = || {
+        ["ctr-a", "ctr-b"].map(|id| {
+            nat_table(&host, false)
+                .iter()
+                .any(|l| l.contains(&crate::portmap::iptables::dnat_chain("pmtest", id)))
+        })
+    };
+    gc(None);
+    gc(Some(Value::Null));
+    assert_eq!(chains(), [true, true], "no list: everything is kept");
+    gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
+    assert_eq!(chains(), [true, false]);
+    let other = crate::portmap::iptables::dnat_chain("other", "ctr-c");
+    assert!(
+        nat_table(&host, false).iter().any(|l| l.contains(&other)),
+        "another network's pod stays"
+    );
+    gc(Some(json!([])));
+    assert_eq!(chains(), [false, false]);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_on_a_host_that_never_saw_portmap_succeeds_with_either_backend() {
+    let host = TempNetns::new("pm-del").unwrap();
+    for backend in ["iptables", "nftables"] {
+        let c = conf(json!({"backend": backend}));
+        for _ in 0..2 {
+            let out = run_in(&host, "DEL", "ctr-1", &c);
+            assert_eq!(
+                out.exit_code,
+                0,
+                "{backend}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let left = exec_in(&host, "nft", &["list", "ruleset"]);
+    assert!(
+        !left.contains("cni_hostport") && !left.contains("CNI-"),
+        "DEL creates nothing: {left}"
+    );
+}
