@@ -3,17 +3,16 @@ ipam-etcd, interleaved, 1 and 16 concurrent, 250 reservations in the range.
 
 usage: bench.py OUT_DIR ROUNDS
 Prints a Markdown table; writes the raw samples to OUT_DIR/*.samples."""
-import base64
 import ipaddress
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
+
+from etcd_server import Etcd, put_all
 
 out, rounds = sys.argv[1], int(sys.argv[2])
 smoke = rounds < 100
@@ -29,47 +28,11 @@ os.makedirs(work)
 harness = os.path.join(out, "harness")
 open(os.path.join(out, "debug-template.json"), "w").write("{}")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(endpoint, path, body):
-    req = urllib.request.Request(endpoint + path, data=json.dumps(body).encode(),
-                                 headers={"content-type": "application/json"})
-    with urllib.request.urlopen(req, timeout=5) as r:
-        return json.load(r)
-
-
-def b64(s):
-    return base64.b64encode(s.encode()).decode()
-
-
 # etcd on free ports with its own data directory: on the same disk as the
 # file stores, or under ETCD_DATA (e.g. /dev/shm, a tmpfs: no fsync cost).
-etcd_data = os.path.join(os.environ.get("ETCD_DATA") or work, f"ipam-bench-etcd-{os.getpid()}")
-client, peer = free_port(), free_port()
-endpoint = f"http://127.0.0.1:{client}"
-etcd = subprocess.Popen(
-    ["/usr/bin/etcd", "--name=bench", f"--data-dir={etcd_data}",
-     f"--listen-client-urls={endpoint}", f"--advertise-client-urls={endpoint}",
-     f"--listen-peer-urls=http://127.0.0.1:{peer}",
-     f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-     f"--initial-cluster=bench=http://127.0.0.1:{peer}"],
-    stdout=subprocess.DEVNULL, stderr=open(f"{work}/etcd.log", "w"))
+etcd_server = Etcd(work)
+endpoint = etcd_server.endpoint
 try:
-    deadline = time.time() + 20
-    while True:
-        try:
-            post(endpoint, "/v3/kv/range", {"key": b64("x")})
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.1)
-
     net = ipaddress.ip_network(SUBNET)
     prefilled = [str(net[i]) for i in range(2, 2 + PREFILL)]
     plugins = [
@@ -87,13 +50,17 @@ try:
             open(f"{data}/net/last_reserved_ip.0", "w").write(prefilled[-1])
             ipam["dataDir"] = data
         else:
+            # Held by another node, in the /26 blocks it owns (the store's
+            # layout, cni-ipam/src/store/etcd/mod.rs).
             root = "/cni-ipam/net/"
+            pairs = []
             for i, ip in enumerate(prefilled):
+                block = f"{ipaddress.ip_address(int(ipaddress.ip_address(ip)) & ~63)}-26"
                 record = {"containerID": f"prefill-{i}", "ifname": "eth0", "node": "other"}
-                post(endpoint, "/v3/kv/put", {"key": b64(root + "ips/" + ip),
-                                              "value": b64(json.dumps(record))})
-            post(endpoint, "/v3/kv/put", {"key": b64(root + "last_reserved/0"),
-                                          "value": b64(prefilled[-1])})
+                pairs += [(f"{root}owners/{block}", json.dumps({"node": "other"})),
+                          (f"{root}nodes/other/blocks/{block}", ""),
+                          (f"{root}blocks/{block}/{ip}", json.dumps(record))]
+            put_all(endpoint, pairs)
             ipam["store"] = {"type": "etcd", "endpoints": [endpoint], "node": "bench"}
         conf = {"cniVersion": "1.0.0", "name": "net", "type": "bridge", "ipam": ipam}
         open(f"{work}/{name}.json", "w").write(json.dumps(conf))
@@ -183,7 +150,5 @@ try:
     print()
     print("Binary sizes: " + ", ".join(f"{n} {s / 2**20:.2f} MiB" for n, s in sizes.items()))
 finally:
-    etcd.kill()
-    etcd.wait()
-    shutil.rmtree(etcd_data, ignore_errors=True)
+    etcd_server.stop()
     shutil.rmtree(work, ignore_errors=True)

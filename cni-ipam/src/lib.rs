@@ -16,7 +16,8 @@
 //!   planner and the stores exchange, below both; each store reads its own
 //!   keys. [`store::file`] keeps host-local's on-disk format and lock;
 //!   `store::etcd` (feature `etcd`) shares one range among every node of a
-//!   cluster.
+//!   cluster, in blocks each node owns, so that an ADD reads its node's
+//!   keys only.
 //! - [`gc`]: which reservations a GC releases: none without a list.
 //! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store.
 //!
@@ -46,6 +47,12 @@
 //! - An entry of the store named like an address that no plugin wrote
 //!   (a directory, a symlink, binary content) is taken and named on stderr,
 //!   never followed or removed.
+//! - The etcd store cuts the ranges into blocks owned by nodes: a node
+//!   walks host-local's order within its own blocks, so two nodes' first
+//!   addresses are in different blocks, not next to each other, and
+//!   `last_reserved` is kept per node. A dead node's blocks come back by
+//!   an explicit reclaim (`ipam-etcd reclaim-node NODE`), never by a
+//!   timeout.
 //! - An ADD that loses a race for an address to another node (etcd store)
 //!   retries with the free address a random short distance further, not
 //!   the next one, so that the losers do not race again for one address.

@@ -135,7 +135,14 @@ pub fn plan_skipping(
             (None, Some(holding)) => (*holding, false),
             (None, None) => {
                 let last = last_reserved.get(i).copied().flatten();
-                let mut free = RangeIter::new(set, last).filter(|ip| !taken.contains_key(ip));
+                let pool = match state.pools.get(i) {
+                    Some(Some(ranges)) => RangeSet {
+                        ranges: ranges.clone(),
+                        field: set.field.clone(),
+                    },
+                    _ => set.clone(),
+                };
+                let mut free = RangeIter::new(&pool, last).filter(|ip| !taken.contains_key(ip));
                 let first = free.next();
                 let free = match skip {
                     0 => first,

@@ -28,6 +28,8 @@ use std::net::IpAddr;
 
 use cni_types::{Attachment, Error, Extra};
 
+use crate::range::{Range, RangeSet};
+
 /// A reserved address and who holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reservation {
@@ -112,6 +114,13 @@ pub struct State {
     /// in `held` as [`Owner::Unknown`] and in `skipped`): any attachment's,
     /// so a DEL fails rather than miss its own.
     pub unreadable: Vec<Skipped>,
+    /// Per range set, where a new address may come from when the store
+    /// narrows it (the etcd store: the addresses of the node's own blocks,
+    /// each a part of one of the set's ranges with that range's subnet and
+    /// gateway); `None`, or no entry, for the whole set. An empty list: no
+    /// address may be handed out ([`crate::RANGE_EXHAUSTED`]). Requested
+    /// addresses are not narrowed.
+    pub pools: Vec<Option<Vec<Range>>>,
 }
 
 /// An entry of the store that is not what its name says, skipped.
@@ -188,6 +197,15 @@ pub trait Store: Sized {
 
     /// Where the reservations are, for messages (`/var/lib/cni/networks/net`).
     fn describe(&self) -> String;
+
+    /// Tells the store the network's range sets, right after
+    /// [`Store::open`]: a store that cuts them into parts (the etcd store's
+    /// blocks) checks its configuration against them (code 7 naming the
+    /// field) and narrows [`State::pools`]. Nothing by default.
+    fn use_ranges(&mut self, sets: &[RangeSet]) -> Result<(), Error> {
+        let _ = sets;
+        Ok(())
+    }
 
     /// Everything the planner needs, for `sets` range sets.
     fn read(&mut self, sets: usize) -> Result<State, Error>;

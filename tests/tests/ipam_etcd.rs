@@ -17,6 +17,8 @@ use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
 
 const NETWORK: &str = "net";
 const IPS: &str = "/cni-ipam/net/ips/";
+/// Where reservations are kept in blocks.
+const BLOCKS: &str = "/cni-ipam/net/blocks/";
 
 fn ipam_etcd() -> PathBuf {
     plugin_bin_dir().join("ipam-etcd")
@@ -119,12 +121,18 @@ fn address(out: &Outcome) -> IpAddr {
         .unwrap_or_else(|| panic!("no address in {out:?}"))
 }
 
-/// The reservations in etcd: address -> (container id, node).
+/// The reservations in etcd, in blocks and in the layout before them:
+/// address -> (container id, node).
 fn reservations(etcd: &Etcd) -> BTreeMap<IpAddr, (String, String)> {
-    etcd.get_prefix(IPS)
-        .into_iter()
+    let mut all = etcd.get_prefix(BLOCKS);
+    all.extend(etcd.get_prefix(IPS));
+    all.into_iter()
         .map(|(key, value)| {
-            let ip: IpAddr = key[IPS.len()..].parse().expect("key named by an address");
+            let ip: IpAddr = key
+                .rsplit('/')
+                .next()
+                .and_then(|ip| ip.parse().ok())
+                .expect("key named by an address");
             let v: Value = serde_json::from_str(&value).expect("a JSON reservation");
             assert_eq!(v["ifname"], "eth0", "{key}: {value}");
             let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();

@@ -111,6 +111,7 @@ impl<S: Store> Plugin for Ipam<S> {
         let attachment = attachment(req);
         let mut store = S::open(&cfg.name, &store_cfg, Access::Create)?
             .ok_or_else(|| Error::new(Code::INTERNAL, "store not created"))?;
+        store.use_ranges(&cfg.range_sets)?;
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
         plan::refuse_duplicate(&cfg, &state, &attachment)?;
         let plan = reserve::reserve(&mut store, &cfg, state, &attachment, &requested)?;
@@ -136,6 +137,7 @@ impl<S: Store> Plugin for Ipam<S> {
         let Some(mut store) = S::open(&cfg.name, &store_cfg, Access::Change)? else {
             return Ok(());
         };
+        store.use_ranges(&cfg.range_sets)?;
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
         if let Some(unreadable) = state.unreadable.first() {
             // It may be this attachment's: succeeding would leave it held
@@ -175,7 +177,10 @@ impl<S: Store> Plugin for Ipam<S> {
         let attachment = attachment(req);
         let (held, place) = match S::open(&cfg.name, &store_cfg, Access::Read)? {
             Some(mut store) => (
-                self.read(req, &mut store, cfg.range_sets.len())?.held,
+                {
+                    store.use_ranges(&cfg.range_sets)?;
+                    self.read(req, &mut store, cfg.range_sets.len())?.held
+                },
                 store.describe(),
             ),
             None => (Vec::new(), "the store".to_owned()),
@@ -218,11 +223,11 @@ impl<S: Store> Plugin for Ipam<S> {
         let Some(mut store) = S::open(&cfg.name, &store_cfg, Access::Change)? else {
             return Ok(());
         };
+        store.use_ranges(&cfg.range_sets)?;
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
-        let stale = gc::stale(&state.held, &valid);
-        if !stale.is_empty() {
-            store.release(&stale)?;
-        }
+        // Called even with nothing stale: a store with blocks (etcd) gives
+        // back the node's empty ones.
+        store.release(&gc::stale(&state.held, &valid))?;
         Ok(())
     }
 

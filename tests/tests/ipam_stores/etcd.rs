@@ -84,7 +84,9 @@ fn another_nodes_reservations_are_taken_but_never_matched_or_released() {
             .expect("reserve"),
         Reserved::Done
     );
-    let mut store = open(&a);
+    // Node a's ADD claims the block holding the address node b took
+    // outside any block of its own: a sees it there.
+    let mut store = a.open::<EtcdStore>(Access::Create);
     let state = store.read(1).expect("read");
     let [held] = state.held.as_slice() else {
         panic!("{state:?}")

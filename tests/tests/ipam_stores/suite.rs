@@ -70,13 +70,16 @@ pub struct Config {
 }
 
 impl Config {
-    /// The store, opened for `access`; panics unless it exists.
+    /// The store, opened for `access` and told the ranges, as the plugin
+    /// does; panics unless it exists.
     pub fn open<S: Store>(&self, access: Access) -> S {
         let section = self.section.as_object().expect("an ipam object");
         let store = S::config(section).expect("a valid store section");
-        S::open(&self.ipam.name, &store, access)
+        let mut store = S::open(&self.ipam.name, &store, access)
             .expect("open")
-            .expect("a store that was written")
+            .expect("a store that was written");
+        store.use_ranges(&self.ipam.range_sets).expect("ranges");
+        store
     }
 
     /// How many range sets.

@@ -2,6 +2,7 @@
 //! values in base64) over plain HTTP/1.1, with one deadline per request
 //! across endpoints and bounded answers.
 
+use std::cell::Cell;
 use std::io::Read;
 use std::time::Instant;
 
@@ -22,12 +23,14 @@ pub(super) fn b64(text: &str) -> String {
 pub(super) struct Client {
     agent: ureq::Agent,
     pub(super) endpoints: Vec<String>,
+    /// Bytes of every answer received so far, for measurements.
+    pub(super) received: Cell<u64>,
 }
 
 /// How a transaction went.
 pub(super) enum Txn {
-    /// Its comparisons held and `success` ran.
-    Succeeded,
+    /// Its comparisons held and `success` ran: its answer.
+    Succeeded(Answer),
     /// They did not: `failure` ran.
     Failed(Answer),
 }
@@ -53,6 +56,7 @@ impl Client {
         Client {
             agent,
             endpoints: cfg.endpoints.clone(),
+            received: Cell::new(0),
         }
     }
 
@@ -64,10 +68,7 @@ impl Client {
         keys_only: bool,
         linearizable: bool,
     ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let mut end = prefix.as_bytes().to_vec();
-        if let Some(last) = end.last_mut() {
-            *last += 1;
-        }
+        let end = prefix_end(prefix);
         let answer = self
             .call(
                 "/v3/kv/range",
@@ -104,7 +105,7 @@ impl Client {
         )?;
         // The gateway leaves out false booleans.
         if answer.answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
-            return Ok(Txn::Succeeded);
+            return Ok(Txn::Succeeded(answer));
         }
         Ok(Txn::Failed(answer))
     }
@@ -148,6 +149,7 @@ impl Client {
                     continue;
                 }
             };
+            self.received.set(self.received.get() + bytes.size);
             let text = bytes.quote();
             if status == 200 {
                 match serde_json::from_slice::<Value>(&bytes.head) {
@@ -192,6 +194,101 @@ impl Client {
             failures.join("; "),
         ))
     }
+}
+
+/// A transaction's operation reading the key `key` (with `range_end`, every
+/// key under the prefix `key`): keys only, or only their count, and from
+/// the member's own state when `serializable`.
+pub(super) fn read_op(key: &str, prefix: bool, keys_only: bool, serializable: bool) -> Value {
+    let mut op = json!({"key": b64(key), "keys_only": keys_only, "serializable": serializable});
+    if prefix {
+        op["range_end"] = Value::String(B64.encode(prefix_end(key)));
+    }
+    json!({ "request_range": op })
+}
+
+/// A transaction's operation counting the keys under the prefix `key`.
+pub(super) fn count_op(key: &str, serializable: bool) -> Value {
+    json!({"request_range": {"key": b64(key), "range_end": B64.encode(prefix_end(key)),
+                             "count_only": true, "serializable": serializable}})
+}
+
+/// A comparison that holds while no key lies under the prefix `key` (a
+/// comparison over a range holds for every key in it, and one of
+/// `create_revision == 0` for none).
+pub(super) fn empty_compare(key: &str) -> Value {
+    json!({"key": b64(key), "range_end": B64.encode(prefix_end(key)), "target": "CREATE",
+           "result": "EQUAL", "create_revision": "0"})
+}
+
+/// A comparison that holds while the key `key` does not exist.
+pub(super) fn absent_compare(key: &str) -> Value {
+    json!({"key": b64(key), "target": "CREATE", "result": "EQUAL", "create_revision": "0"})
+}
+
+/// A comparison that holds while the key `key` holds `value`.
+pub(super) fn value_compare(key: &str, value: &str) -> Value {
+    json!({"key": b64(key), "target": "VALUE", "result": "EQUAL", "value": b64(value)})
+}
+
+/// A transaction's operation putting `value` at `key`.
+pub(super) fn put_op(key: &str, value: &str) -> Value {
+    json!({"request_put": {"key": b64(key), "value": b64(value)}})
+}
+
+/// A transaction's operation deleting the key `key`.
+pub(super) fn delete_op(key: &str) -> Value {
+    json!({"request_delete_range": {"key": b64(key)}})
+}
+
+/// A transaction's operation deleting every key under the prefix `key`.
+pub(super) fn delete_prefix_op(key: &str) -> Value {
+    json!({"request_delete_range": {"key": b64(key), "range_end": B64.encode(prefix_end(key))}})
+}
+
+/// The first key after every key under the prefix `key`.
+fn prefix_end(key: &str) -> Vec<u8> {
+    let mut end = key.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// The responses of a transaction's answer, in the order of its operations.
+pub(super) fn responses(answer: &Value) -> &[Value] {
+    match answer.get("responses") {
+        Some(Value::Array(r)) => r,
+        _ => &[],
+    }
+}
+
+/// The keys and values a transaction's range operation answered.
+pub(super) fn kvs(response: Option<&Value>) -> Vec<(String, Vec<u8>)> {
+    let decode = |v: Option<&Value>| -> Vec<u8> {
+        v.and_then(Value::as_str)
+            .and_then(|s| B64.decode(s).ok())
+            .unwrap_or_default()
+    };
+    response
+        .and_then(|r| r.pointer("/response_range/kvs"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|kv| {
+            let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
+            (key, decode(kv.get("value")))
+        })
+        .collect()
+}
+
+/// The count a transaction's range operation answered (the gateway leaves
+/// out a zero count).
+pub(super) fn count(response: Option<&Value>) -> u64 {
+    response
+        .and_then(|r| r.pointer("/response_range/count"))
+        .and_then(|c| c.as_str().and_then(|s| s.parse().ok()).or(c.as_u64()))
+        .unwrap_or(0)
 }
 
 /// Code 11: `endpoint` answered `path` with something that is not etcd's

@@ -1,5 +1,6 @@
-//! `"store": {"type": "etcd", "endpoints": [..], "prefix": .., "node": ..}`:
-//! the etcd store's keys of the `ipam` section, validated.
+//! `"store": {"type": "etcd", "endpoints": [..], "prefix": .., "node": ..,
+//! "blockSize": 26, "blockSizeV6": 122, "strictBlocks": false}`: the etcd
+//! store's keys of the `ipam` section, validated.
 
 use cni_types::{Error, Extra};
 use serde_json::Value;
@@ -9,6 +10,12 @@ use crate::error::ConfigError;
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "/cni-ipam";
+
+/// The default prefix length of an IPv4 block: 64 addresses.
+pub const DEFAULT_BLOCK_SIZE_V4: u8 = 26;
+
+/// The default prefix length of an IPv6 block: 64 addresses.
+pub const DEFAULT_BLOCK_SIZE_V6: u8 = 122;
 
 /// `"store": {"type": "etcd", ...}`: reservations shared by every node of a
 /// cluster, in etcd (v3 API).
@@ -24,6 +31,21 @@ pub struct EtcdConfig {
     /// `node`: the name recorded with each reservation, and the scope of
     /// GC; the host name when absent.
     pub node: Option<String>,
+    /// `blockSize`: the prefix length of the blocks IPv4 ranges are cut
+    /// into, at most 30 (4 addresses) and no shorter than any IPv4 range's
+    /// subnet prefix (checked when the ranges are known,
+    /// [`crate::store::Store::use_ranges`]). When absent,
+    /// [`DEFAULT_BLOCK_SIZE_V4`], or the longest subnet prefix of the
+    /// IPv4 ranges when one is longer (a /28 is one block). Fixed for a
+    /// network's life: blocks of another size are skipped and named.
+    pub block_size_v4: Option<u8>,
+    /// `blockSizeV6`: the same for IPv6 ranges, at most 126, by default
+    /// [`DEFAULT_BLOCK_SIZE_V6`].
+    pub block_size_v6: Option<u8>,
+    /// `strictBlocks` (default false): when no block is free, an ADD fails
+    /// with [`crate::RANGE_EXHAUSTED`] instead of borrowing one address of
+    /// another node's block.
+    pub strict_blocks: bool,
 }
 
 impl EtcdConfig {
@@ -116,7 +138,43 @@ impl EtcdConfig {
             endpoints,
             prefix,
             node,
+            block_size_v4: read_block_size(obj, "blockSize", 30)?,
+            block_size_v6: read_block_size(obj, "blockSizeV6", 126)?,
+            strict_blocks: match obj.get("strictBlocks") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(ConfigError::invalid(
+                        "ipam.store.strictBlocks",
+                        other,
+                        "expected true or false",
+                    ))
+                }
+            },
         })
+    }
+}
+
+/// A block size (`key`): a prefix length from 1 to `most` (blocks of at
+/// least 4 addresses), if given.
+fn read_block_size(obj: &Extra, key: &str, most: u8) -> Result<Option<u8>, ConfigError> {
+    let field = format!("ipam.store.{key}");
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| (1..=u64::from(most)).contains(n))
+            .map(|n| Some(n as u8))
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    &field,
+                    v,
+                    &format!(
+                        "expected a prefix length from 1 to {most}: a block holds at least 4 \
+                         addresses"
+                    ),
+                )
+            }),
     }
 }
 
@@ -187,6 +245,21 @@ mod tests {
                 "not allowed",
             ),
             (with("node", "a\u{7}"), "invalid ipam.store.node", "control"),
+            (
+                json!({"store": {"type": "etcd", "endpoints": ["http://e:2379"], "blockSize": 31}}),
+                "invalid ipam.store.blockSize",
+                "at least 4 addresses",
+            ),
+            (
+                json!({"store": {"type": "etcd", "endpoints": ["http://e:2379"], "blockSizeV6": "x"}}),
+                "invalid ipam.store.blockSizeV6",
+                "prefix length",
+            ),
+            (
+                json!({"store": {"type": "etcd", "endpoints": ["http://e:2379"], "strictBlocks": 1}}),
+                "invalid ipam.store.strictBlocks",
+                "true or false",
+            ),
         ] {
             let err = EtcdConfig::from_section(section.as_object().unwrap()).unwrap_err();
             assert_eq!(

@@ -1,27 +1,72 @@
 //! Reservations in etcd, shared by every node of a cluster (feature
-//! `etcd`).
+//! `etcd`), in blocks of addresses owned by nodes.
 //!
 //! Selected by `"store": {"type": "etcd", "endpoints": ["http://127.0.0.1:2379"],
-//! "prefix": "/cni-ipam", "node": "node-1"}` in the `ipam` section. Keys,
-//! under `<prefix>/<network>/`:
+//! "prefix": "/cni-ipam", "node": "node-1"}` in the `ipam` section, with
+//! `blockSize` (IPv4 prefix length, default 26 or the smallest subnet),
+//! `blockSizeV6` (default 122) and `strictBlocks` ([`EtcdConfig`]).
 //!
-//! - `ips/<address>`: a reservation, `{"containerID", "ifname", "node"}`; one
-//!   without `ifname` belongs to the container whatever its interface, as
-//!   an older host-local's files do (this store never writes one);
-//! - `last_reserved/<range set index>`: the last address handed out from
-//!   that set, shared by all nodes, so they walk the range together.
+//! **Blocks.** The network's ranges are cut into aligned blocks of the
+//! configured size. A node claims a free block and hands out addresses
+//! from its own blocks only, so an ADD reads its node's keys, never the
+//! network's: two requests of a bounded size (the node's index, then its
+//! blocks' keys) and the reservation, whatever the number of nodes and
+//! reservations. When its blocks are full it claims another; when no block
+//! is free it borrows one address of another node's block (the one read
+//! of every reservation's key, only then), unless `strictBlocks`, when the
+//! ADD fails with [`crate::RANGE_EXHAUSTED`].
 //!
-//! **Never twice.** A reservation is written by one transaction that
-//! succeeds only if none of its addresses has a key (`create_revision ==
-//! 0`), and puts all of them and the last reserved addresses together. A
-//! plugin that loses a race reads again and re-plans; a plugin killed at
-//! any point has written all of an ADD or nothing, and what it wrote
-//! names its attachment, so DEL or GC releases it. A release is a
-//! transaction too, deleting a key only while it still holds what was read.
+//! **Keys**, under `<prefix>/<network>/` (a block is named
+//! `<first address>-<prefix length>`, `10.1.2.64-26`; a node's name has
+//! `%` and `/` escaped):
 //!
-//! **Nodes.** Each reservation records the node (`node`, else the host
-//! name). DEL, CHECK, GC and a repeated ADD only see their own node's
-//! reservations as held by an attachment; every node's are taken.
+//! - `owners/<block>`: `{"node": ..}`, the block's owner;
+//! - `blocks/<block>/<address>`: a reservation, `{"containerID", "ifname",
+//!   "node"}`, in the key space of the block holding the address, whoever
+//!   wrote it (its owner, or a node that borrowed it), so the owner sees
+//!   every address of its block;
+//! - `nodes/<node>/blocks/<block>`: the node's index of its blocks (empty
+//!   value);
+//! - `nodes/<node>/borrowed/<address>`: a reservation the node wrote
+//!   outside its blocks (borrowed, or requested), naming the block;
+//! - `nodes/<node>/last_reserved/<range set index>`: where the node's next
+//!   search starts;
+//! - `ips/<address>` and `last_reserved/<index>`: the layout before
+//!   blocks. Never written; an address held there is honoured (see
+//!   Upgrade).
+//!
+//! **Transactions, and the invariants they keep.**
+//!
+//! - *Claim*: if `owners/<b>` does not exist, put it and the node's index
+//!   key, and read `blocks/<b>/` in the same transaction. A block has one
+//!   owner; a claim whose answer was lost is found again in the node's
+//!   index.
+//! - *Reserve*: if, for every address, its key and its old-layout key do
+//!   not exist (and, in an owned block, `owners/<b>` is still this node's),
+//!   put the reservations, the `borrowed` index keys of the addresses
+//!   outside the node's blocks, and the last reserved addresses. An address
+//!   is never held twice: both keys an address can have are compared. What
+//!   a reservation writes names its attachment and is found from its node's
+//!   index, so DEL or GC releases it after a kill at any point.
+//! - *Release*: delete a reservation (and its `borrowed` key) only while it
+//!   holds what was read.
+//! - *Give back a block*: if `owners/<b>` is this node's and no key lies
+//!   under `blocks/<b>/`, delete both the owner and the index key. A DEL or
+//!   GC gives back the node's blocks left empty, but one (so that a node
+//!   whose last container goes does not claim anew at the next ADD). An
+//!   address another node borrowed keeps the block owned.
+//! - *Reclaim a dead node* ([`EtcdStore::reclaim_node`], `ipam-etcd
+//!   reclaim-node NODE`): explicit, never guessed from a silence: releases
+//!   every reservation the node wrote, gives back its blocks and removes
+//!   its index.
+//!
+//! **Upgrade.** Each read counts the old layout's `ips/` keys (one count,
+//! in the same request as the node's index); while there are any, they are
+//! read too and honoured: never handed out again (every reservation also
+//! compares the address's old key), matched and released by their own DEL
+//! or GC. Once the last is released, the count is all that is left of them.
+//! Every node must run a plugin with blocks before any ADD uses them: an
+//! older plugin reads only `ips/`.
 //!
 //! **Faults.** Each request to etcd has one deadline, [`REQUEST_TIMEOUT`],
 //! across all endpoints: they are tried in order, each given an equal share
@@ -37,23 +82,37 @@
 //! ADD (SPEC-1.0.0, lifecycle) releases it, as does a GC, and a repeated
 //! ADD returns that same address.
 //!
+//! **Bad keys.** A key that is not what its name says (a block name that
+//! is not an aligned block of the configured size, a value that is not a
+//! reservation or an owner) is skipped and named on stderr; a reservation
+//! key's address stays taken.
+//!
 //! The client is etcd's own v3 JSON gateway (`POST /v3/kv/range`,
 //! `/v3/kv/txn`; keys and values in base64) over plain HTTP with a small
 //! blocking client: the plugin stays synchronous, and needs no gRPC
 //! stack. TLS is not supported.
 
+mod blocks;
 mod client;
 mod config;
+mod reclaim;
 
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
 use cni_types::{Attachment, Code, Error, Extra};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use self::client::{b64, not_etcd, Client, Txn};
-pub use self::config::{EtcdConfig, DEFAULT_PREFIX};
+use self::blocks::{candidates, capacity, Block, Sizes};
+use self::client::{
+    absent_compare, count, count_op, delete_op, empty_compare, kvs, not_etcd, put_op, read_op,
+    responses, value_compare, Client, Txn,
+};
+pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
+pub use self::reclaim::{reclaim_node_of, Reclaimed};
+use crate::range::{Range, RangeIter, RangeSet};
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// The longest one request to etcd takes, connecting and answering,
@@ -66,6 +125,9 @@ pub const MAX_QUOTED: usize = 4096;
 /// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
 /// default, bounds each list of a transaction).
 const MAX_TXN_KEYS: usize = 60;
+
+/// Most claims of a block an ADD may lose to other nodes before code 11.
+const MAX_LOST_CLAIMS: usize = 32;
 
 /// Largest answer read from etcd (a /16 fully reserved is ~10 MB).
 pub(crate) const MAX_ANSWER: u64 = 256 << 20;
@@ -83,6 +145,35 @@ pub struct EtcdStore {
     /// After a lost race, and for DEL, GC and STATUS, reads are
     /// linearizable.
     linearizable: bool,
+    access: Access,
+    /// The block sizes in use: given, else the defaults fitted to the
+    /// ranges.
+    sizes: Sizes,
+    /// `blockSize` and `blockSizeV6` as given.
+    given: (Option<u8>, Option<u8>),
+    strict: bool,
+    /// The range sets ([`Store::use_ranges`]); none: no pools, no claims.
+    sets: Vec<RangeSet>,
+    /// The blocks this node owns, as last read.
+    owned: Vec<Block>,
+    /// Where each reservation last read lives.
+    places: HashMap<IpAddr, Place>,
+    /// Reservations keys under each owned block, as last read.
+    counts: HashMap<Block, usize>,
+    /// Reservations outside the node's keys learned from a lost race, so
+    /// that the next plan does not choose them again.
+    seen: Vec<Reservation>,
+}
+
+/// Where a reservation's key is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// `ips/<address>`, the layout before blocks.
+    Old,
+    /// `blocks/<block>/<address>`, listed by the node's block index.
+    Block(Block),
+    /// `blocks/<block>/<address>`, listed as borrowed by the node.
+    Borrowed(Block),
 }
 
 /// A reservation's value.
@@ -92,6 +183,12 @@ struct Record {
     container_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ifname: Option<String>,
+    node: String,
+}
+
+/// A block owner's value.
+#[derive(Debug, Serialize, Deserialize)]
+struct OwnerRecord {
     node: String,
 }
 
@@ -108,6 +205,18 @@ impl Store for EtcdStore {
             root: format!("{}/{network}/", cfg.prefix),
             node: node_name(cfg)?,
             linearizable: access != Access::Create,
+            access,
+            sizes: Sizes {
+                v4: cfg.block_size_v4.unwrap_or(DEFAULT_BLOCK_SIZE_V4),
+                v6: cfg.block_size_v6.unwrap_or(DEFAULT_BLOCK_SIZE_V6),
+            },
+            given: (cfg.block_size_v4, cfg.block_size_v6),
+            strict: cfg.strict_blocks,
+            sets: Vec::new(),
+            owned: Vec::new(),
+            places: HashMap::new(),
+            counts: HashMap::new(),
+            seen: Vec::new(),
         }))
     }
 
@@ -119,19 +228,75 @@ impl Store for EtcdStore {
         )
     }
 
+    fn use_ranges(&mut self, sets: &[RangeSet]) -> Result<(), Error> {
+        let defaults = Sizes {
+            v4: DEFAULT_BLOCK_SIZE_V4,
+            v6: DEFAULT_BLOCK_SIZE_V6,
+        };
+        self.sizes = Sizes::for_ranges(self.given, defaults, sets)?;
+        self.sets = sets.to_vec();
+        Ok(())
+    }
+
     fn read(&mut self, sets: usize) -> Result<State, Error> {
         let mut state = State {
             last_reserved: vec![None; sets],
             ..State::default()
         };
-        for (key, value) in self
-            .client
-            .range_prefix(&self.root, false, self.linearizable)?
-        {
-            let Some(name) = key.strip_prefix(&self.root) else {
-                continue;
-            };
-            if let Some(ip) = name.strip_prefix("ips/") {
+        self.places.clear();
+        self.counts.clear();
+        let serializable = !self.linearizable;
+        // 1. The node's index, and whether the old layout holds anything.
+        let old = format!("{}ips/", self.root);
+        let first = self.read_txn(vec![
+            read_op(&self.node_prefix(), true, false, serializable),
+            count_op(&old, serializable),
+        ])?;
+        let index = Index::parse(self, kvs(first.first()), &mut state);
+        let old_count = count(first.get(1));
+        // 2. The node's blocks (their owner and every key) and borrowed
+        // addresses.
+        let mut ops = Vec::new();
+        for b in &index.blocks {
+            ops.push(read_op(&self.owner_key(*b), false, false, serializable));
+            ops.push(read_op(&self.block_prefix(*b), true, false, serializable));
+        }
+        for (ip, b) in &index.borrowed {
+            ops.push(read_op(&self.ip_key(*b, *ip), false, false, serializable));
+        }
+        let answers = self.read_txn(ops)?;
+        self.owned.clear();
+        for (i, b) in index.blocks.iter().enumerate() {
+            match kvs(answers.get(2 * i)).first() {
+                Some((_, v)) if self.is_mine(v) => self.owned.push(*b),
+                other => state.skipped.push(Skipped {
+                    entry: format!("etcd key {}", self.owner_key(*b)),
+                    why: format!(
+                        "listed as this node's block, but owned by {}; its reservations are \
+                         taken",
+                        other.map_or("nobody".to_owned(), |(_, v)| {
+                            String::from_utf8_lossy(v).into_owned()
+                        })
+                    ),
+                }),
+            }
+            let found = self.block_reservations(*b, kvs(answers.get(2 * i + 1)), &mut state);
+            self.counts.insert(*b, found);
+        }
+        let base = 2 * index.blocks.len();
+        for (j, (ip, b)) in index.borrowed.iter().enumerate() {
+            if let Some((key, value)) = kvs(answers.get(base + j)).first() {
+                let r = self.reservation(*ip, value, key, &mut state.skipped);
+                self.places.insert(*ip, Place::Borrowed(*b));
+                state.held.push(r);
+            }
+        }
+        // 3. The layout before blocks, while it holds anything.
+        if old_count > 0 {
+            for (key, value) in self.client.range_prefix(&old, false, self.linearizable)? {
+                let Some(ip) = key.strip_prefix(&old) else {
+                    continue;
+                };
                 let Ok(ip) = ip.parse::<IpAddr>() else {
                     state.skipped.push(Skipped {
                         entry: format!("etcd key {key}"),
@@ -139,38 +304,40 @@ impl Store for EtcdStore {
                     });
                     continue;
                 };
-                state
-                    .held
-                    .push(self.reservation(ip, &value, &key, &mut state.skipped));
-            } else if let Some(set) = name.strip_prefix("last_reserved/") {
-                let (Ok(set), Some(ip)) = (
-                    set.parse::<usize>(),
-                    std::str::from_utf8(&value)
-                        .ok()
-                        .and_then(|v| v.parse().ok()),
-                ) else {
-                    state.skipped.push(Skipped {
-                        entry: format!("etcd key {key}"),
-                        why: "not a last reserved address".to_owned(),
-                    });
+                if self.places.contains_key(&ip) {
                     continue;
-                };
-                if let Some(slot) = state.last_reserved.get_mut(set) {
-                    *slot = Some(ip);
                 }
+                let r = self.reservation(ip, &value, &key, &mut state.skipped);
+                self.places.insert(ip, Place::Old);
+                state.held.push(r);
+            }
+        }
+        for r in &self.seen {
+            if !self.places.contains_key(&r.ip) {
+                state.held.push(r.clone());
+            }
+        }
+        for (set, ip) in index.last {
+            if let Some(slot) = state.last_reserved.get_mut(set) {
+                *slot = Some(ip);
+            }
+        }
+        // 4. Where new addresses may come from; a block claimed when the
+        // node's are full.
+        if self.sets.len() == sets {
+            state.pools = vec![None; sets];
+            for i in 0..sets {
+                state.pools[i] = Some(self.pool(i, &mut state)?);
             }
         }
         Ok(state)
     }
 
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error> {
-        let ips = format!("{}ips/", self.root);
-        Ok(self
-            .client
-            .range_prefix(&ips, true, true)?
-            .into_iter()
-            .filter_map(|(key, _)| key.strip_prefix(&ips)?.parse().ok())
-            .collect())
+        let mut held = self.every_address()?;
+        held.sort();
+        held.dedup();
+        Ok(held)
     }
 
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
@@ -178,60 +345,76 @@ impl Store for EtcdStore {
             return Ok(Reserved::Done);
         };
         let value = self.value(&attachment.container_id, Some(&attachment.ifname));
-        let compare: Vec<Value> = new
-            .iter()
-            .map(|a| {
-                json!({"key": b64(&self.ip_key(a.ip)), "target": "CREATE",
-                       "result": "EQUAL", "create_revision": "0"})
-            })
-            .collect();
-        let mut success: Vec<Value> = new
-            .iter()
-            .map(|a| json!({"request_put": {"key": b64(&self.ip_key(a.ip)), "value": b64(&value)}}))
-            .collect();
-        success.extend(new.iter().map(|a| {
-            let key = format!("{}last_reserved/{}", self.root, a.set);
-            json!({"request_put": {"key": b64(&key), "value": b64(&a.ip.to_string())}})
-        }));
-        // On failure, the same transaction counts each key, to name the
-        // address that was taken without another round trip.
-        let count: Vec<Value> = new
-            .iter()
-            .map(|a| json!({"request_range": {"key": b64(&self.ip_key(a.ip)), "count_only": true}}))
-            .collect();
-        let failed = match self.client.txn_else(compare, success, count)? {
-            Txn::Succeeded => return Ok(Reserved::Done),
+        let (mut compare, mut success, mut failure) = (Vec::new(), Vec::new(), Vec::new());
+        for a in new {
+            let b = Block::of(a.ip, self.sizes);
+            let key = self.ip_key(b, a.ip);
+            compare.push(absent_compare(&key));
+            compare.push(absent_compare(&self.old_key(a.ip)));
+            success.push(put_op(&key, &value));
+            let owned = self.owned.contains(&b);
+            if owned {
+                compare.push(value_compare(&self.owner_key(b), &self.owner_value()));
+            } else {
+                success.push(put_op(&self.borrowed_key(a.ip), &b.name()));
+            }
+            success.push(put_op(&self.last_key(a.set), &a.ip.to_string()));
+            // On failure, the same transaction reads what stood in the
+            // way, to name it without another round trip.
+            failure.push(read_op(&key, false, false, false));
+            failure.push(read_op(&self.old_key(a.ip), false, false, false));
+            failure.push(read_op(&self.owner_key(b), false, false, false));
+        }
+        let failed = match self.client.txn_else(compare, success, failure)? {
+            Txn::Succeeded(_) => {
+                for a in new {
+                    let b = Block::of(a.ip, self.sizes);
+                    if let Some(n) = self.counts.get_mut(&b) {
+                        *n += 1;
+                    }
+                }
+                return Ok(Reserved::Done);
+            }
             Txn::Failed(failed) => failed,
         };
         self.linearizable = true;
-        // The gateway leaves out a zero count.
-        let has_key = |r: &Value| {
-            r.pointer("/response_range/count")
-                .is_some_and(|c| c.as_str() != Some("0") && !c.is_null())
-        };
-        let responses = match failed.answer.get("responses") {
-            Some(Value::Array(responses)) => responses.as_slice(),
-            _ => &[],
-        };
-        match new.iter().zip(responses).find(|(_, r)| has_key(r)) {
-            Some((a, _)) => Ok(Reserved::Taken(a.ip)),
-            // A comparison failed, yet none of the keys exists: not what
-            // etcd answers. Re-planning would only repeat it.
-            None => Err(not_etcd(
-                &failed.endpoint,
-                "/v3/kv/txn",
-                &format!(
-                    "a failed reservation of {} that names no taken address",
-                    first.ip
-                ),
-                &failed.text,
-            )),
+        let answers = responses(&failed.answer);
+        for (i, a) in new.iter().enumerate() {
+            let b = Block::of(a.ip, self.sizes);
+            let found = kvs(answers.get(3 * i))
+                .into_iter()
+                .chain(kvs(answers.get(3 * i + 1)))
+                .next();
+            if let Some((key, value)) = found {
+                let r = self.reservation(a.ip, &value, &key, &mut Vec::new());
+                self.seen.push(r);
+                return Ok(Reserved::Taken(a.ip));
+            }
+            let owner = kvs(answers.get(3 * i + 2));
+            if self.owned.contains(&b) && !owner.first().is_some_and(|(_, v)| self.is_mine(v)) {
+                // The block was given back or reclaimed meanwhile: read
+                // again.
+                self.owned.retain(|o| *o != b);
+                return Ok(Reserved::Taken(a.ip));
+            }
         }
+        // A comparison failed, yet nothing stood in the way: not what
+        // etcd answers. Re-planning would only repeat it.
+        Err(not_etcd(
+            &failed.endpoint,
+            "/v3/kv/txn",
+            &format!(
+                "a failed reservation of {} that names no taken address",
+                first.ip
+            ),
+            &failed.text,
+        ))
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
-        // (key, value as read) of each reservation this node may release.
-        let owned: Vec<(String, String)> = gone
+        // (key, value as read, the borrowed index key) of each reservation
+        // this node may release.
+        let owned: Vec<(String, String, Option<String>)> = gone
             .iter()
             .filter(|r| r.local)
             .filter_map(|r| {
@@ -240,50 +423,369 @@ impl Store for EtcdStore {
                     Owner::Container(container_id) => self.value(container_id, None),
                     Owner::Unknown(_) => return None,
                 };
-                Some((b64(&self.ip_key(r.ip)), b64(&value)))
+                let (key, borrowed) = match self.place(r.ip) {
+                    Place::Old => (self.old_key(r.ip), None),
+                    Place::Block(b) => (self.ip_key(b, r.ip), None),
+                    Place::Borrowed(b) => (self.ip_key(b, r.ip), Some(self.borrowed_key(r.ip))),
+                };
+                Some((key, value, borrowed))
             })
             .collect();
         // Each key is deleted only while it holds what was read; otherwise
         // someone else holds it now, and it is not ours to release. One
         // transaction for all (a dual-stack DEL, a GC) unless one of them
         // changed meanwhile; then one per key.
-        let still = |(key, value): &(String, String)| json!({"key": key, "target": "VALUE", "result": "EQUAL", "value": value});
-        let delete = |(key, _): &(String, String)| json!({"request_delete_range": {"key": key}});
-        for batch in owned.chunks(MAX_TXN_KEYS) {
+        let still = |(key, value, _): &(String, String, Option<String>)| value_compare(key, value);
+        let delete = |(key, _, borrowed): &(String, String, Option<String>)| {
+            std::iter::once(delete_op(key)).chain(borrowed.as_deref().map(delete_op))
+        };
+        for batch in owned.chunks(MAX_TXN_KEYS / 2) {
             let all_at_once = batch.len() > 1
                 && matches!(
                     self.client.txn_else(
                         batch.iter().map(still).collect(),
-                        batch.iter().map(delete).collect(),
+                        batch.iter().flat_map(delete).collect(),
                         Vec::new(),
                     )?,
-                    Txn::Succeeded
+                    Txn::Succeeded(_)
                 );
             if !all_at_once {
                 for one in batch {
                     self.client
-                        .txn_else(vec![still(one)], vec![delete(one)], Vec::new())?;
+                        .txn_else(vec![still(one)], delete(one).collect(), Vec::new())?;
                 }
             }
         }
-        Ok(())
+        for r in gone.iter().filter(|r| r.local) {
+            if let Place::Block(b) = self.place(r.ip) {
+                if let Some(n) = self.counts.get_mut(&b) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+        }
+        self.give_back_empty_blocks()
+    }
+}
+
+/// What a node's index (`nodes/<node>/`) lists.
+#[derive(Debug, Default)]
+struct Index {
+    blocks: Vec<Block>,
+    borrowed: Vec<(IpAddr, Block)>,
+    last: Vec<(usize, IpAddr)>,
+}
+
+impl Index {
+    /// The index's keys; those that are not what their names say are
+    /// skipped and named.
+    fn parse(store: &EtcdStore, keys: Vec<(String, Vec<u8>)>, state: &mut State) -> Index {
+        let prefix = store.node_prefix();
+        let mut index = Index::default();
+        for (key, value) in keys {
+            let name = key.strip_prefix(&prefix).unwrap_or(&key);
+            let value = String::from_utf8_lossy(&value);
+            let parsed: Result<(), String> = if let Some(b) = name.strip_prefix("blocks/") {
+                Block::parse(b, store.sizes).map(|b| index.blocks.push(b))
+            } else if let Some(ip) = name.strip_prefix("borrowed/") {
+                match (ip.parse::<IpAddr>(), Block::parse(&value, store.sizes)) {
+                    (Ok(ip), Ok(b)) if b.contains(ip) => {
+                        index.borrowed.push((ip, b));
+                        Ok(())
+                    }
+                    _ => Err("not a borrowed address naming its block".to_owned()),
+                }
+            } else if let Some(set) = name.strip_prefix("last_reserved/") {
+                match (set.parse::<usize>(), value.parse::<IpAddr>()) {
+                    (Ok(set), Ok(ip)) => {
+                        index.last.push((set, ip));
+                        Ok(())
+                    }
+                    _ => Err("not a last reserved address".to_owned()),
+                }
+            } else {
+                Err("not a key of a node's index".to_owned())
+            };
+            if let Err(why) = parsed {
+                state.skipped.push(Skipped {
+                    entry: format!("etcd key {key}"),
+                    why,
+                });
+            }
+        }
+        index
     }
 }
 
 impl EtcdStore {
-    fn ip_key(&self, ip: IpAddr) -> String {
+    /// Bytes etcd has answered this store so far (every request), for
+    /// measurements.
+    pub fn bytes_received(&self) -> u64 {
+        self.client.received.get()
+    }
+
+    /// `<root>nodes/<node>/`, the node's index (`%` and `/` escaped).
+    fn node_prefix(&self) -> String {
+        node_prefix(&self.root, &self.node)
+    }
+
+    fn owner_key(&self, b: Block) -> String {
+        format!("{}owners/{}", self.root, b.name())
+    }
+
+    fn block_prefix(&self, b: Block) -> String {
+        format!("{}blocks/{}/", self.root, b.name())
+    }
+
+    fn ip_key(&self, b: Block, ip: IpAddr) -> String {
+        format!("{}{ip}", self.block_prefix(b))
+    }
+
+    fn old_key(&self, ip: IpAddr) -> String {
         format!("{}ips/{ip}", self.root)
+    }
+
+    fn borrowed_key(&self, ip: IpAddr) -> String {
+        format!("{}borrowed/{ip}", self.node_prefix())
+    }
+
+    fn index_key(&self, b: Block) -> String {
+        format!("{}blocks/{}", self.node_prefix(), b.name())
+    }
+
+    fn last_key(&self, set: usize) -> String {
+        format!("{}last_reserved/{set}", self.node_prefix())
+    }
+
+    /// The owner value this node writes, byte for byte (a comparison reads
+    /// it).
+    fn owner_value(&self) -> String {
+        owner_value(&self.node)
+    }
+
+    fn is_mine(&self, owner: &[u8]) -> bool {
+        serde_json::from_slice::<OwnerRecord>(owner).is_ok_and(|o| o.node == self.node)
+    }
+
+    /// Where the reservation of `ip` is: as read, else where this node
+    /// would have written it.
+    fn place(&self, ip: IpAddr) -> Place {
+        if let Some(p) = self.places.get(&ip) {
+            return *p;
+        }
+        let b = Block::of(ip, self.sizes);
+        if self.owned.contains(&b) {
+            Place::Block(b)
+        } else {
+            Place::Borrowed(b)
+        }
+    }
+
+    /// A read-only transaction of `ops` (in chunks etcd accepts): every
+    /// operation's response, in order.
+    fn read_txn(&self, ops: Vec<Value>) -> Result<Vec<Value>, Error> {
+        let mut out = Vec::with_capacity(ops.len());
+        for chunk in ops.chunks(2 * MAX_TXN_KEYS) {
+            match self
+                .client
+                .txn_else(Vec::new(), chunk.to_vec(), Vec::new())?
+            {
+                Txn::Succeeded(answer) => out.extend(responses(&answer.answer).iter().cloned()),
+                Txn::Failed(failed) => {
+                    return Err(not_etcd(
+                        &failed.endpoint,
+                        "/v3/kv/txn",
+                        "a failed transaction without comparisons",
+                        &failed.text,
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The reservations under block `b` (keys read), into `state`; how many
+    /// keys there were.
+    fn block_reservations(
+        &mut self,
+        b: Block,
+        keys: Vec<(String, Vec<u8>)>,
+        state: &mut State,
+    ) -> usize {
+        let prefix = self.block_prefix(b);
+        let found = keys.len();
+        for (key, value) in keys {
+            let ip = key
+                .strip_prefix(&prefix)
+                .and_then(|ip| ip.parse::<IpAddr>().ok());
+            match ip.filter(|ip| b.contains(*ip)) {
+                Some(ip) => {
+                    let r = self.reservation(ip, &value, &key, &mut state.skipped);
+                    self.places.insert(ip, Place::Block(b));
+                    state.held.push(r);
+                }
+                None => state.skipped.push(Skipped {
+                    entry: format!("etcd key {key}"),
+                    why: format!("not named by an address of block {}", b.name()),
+                }),
+            }
+        }
+        found
+    }
+
+    /// Where set `i`'s new addresses may come from: the node's blocks;
+    /// when those are full (and this is an ADD), a block claimed now, or
+    /// one borrowed address.
+    fn pool(&mut self, i: usize, state: &mut State) -> Result<Vec<Range>, Error> {
+        let set = self.sets[i].clone();
+        let mut pool: Vec<Range> = self.owned.iter().flat_map(|b| b.pool(&set)).collect();
+        pool.sort_by_key(|r| crate::range::bits(r.start));
+        let free = |pool: &[Range], held: &[Reservation]| {
+            let used = held
+                .iter()
+                .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
+                .count() as u128;
+            capacity(pool).saturating_sub(used)
+        };
+        if free(&pool, &state.held) > 0 || self.access != Access::Create {
+            return Ok(pool);
+        }
+        if let Some(b) = self.claim(&set, state)? {
+            pool.extend(b.pool(&set));
+            return Ok(pool);
+        }
+        if self.strict {
+            return Ok(pool);
+        }
+        Ok(self.borrow(&set, state)?.into_iter().collect())
+    }
+
+    /// Claims a free block of `set` for this node, reading its keys into
+    /// `state`; `None` when every block is owned.
+    fn claim(&mut self, set: &RangeSet, state: &mut State) -> Result<Option<Block>, Error> {
+        let owners = format!("{}owners/", self.root);
+        for attempt in 0..MAX_LOST_CLAIMS {
+            // The first free block in host-local's order first (one node
+            // alone allocates as host-local does); after a lost claim, from
+            // a place of this node's, so that claimants spread out.
+            let hint = match attempt {
+                0 => 0,
+                n => stable_hash(&self.node).wrapping_add(n as u64),
+            };
+            let mut owned = HashSet::new();
+            for (key, _) in self.client.range_prefix(&owners, true, true)? {
+                let name = key.strip_prefix(&owners).unwrap_or(&key);
+                match Block::parse(name, self.sizes) {
+                    Ok(_) => {
+                        owned.insert(name.to_owned());
+                    }
+                    Err(why) if attempt == 0 => state.skipped.push(Skipped {
+                        entry: format!("etcd key {key}"),
+                        why,
+                    }),
+                    Err(_) => {}
+                }
+            }
+            // Past the owned blocks and the few that offer nothing (a
+            // block holding only a gateway), a free one comes, or none is.
+            let bound = owned.len() + 2 * set.ranges.len() + 1;
+            let Some(b) = candidates(set, self.sizes, hint)
+                .take(bound)
+                .find(|b| !owned.contains(&b.name()) && capacity(&b.pool(set)) > 0)
+            else {
+                return Ok(None);
+            };
+            let txn = self.client.txn_else(
+                vec![absent_compare(&self.owner_key(b))],
+                vec![
+                    put_op(&self.owner_key(b), &self.owner_value()),
+                    put_op(&self.index_key(b), ""),
+                    read_op(&self.block_prefix(b), true, false, false),
+                ],
+                Vec::new(),
+            )?;
+            if let Txn::Succeeded(answer) = txn {
+                let keys = kvs(responses(&answer.answer).get(2));
+                let found = self.block_reservations(b, keys, state);
+                self.counts.insert(b, found);
+                self.owned.push(b);
+                return Ok(Some(b));
+            }
+        }
+        Err(Error::try_again_later(
+            format!("lost {MAX_LOST_CLAIMS} claims of a block to other nodes"),
+            format!("in {}", self.describe()),
+        ))
+    }
+
+    /// Every reserved address of the network, of every node, in blocks
+    /// and in the layout before them (keys only): for STATUS, and to
+    /// borrow.
+    fn every_address(&self) -> Result<Vec<IpAddr>, Error> {
+        let blocks = format!("{}blocks/", self.root);
+        let old = format!("{}ips/", self.root);
+        let mut held: Vec<IpAddr> = self
+            .client
+            .range_prefix(&blocks, true, true)?
+            .into_iter()
+            .filter_map(|(key, _)| key.rsplit('/').next()?.parse().ok())
+            .collect();
+        held.extend(
+            self.client
+                .range_prefix(&old, true, true)?
+                .into_iter()
+                .filter_map(|(key, _)| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
+        );
+        Ok(held)
+    }
+
+    /// One free address of `set` in another node's block (every block is
+    /// owned): the one read of every reservation's key.
+    fn borrow(&mut self, set: &RangeSet, state: &State) -> Result<Option<Range>, Error> {
+        let mut taken: HashSet<IpAddr> = self.every_address()?.into_iter().collect();
+        taken.extend(state.held.iter().map(|r| r.ip));
+        let Some(ip) = RangeIter::new(set, None).find(|ip| !taken.contains(ip)) else {
+            return Ok(None);
+        };
+        Ok(set.range_for(ip).map(|r| Range {
+            start: ip,
+            end: ip,
+            ..r.clone()
+        }))
+    }
+
+    /// Gives back the node's blocks left empty, but one.
+    fn give_back_empty_blocks(&mut self) -> Result<(), Error> {
+        if self.access == Access::Read {
+            return Ok(());
+        }
+        let empty: Vec<Block> = self
+            .owned
+            .iter()
+            .filter(|b| self.counts.get(b) == Some(&0))
+            .copied()
+            .collect();
+        let keep = usize::from(empty.len() == self.owned.len());
+        for b in empty.into_iter().skip(keep) {
+            let txn = self.client.txn_else(
+                vec![
+                    value_compare(&self.owner_key(b), &self.owner_value()),
+                    empty_compare(&self.block_prefix(b)),
+                ],
+                vec![delete_op(&self.owner_key(b)), delete_op(&self.index_key(b))],
+                Vec::new(),
+            )?;
+            if matches!(txn, Txn::Succeeded(_)) {
+                self.owned.retain(|o| *o != b);
+                self.counts.remove(&b);
+            }
+        }
+        Ok(())
     }
 
     /// A reservation's value, byte for byte as this store writes it (a
     /// release compares it).
     fn value(&self, container_id: &str, ifname: Option<&str>) -> String {
-        serde_json::to_string(&Record {
-            container_id: container_id.trim().to_owned(),
-            ifname: ifname.map(str::to_owned),
-            node: self.node.clone(),
-        })
-        .unwrap_or_default()
+        record_value(container_id, ifname, &self.node)
     }
 
     fn reservation(
@@ -319,6 +821,38 @@ impl EtcdStore {
             }
         }
     }
+}
+
+/// `<root>nodes/<node>/`, `%` and `/` of the name escaped.
+fn node_prefix(root: &str, node: &str) -> String {
+    let escaped = node.replace('%', "%25").replace('/', "%2F");
+    format!("{root}nodes/{escaped}/")
+}
+
+/// The value of a block owned by `node`, byte for byte.
+fn owner_value(node: &str) -> String {
+    serde_json::to_string(&OwnerRecord {
+        node: node.to_owned(),
+    })
+    .unwrap_or_default()
+}
+
+/// A reservation's value, byte for byte as this store writes it.
+fn record_value(container_id: &str, ifname: Option<&str>, node: &str) -> String {
+    serde_json::to_string(&Record {
+        container_id: container_id.trim().to_owned(),
+        ifname: ifname.map(str::to_owned),
+        node: node.to_owned(),
+    })
+    .unwrap_or_default()
+}
+
+/// FNV-1a of `text`: where a node starts looking for a free block, the
+/// same on every run, different between nodes.
+fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// `node`, else the host name.

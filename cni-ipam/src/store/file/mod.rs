@@ -149,6 +149,7 @@ impl Store for FileStore {
             last_reserved,
             skipped,
             unreadable,
+            pools: Vec::new(),
         })
     }
 

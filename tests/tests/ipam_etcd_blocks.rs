@@ -1,0 +1,596 @@
+//! The etcd store's blocks on a real etcd: nodes claiming blocks at once,
+//! a network of 1,000 nodes and 100,000 reservations, and a dead node's
+//! blocks reclaimed. Plugins run in-process (`cni_skel::TestRequest`) on
+//! threads, one node name each, as many nodes would.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Barrier;
+
+use cni_ipam::store::etcd::{reclaim_node_of, EtcdStore};
+use cni_ipam::store::{Access, Reserved, Store};
+use cni_ipam::{config::IpamConfig, plan, Ipam, RANGE_EXHAUSTED};
+use cni_skel::{Outcome, TestRequest};
+use cni_types::{Attachment, NetConf};
+use cni_version::PluginInfo;
+use serde_json::{json, Value};
+use tests::etcd::Etcd;
+use tests::FAKE_NETNS;
+
+const NETWORK: &str = "net";
+const ROOT: &str = "/cni-ipam/net/";
+
+#[allow(non_upper_case_globals)]
+const IpamEtcd: Ipam<EtcdStore> = Ipam::new("ipam-etcd");
+
+/// The network configuration of `subnet` for `node`, with `store` keys
+/// added to the store section.
+fn conf(etcd: &Etcd, node: &str, subnet: &str, store: Value) -> Value {
+    let mut s = json!({"type": "etcd", "endpoints": [etcd.endpoint()], "node": node});
+    for (k, v) in store.as_object().into_iter().flatten() {
+        s[k] = v.clone();
+    }
+    json!({"cniVersion": "1.1.0", "name": NETWORK, "type": "bridge",
+           "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": subnet}]], "store": s}})
+}
+
+/// `command` of container `id` in-process.
+fn run(command: &str, id: &str, conf: &Value) -> Outcome {
+    TestRequest::new(command)
+        .env("CNI_CONTAINERID", id)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_NETNS", FAKE_NETNS)
+        .env("CNI_PATH", "/opt/cni/bin")
+        .stdin(conf.to_string())
+        .run(&IpamEtcd, &PluginInfo::all())
+}
+
+/// The address an ADD returned.
+fn address(out: &Outcome) -> IpAddr {
+    let v = out.json();
+    v["ips"][0]["address"]
+        .as_str()
+        .and_then(|a| a.split('/').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {v}"))
+}
+
+/// What etcd holds, checked: every reservation key's address inside its
+/// block and held once, every block owned once and listed in its owner's
+/// index, every index entry owned by its node. Address -> block.
+fn checked_layout(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
+    checked_layout_skipping(etcd, &[])
+}
+
+/// [`checked_layout`], leaving out the keys holding one of `skip` (keys
+/// written by hand with garbage).
+fn checked_layout_skipping(etcd: &Etcd, skip: &[&str]) -> BTreeMap<IpAddr, String> {
+    let kept = |key: &String| !skip.iter().any(|s| key.contains(s));
+    let mut held = BTreeMap::new();
+    for key in etcd
+        .keys(&format!("{ROOT}blocks/"))
+        .into_iter()
+        .filter(kept)
+    {
+        let rest = &key[ROOT.len() + "blocks/".len()..];
+        let (block, ip) = rest.split_once('/').expect("blocks/<block>/<address>");
+        let ip: IpAddr = ip.parse().expect("an address");
+        let (net, len) = block.rsplit_once('-').expect("<address>-<length>");
+        let (net, len): (Ipv4Addr, u32) = (net.parse().unwrap(), len.parse().unwrap());
+        let IpAddr::V4(v4) = ip else { panic!("{key}") };
+        let mask = u32::MAX << (32 - len);
+        assert_eq!(
+            u32::from(v4) & mask,
+            u32::from(net),
+            "{key} outside its block"
+        );
+        assert!(
+            held.insert(ip, block.to_owned()).is_none(),
+            "{ip} held twice"
+        );
+    }
+    let owners: BTreeMap<String, String> = etcd
+        .get_prefix(&format!("{ROOT}owners/"))
+        .into_iter()
+        .filter(|(k, _)| kept(k))
+        .map(|(k, v)| {
+            let node: Value = serde_json::from_str(&v).expect("an owner record");
+            (
+                k[ROOT.len() + "owners/".len()..].to_owned(),
+                node["node"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut indexed = BTreeMap::new();
+    for key in etcd.keys(&format!("{ROOT}nodes/")).into_iter().filter(kept) {
+        let rest = &key[ROOT.len() + "nodes/".len()..];
+        if let Some((node, block)) = rest.split_once("/blocks/") {
+            assert!(
+                indexed.insert(block.to_owned(), node.to_owned()).is_none(),
+                "{block} in two nodes' indexes"
+            );
+        }
+    }
+    assert_eq!(owners, indexed, "owners and the nodes' indexes disagree");
+    held
+}
+
+#[test]
+fn sixteen_nodes_claiming_blocks_at_once_from_a_nearly_full_range_never_share_one() {
+    let etcd = Etcd::start();
+    // 16 blocks of /28; 12 already owned by nodes that are gone.
+    let subnet = "10.95.0.0/24";
+    let gone: Vec<(String, String)> = (0..12u32)
+        .flat_map(|i| {
+            let block = format!("10.95.0.{}-28", 16 * (i + 4));
+            let node = format!("old-{i}");
+            [
+                (
+                    format!("{ROOT}owners/{block}"),
+                    json!({"node": node}).to_string(),
+                ),
+                (format!("{ROOT}nodes/{node}/blocks/{block}"), String::new()),
+            ]
+        })
+        .collect();
+    etcd.put_all(&gone);
+    let strict = json!({"blockSize": 28, "strictBlocks": true});
+    let barrier = Barrier::new(16);
+    let outs: Vec<Outcome> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..16)
+            .map(|n| {
+                let (etcd, barrier, strict) = (&etcd, &barrier, &strict);
+                s.spawn(move || {
+                    let conf = conf(etcd, &format!("node-{n}"), subnet, strict.clone());
+                    barrier.wait();
+                    run("ADD", &format!("c{n}"), &conf)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let (won, lost): (Vec<&Outcome>, Vec<&Outcome>) = outs.iter().partition(|o| o.exit_code == 0);
+    assert_eq!(won.len(), 4, "four free blocks: {outs:?}");
+    for out in &lost {
+        let e = out.error().expect("a CNI error");
+        assert_eq!(e.code, RANGE_EXHAUSTED, "{e:?}");
+        assert!(e.msg.contains("no IP addresses available"), "{e:?}");
+    }
+    let held = checked_layout(&etcd);
+    let blocks: BTreeSet<&String> = held.values().collect();
+    assert_eq!(
+        blocks.len(),
+        4,
+        "each winner in a block of its own: {held:?}"
+    );
+    assert_eq!(etcd.keys(&format!("{ROOT}owners/")).len(), 16);
+
+    // Without strictBlocks, a fifth node borrows one address of a block
+    // another node owns, in that block's key space.
+    let out = run(
+        "ADD",
+        "borrower",
+        &conf(&etcd, "node-b", subnet, json!({"blockSize": 28})),
+    );
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    let ip = address(&out);
+    let held = checked_layout(&etcd);
+    let owner_of = |block: &str| {
+        etcd.get_prefix(&format!("{ROOT}owners/{block}"))
+            .first()
+            .map(|(_, v)| v.clone())
+    };
+    assert!(owner_of(&held[&ip]).is_some_and(|o| !o.contains("node-b")));
+    assert_eq!(
+        etcd.get_prefix(&format!("{ROOT}nodes/node-b/borrowed/{ip}"))
+            .len(),
+        1,
+        "the borrower records it"
+    );
+    // Its DEL releases it and its record.
+    let del = run(
+        "DEL",
+        "borrower",
+        &conf(&etcd, "node-b", subnet, json!({"blockSize": 28})),
+    );
+    assert_eq!(del.exit_code, 0, "{del:?}");
+    assert!(!checked_layout(&etcd).contains_key(&ip));
+    assert!(etcd
+        .keys(&format!("{ROOT}nodes/node-b/borrowed/"))
+        .is_empty());
+}
+
+/// 1,000 nodes, 2,048 blocks of /26 in a /15, every block owned (48 nodes
+/// own three, the others two) and holding 48 or 49 reservations: 100,000.
+const NODES: usize = 1000;
+const RESERVATIONS: usize = 100_000;
+const SUBNET: &str = "10.0.0.0/15";
+
+fn node(i: usize) -> String {
+    format!("node-{i:04}")
+}
+
+/// The bulk fill, in the layout the store's module docs give: per block
+/// its owner, its index entry, and its reservations from its address + 2.
+fn bulk_fill(etcd: &Etcd) -> Vec<(String, Vec<u32>)> {
+    let base = u32::from(Ipv4Addr::new(10, 0, 0, 0));
+    let blocks = 2048usize;
+    let mut pairs = Vec::with_capacity(RESERVATIONS + 2 * blocks);
+    let mut per_node: Vec<(String, Vec<u32>)> = (0..NODES).map(|i| (node(i), Vec::new())).collect();
+    for b in 0..blocks {
+        let owner = if b < 2 * NODES { b / 2 } else { b - 2 * NODES };
+        let net = base + 64 * b as u32;
+        let name = format!("{}-26", Ipv4Addr::from(net));
+        let n = &per_node[owner].0;
+        pairs.push((
+            format!("{ROOT}owners/{name}"),
+            json!({"node": n}).to_string(),
+        ));
+        pairs.push((format!("{ROOT}nodes/{n}/blocks/{name}"), String::new()));
+        let count = RESERVATIONS / blocks + usize::from(b < RESERVATIONS % blocks);
+        for k in 0..count {
+            let ip = Ipv4Addr::from(net + 2 + k as u32);
+            let id = format!("fill-{b}-{k}");
+            let record = json!({"containerID": id, "ifname": "eth0", "node": n});
+            pairs.push((format!("{ROOT}blocks/{name}/{ip}"), record.to_string()));
+        }
+        per_node[owner].1.push(net);
+    }
+    etcd.put_all(&pairs);
+    per_node
+}
+
+/// An ADD through the store's API, as the plugin does it; the address and
+/// the bytes etcd answered.
+fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64) {
+    let conf = NetConf::from_value(conf(etcd, node, SUBNET, json!({}))).expect("conf");
+    let cfg = IpamConfig::from_conf(&conf).expect("ipam");
+    let store_cfg = EtcdStore::config(IpamConfig::section(&conf).unwrap()).expect("store");
+    let mut store = EtcdStore::open(NETWORK, &store_cfg, Access::Create)
+        .unwrap()
+        .unwrap();
+    store.use_ranges(&cfg.range_sets).expect("ranges");
+    let attachment = Attachment {
+        container_id: id.to_owned(),
+        ifname: "eth0".to_owned(),
+    };
+    for lost in 0..8 {
+        let state = store.read(1).expect("read");
+        let got = plan::plan_skipping(&cfg, &state, &attachment, &[], lost).expect("plan");
+        if store.reserve(&got, &attachment).expect("reserve") == Reserved::Done {
+            return (got[0].ip, store.bytes_received());
+        }
+    }
+    panic!("{node}/{id} kept losing on its own blocks");
+}
+
+#[test]
+fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a_dead_nodes_come_back(
+) {
+    let etcd = Etcd::start();
+    let per_node = bulk_fill(&etcd);
+    assert_eq!(checked_layout(&etcd).len(), RESERVATIONS);
+
+    // Every node adds one container through the normal path, 8 at a time.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(IpAddr, u64)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= NODES {
+                            break mine;
+                        }
+                        mine.push(add_through_store(&etcd, &node(i), &format!("new-{i}")));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let most = results.iter().map(|r| r.1).max().unwrap_or(0);
+    // Three blocks of 50 reservations are ~30 KB in etcd's JSON; the
+    // network's 100,000 would be ~20 MB.
+    assert!(most < 64 << 10, "an ADD read {most} bytes from etcd");
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), RESERVATIONS + NODES, "no address twice");
+
+    // node-0500 (two blocks of 49) dies; a surviving node reclaims it.
+    let dead = node(500);
+    let survivor = conf(&etcd, &node(501), SUBNET, json!({}));
+    let done = reclaim_node_of(survivor.to_string().as_bytes(), &dead).expect("reclaim");
+    assert_eq!(done.blocks, per_node[500].1.len());
+    assert_eq!(
+        done.reservations,
+        2 * 49 + 1,
+        "its fill and its one ADD: {done:?}"
+    );
+    assert!(etcd.keys(&format!("{ROOT}nodes/{dead}/")).is_empty());
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), RESERVATIONS + NODES - done.reservations);
+
+    // A new node (strict: no borrowing) gets every address of the dead
+    // node's blocks, and then none.
+    let fresh = conf(&etcd, "node-new", SUBNET, json!({"strictBlocks": true}));
+    let mut got = BTreeSet::new();
+    loop {
+        let out = run("ADD", &format!("fresh-{}", got.len()), &fresh);
+        if out.exit_code != 0 {
+            assert_eq!(
+                out.error().map(|e| e.code),
+                Some(RANGE_EXHAUSTED),
+                "{out:?}"
+            );
+            break;
+        }
+        assert!(got.insert(address(&out)), "handed out twice");
+        assert!(got.len() <= 200, "more than the dead node's blocks hold");
+    }
+    let want: BTreeSet<IpAddr> = per_node[500]
+        .1
+        .iter()
+        .flat_map(|net| (0..64).map(move |k| IpAddr::V4(Ipv4Addr::from(net + k))))
+        .collect();
+    assert_eq!(got, want, "the dead node's blocks, whole");
+    assert_eq!(
+        checked_layout(&etcd).len(),
+        RESERVATIONS + NODES - done.reservations + want.len()
+    );
+}
+
+#[test]
+fn block_keys_written_by_hand_with_garbage_are_skipped_and_named_never_fatal() {
+    let etcd = Etcd::start();
+    let subnet = "10.96.0.0/24";
+    let conf = conf(&etcd, "node-g", subnet, json!({}));
+    let first = run("ADD", "c1", &conf);
+    assert_eq!(first.exit_code, 0, "{first:?}");
+    let mine = checked_layout(&etcd)[&address(&first)].clone();
+    // Each of these is skipped and named; none stops an ADD.
+    etcd.put_all(&[
+        (format!("{ROOT}nodes/node-g/blocks/garbage"), String::new()),
+        (
+            format!("{ROOT}nodes/node-g/borrowed/10.96.0.77"),
+            "not-a-block".to_owned(),
+        ),
+        (format!("{ROOT}nodes/node-g/whatever"), "x".to_owned()),
+        (
+            format!("{ROOT}blocks/{mine}/not-an-address"),
+            "x".to_owned(),
+        ),
+        (
+            format!("{ROOT}blocks/{mine}/10.96.0.3"),
+            "\u{1}not json".to_owned(),
+        ),
+        (format!("{ROOT}owners/10.96.0.65-26"), "x".to_owned()),
+        (format!("{ROOT}owners/junk"), "x".to_owned()),
+    ]);
+    let second = run("ADD", "c2", &conf);
+    assert_eq!(second.exit_code, 0, "{second:?}");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    for named in [
+        "nodes/node-g/blocks/garbage",
+        "nodes/node-g/borrowed/10.96.0.77",
+        "nodes/node-g/whatever",
+        "not-an-address",
+        "10.96.0.3",
+    ] {
+        assert!(stderr.contains(named), "{named} not named: {stderr}");
+    }
+    // The foreign value's address stays taken.
+    assert_ne!(address(&second), "10.96.0.3".parse::<IpAddr>().unwrap());
+    // A DEL and a GC work past them, and leave them.
+    let del = run("DEL", "c2", &conf);
+    assert_eq!(del.exit_code, 0, "{del:?}");
+    assert_eq!(
+        etcd.keys(&format!("{ROOT}blocks/{mine}/10.96.0.3")).len(),
+        1
+    );
+    // A full block makes the next ADD read the owners to claim another:
+    // the hand-written ones are named there, and skipped.
+    let named = (0..70).find_map(|i| {
+        let out = run("ADD", &format!("fill{i}"), &conf);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr.contains("owners/junk").then_some(stderr)
+    });
+    let named = named.expect("a second block claimed, naming owners/junk");
+    assert!(named.contains("owners/10.96.0.65-26"), "{named}");
+    checked_layout_skipping(
+        &etcd,
+        &["garbage", "junk", "10.96.0.65-26", "not-an-address"],
+    );
+}
+
+/// The reservations in blocks: container id -> address.
+fn reservations(etcd: &Etcd) -> BTreeMap<String, IpAddr> {
+    etcd.get_prefix(&format!("{ROOT}blocks/"))
+        .into_iter()
+        .map(|(key, value)| {
+            let v: Value = serde_json::from_str(&value).expect("a reservation");
+            let ip = key.rsplit('/').next().and_then(|ip| ip.parse().ok());
+            (
+                v["containerID"].as_str().unwrap().to_owned(),
+                ip.expect("an address"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn etcd_killed_twice_during_claims_and_adds_loses_no_block_and_owns_none_twice() {
+    let etcd = Etcd::start();
+    // 64 blocks of 16; 16 nodes of 24 containers claim two blocks each.
+    let subnet = "10.97.0.0/22";
+    let small = json!({"blockSize": 28});
+    let jobs: Vec<(String, String)> = (0..24)
+        .flat_map(|k| (0..16).map(move |n| (format!("node-{n}"), format!("k{k}-n{n}"))))
+        .collect();
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let outs: Vec<(usize, Outcome)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    while let Some(i) =
+                        Some(next.fetch_add(1, Ordering::Relaxed)).filter(|i| *i < jobs.len())
+                    {
+                        let (node, id) = &jobs[i];
+                        mine.push((i, run("ADD", id, &conf(&etcd, node, subnet, small.clone()))));
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        // Killed once among the first claims, once among the second ones.
+        for at in [40, 220] {
+            while done.load(Ordering::Relaxed) < at {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            etcd.restart();
+        }
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let failed: Vec<usize> = outs
+        .iter()
+        .filter(|(_, o)| o.exit_code != 0)
+        .map(|(i, _)| *i)
+        .collect();
+    assert!(!failed.is_empty(), "etcd was killed while ADDs ran");
+    for (i, out) in &outs {
+        if out.exit_code != 0 {
+            assert_eq!(
+                out.error().map(|e| e.code.0),
+                Some(11),
+                "{:?}: {out:?}",
+                jobs[*i]
+            );
+        }
+    }
+    // The runtime DELs each failed ADD, then adds it again.
+    let mut got: BTreeMap<String, IpAddr> = outs
+        .iter()
+        .filter(|(_, o)| o.exit_code == 0)
+        .map(|(i, o)| (jobs[*i].1.clone(), address(o)))
+        .collect();
+    for &i in &failed {
+        let (node, id) = &jobs[i];
+        let conf = conf(&etcd, node, subnet, small.clone());
+        assert_eq!(run("DEL", id, &conf).exit_code, 0);
+        let out = run("ADD", id, &conf);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        got.insert(id.clone(), address(&out));
+    }
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), jobs.len(), "no address twice");
+    assert_eq!(reservations(&etcd), got, "exactly the successful ADDs");
+    // No block is lost: a GC of each node, every container valid, leaves
+    // each node only blocks holding its containers (one empty at most,
+    // such as one claimed by a transaction whose answer was lost).
+    for n in 0..16 {
+        let node = format!("node-{n}");
+        let valid: Vec<Value> = jobs
+            .iter()
+            .filter(|(j, _)| *j == node)
+            .map(|(_, id)| json!({"containerID": id, "ifname": "eth0"}))
+            .collect();
+        let mut c = conf(&etcd, &node, subnet, small.clone());
+        c["cni.dev/valid-attachments"] = Value::Array(valid);
+        assert_eq!(run("GC", "", &c).exit_code, 0);
+    }
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), jobs.len(), "GC released none of the valid");
+    let used: BTreeSet<&String> = held.values().collect();
+    let owned = etcd.keys(&format!("{ROOT}owners/"));
+    assert!(
+        owned.len() <= used.len() + 16,
+        "{} blocks owned, {} in use",
+        owned.len(),
+        used.len()
+    );
+}
+
+#[test]
+fn reservations_in_the_layout_before_blocks_are_honoured_and_released_by_their_own_del() {
+    let etcd = Etcd::start();
+    let subnet = "10.98.0.0/24";
+    let conf = conf(&etcd, "node-u", subnet, json!({}));
+    let old = |ip: &str, id: &str| {
+        (
+            format!("{ROOT}ips/{ip}"),
+            json!({"containerID": id, "ifname": "eth0", "node": "node-u"}).to_string(),
+        )
+    };
+    etcd.put_all(&[
+        old("10.98.0.2", "c-old"),
+        old("10.98.0.3", "c-old2"),
+        old("10.98.0.4", "c-other"),
+    ]);
+    // A repeated ADD of an old reservation's attachment is refused (104).
+    let again = run("ADD", "c-old", &conf);
+    assert_eq!(again.error().map(|e| e.code.0), Some(104), "{again:?}");
+    // A new ADD passes them, and is written in a block.
+    let new = run("ADD", "c-new", &conf);
+    assert_eq!(new.exit_code, 0, "{new:?}");
+    assert_eq!(address(&new), "10.98.0.5".parse::<IpAddr>().unwrap());
+    assert_eq!(checked_layout(&etcd).len(), 1);
+    assert_eq!(run("CHECK", "c-old", &conf).exit_code, 0);
+    // Their own DEL releases them.
+    assert_eq!(run("DEL", "c-old", &conf).exit_code, 0);
+    let left = etcd.keys(&format!("{ROOT}ips/"));
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(!left.iter().any(|k| k.ends_with("/10.98.0.2")), "{left:?}");
+}
+
+#[test]
+fn ipam_etcd_reclaim_node_as_a_command_gives_back_a_dead_nodes_blocks() {
+    let etcd = Etcd::start();
+    let subnet = "10.99.0.0/24";
+    for (node, id) in [
+        ("node-dead", "d1"),
+        ("node-dead", "d2"),
+        ("node-live", "l1"),
+    ] {
+        assert_eq!(
+            run("ADD", id, &conf(&etcd, node, subnet, json!({}))).exit_code,
+            0
+        );
+    }
+    let stdin = conf(&etcd, "node-live", subnet, json!({})).to_string();
+    let out = std::process::Command::new(tests::plugin_bin_dir().join("ipam-etcd"))
+        .args(["reclaim-node", "node-dead"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(stdin.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("ipam-etcd reclaim-node");
+    assert!(out.status.success(), "{out:?}");
+    let done: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(done, json!({"blocks": 1, "reservations": 2}));
+    let held = checked_layout(&etcd);
+    assert_eq!(held.len(), 1, "node-live's stays: {held:?}");
+    assert!(etcd.keys(&format!("{ROOT}nodes/node-dead/")).is_empty());
+    // A node does not reclaim itself.
+    let own = reclaim_node_of(stdin.as_bytes(), "node-live").unwrap_err();
+    assert_eq!(own.code, cni_types::Code::INVALID_NETWORK_CONFIG, "{own:?}");
+}
