@@ -53,14 +53,16 @@ try:
             # Held by another node, in the /26 blocks it owns (the store's
             # layout, cni-ipam/src/store/etcd/mod.rs).
             root = "/cni-ipam/net/"
-            pairs = []
+            # A dict: etcd refuses a transaction naming one key twice, and
+            # a block's owner keys are the same for all its addresses.
+            kv = {}
             for i, ip in enumerate(prefilled):
                 block = f"{ipaddress.ip_address(int(ipaddress.ip_address(ip)) & ~63)}-26"
                 record = {"containerID": f"prefill-{i}", "ifname": "eth0", "node": "other"}
-                pairs += [(f"{root}owners/{block}", json.dumps({"node": "other"})),
-                          (f"{root}nodes/other/blocks/{block}", ""),
-                          (f"{root}blocks/{block}/{ip}", json.dumps(record))]
-            put_all(endpoint, pairs)
+                kv[f"{root}owners/{block}"] = json.dumps({"node": "other"})
+                kv[f"{root}nodes/other/blocks/{block}"] = ""
+                kv[f"{root}blocks/{block}/{ip}"] = json.dumps(record)
+            put_all(endpoint, list(kv.items()))
             ipam["store"] = {"type": "etcd", "endpoints": [endpoint], "node": "bench"}
         conf = {"cniVersion": "1.0.0", "name": "net", "type": "bridge", "ipam": ipam}
         open(f"{work}/{name}.json", "w").write(json.dumps(conf))
