@@ -158,20 +158,26 @@ pub fn reference_plugin_dir() -> PathBuf {
 /// As [`plugin_bin_dir`] and [`reference_plugin_dir`], or when the
 /// directory cannot be made.
 pub fn ours_with_reference_host_local() -> Vec<PathBuf> {
+    static LINKED: OnceLock<PathBuf> = OnceLock::new();
     let reference = reference_plugin_dir();
-    let dir = target_dir().join("reference-host-local");
-    fs::create_dir_all(&dir).expect("creating the reference host-local directory");
-    let link = dir.join("host-local");
-    if fs::read_link(&link).ok() != Some(reference.join("host-local")) {
-        // Another test process may be doing the same: link under a name
-        // of our own, then rename over whatever is there.
-        let tmp = dir.join(format!("host-local.{}", std::process::id()));
-        let _ = fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(reference.join("host-local"), &tmp)
-            .expect("linking the reference host-local");
-        fs::rename(&tmp, &link).expect("placing the reference host-local");
-    }
-    vec![dir, plugin_bin_dir(), reference]
+    // Once per process: the tests of one file run on threads of one
+    // process, which share its pid.
+    let dir = LINKED.get_or_init(|| {
+        let dir = target_dir().join("reference-host-local");
+        fs::create_dir_all(&dir).expect("creating the reference host-local directory");
+        let link = dir.join("host-local");
+        if fs::read_link(&link).ok() != Some(reference.join("host-local")) {
+            // Another test process may be doing the same: link under a
+            // name of our own, then rename over whatever is there.
+            let tmp = dir.join(format!("host-local.{}", std::process::id()));
+            let _ = fs::remove_file(&tmp);
+            std::os::unix::fs::symlink(reference.join("host-local"), &tmp)
+                .expect("linking the reference host-local");
+            fs::rename(&tmp, &link).expect("placing the reference host-local");
+        }
+        dir
+    });
+    vec![dir.clone(), plugin_bin_dir(), reference]
 }
 
 /// Directory under the target dir where Go helpers are built.
