@@ -24,6 +24,7 @@
 
 pub mod etcd;
 pub mod invariants;
+pub mod observe;
 pub mod podman;
 pub mod sandbox;
 

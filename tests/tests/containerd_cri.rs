@@ -29,8 +29,8 @@
 //! subnet in `10.219.0.0/16` and host port, so tests run in parallel.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use cni_net::Netns;
 use serde_json::{json, Value};
+use tests::observe::{filter_rules, names_address, reserved_addresses, tcp_fetch};
 use tests::{host_link, ip, plugin_bin_dir, require_root_and_ip, workspace_root, StdoutJson};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -340,13 +341,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
     /// The addresses `host-local` holds for the network.
     fn reservations(&self) -> Vec<String> {
-        fs::read_dir(self.dir("ipam").join(&self.network))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
-            .collect()
+        reserved_addresses(&self.dir("ipam").join(&self.network))
     }
 
     /// The bridge's ports.
@@ -379,20 +374,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         }
         assert_eq!(self.bridge_ports(), Vec::<String>::new(), "bridge ports");
         assert_eq!(self.reservations(), Vec::<String>::new(), "reservations");
-        for (tool, args) in [
-            ("iptables-save", &[][..]),
-            ("ip6tables-save", &[][..]),
-            ("nft", &["list", "ruleset"][..]),
-        ] {
-            let out = tests::output_of(Command::new(tool).args(args), b"");
-            assert!(out.success(), "{tool}: {out:?}");
-            let rules = out.stdout_str();
-            assert!(
-                !rules.contains(id) && !rules.contains(&format!("{} ", pod.ip())),
-                "{tool} still names the pod {id} ({}):\n{rules}",
-                pod.ip()
-            );
-        }
+        let rules = filter_rules(None);
+        assert!(
+            !rules.contains(id) && !names_address(&rules, pod.ip()),
+            "rules still name the pod {id} ({}):\n{rules}",
+            pod.ip()
+        );
         let cached: Vec<String> = fs::read_dir("/var/lib/cni/results")
             .into_iter()
             .flatten()
@@ -484,21 +471,6 @@ impl Pod {
     }
 }
 
-/// What a TCP connection from the host to `addr` reads, or the error.
-fn fetch(addr: &str) -> Result<String, String> {
-    let to: SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
-    let mut stream = TcpStream::connect_timeout(&to, Duration::from_secs(5))
-        .map_err(|e| format!("connect {addr}: {e}"))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    stream
-        .read_to_string(&mut text)
-        .map_err(|e| format!("read {addr}: {e}"))?;
-    Ok(text)
-}
-
 /// A host port unique to this process and `offset`.
 fn host_port(offset: u16) -> u16 {
     20_000 + (std::process::id() % 10_000) as u16 * 2 + offset
@@ -564,10 +536,10 @@ fn cri_pods_on_containerds_default_list_get_their_ip_reach_each_other_and_their_
     web.serve(80, "hello from web");
     let gateway = ctrd.gateway();
     for addr in [format!("127.0.0.1:{port}"), format!("{gateway}:{port}")] {
-        assert_eq!(fetch(&addr).as_deref(), Ok("hello from web"), "{addr}");
+        assert_eq!(tcp_fetch(&addr).as_deref(), Ok("hello from web"), "{addr}");
     }
     assert_eq!(
-        fetch(&format!("{}:80", web.ip())).as_deref(),
+        tcp_fetch(&format!("{}:80", web.ip())).as_deref(),
         Ok("hello from web")
     );
 
@@ -595,7 +567,7 @@ fn cri_pods_on_containerds_default_list_get_their_ip_reach_each_other_and_their_
 
     ctrd.remove_pod(&web);
     assert!(
-        fetch(&format!("127.0.0.1:{port}")).is_err(),
+        tcp_fetch(&format!("127.0.0.1:{port}")).is_err(),
         "port still open"
     );
     ctrd.remove_pod(&client);
@@ -626,7 +598,7 @@ fn a_containerd_restart_under_a_running_pod_then_its_removal_leave_nothing() {
     assert_eq!(after.0["state"], "SANDBOX_READY", "{after:?}");
     assert_eq!(after.ip(), pod.ip(), "the pod IP after the restart");
     assert_eq!(
-        fetch(&format!("127.0.0.1:{port}")).as_deref(),
+        tcp_fetch(&format!("127.0.0.1:{port}")).as_deref(),
         Ok("still here"),
         "the hostPort after the restart"
     );

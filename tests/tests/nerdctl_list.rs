@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use cni_net::Netns;
 use serde_json::{json, Value};
+use tests::observe::{filter_rules, names_address};
 use tests::sandbox::NetDirs;
 use tests::{in_host_namespace, plugin_bin_dir, Driver, NetNs};
 
@@ -104,22 +105,6 @@ fn ping(ns: &NetNs, addr: &str) -> bool {
         b"",
     )
     .success()
-}
-
-/// The rules of the host namespace (iptables and nft), one text.
-fn rules(host: &NetNs) -> String {
-    let mut all = String::new();
-    for args in [&["iptables-save"][..], &["nft", "list", "ruleset"][..]] {
-        let out = tests::output_of(
-            Command::new("ip")
-                .args(["netns", "exec", host.name()])
-                .args(args),
-            b"",
-        );
-        assert!(out.success(), "{args:?}: {out:?}");
-        all.push_str(&out.stdout_str());
-    }
-    all
 }
 
 fn each_runtime_runs_nerdctls_list(via: Via, tag: &str, prefixes: [&str; 2]) {
@@ -219,12 +204,10 @@ fn each_runtime_runs_nerdctls_list(via: Via, tag: &str, prefixes: [&str; 2]) {
         assert_eq!(del["ok"], true, "{via:?} del {cid}: {del}");
         assert!(ns.link("eth0").is_none(), "{via:?}: {cid}'s eth0 left");
     }
-    let rules = rules(&host);
+    let rules = filter_rules(Some(host.name()));
     for (addr, (_, _, cid, _)) in addrs.iter().zip(attachments) {
         assert!(
-            !rules.contains(&format!("{addr}/32"))
-                && !rules.contains(&format!("{addr} "))
-                && !rules.contains(&format!("\"{cid}\"")),
+            !names_address(&rules, addr) && !rules.contains(&format!("\"{cid}\"")),
             "{via:?}: rules still name {cid} ({addr}):\n{rules}"
         );
     }

@@ -21,15 +21,15 @@
 //! root, Podman, runc, conmon, busybox-static
 //! (`scripts/install-test-deps.sh`).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use cni_net::Netns;
 use serde_json::{json, Value};
+use tests::observe::{filter_rules, names_address, reserved_addresses, tcp_fetch};
 use tests::podman::{Container, Podman, HOST_LOCAL_DIR};
 use tests::{host_link, ip, plugin_bin_dir, NetNs, StdoutJson};
 
@@ -126,39 +126,7 @@ fn assert_podmans_list(podman: &Podman, network: &str, subnet: &str, isolated: b
 
 /// The addresses `host-local` holds for `network`.
 fn reservations(network: &str) -> Vec<String> {
-    std::fs::read_dir(Path::new(HOST_LOCAL_DIR).join(network))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
-        .collect()
-}
-
-/// The rules of iptables, ip6tables and nft, one text.
-fn rules() -> String {
-    let mut all = String::new();
-    for (tool, args) in [
-        ("iptables-save", &[][..]),
-        ("ip6tables-save", &[][..]),
-        ("nft", &["list", "ruleset"][..]),
-    ] {
-        let out = tests::output_of(Command::new(tool).args(args), b"");
-        assert!(out.success(), "{tool}: {out:?}");
-        all.push_str(&out.stdout_str());
-    }
-    all
-}
-
-/// Whether `rules` name `address` as a host (`a.b.c.d/32`, `a.b.c.d:`,
-/// or `a.b.c.d` before a space or line end).
-fn names_address(rules: &str, address: &str) -> bool {
-    rules.match_indices(address).any(|(i, _)| {
-        let after = rules[i + address.len()..].chars().next();
-        let before = rules[..i].chars().next_back();
-        !before.is_some_and(|c| c.is_ascii_digit() || c == '.')
-            && matches!(after, None | Some(' ' | '\n' | ':' | '/' | '"' | ','))
-    })
+    reserved_addresses(&Path::new(HOST_LOCAL_DIR).join(network))
 }
 
 /// Asserts nothing of `container` (attached to `network` at `address`)
@@ -174,7 +142,7 @@ fn assert_container_gone(podman: &Podman, network: &str, container: &Container, 
         podman.cache_entries(network),
         Vec::<std::path::PathBuf>::new()
     );
-    let rules = rules();
+    let rules = filter_rules(None);
     assert!(
         !rules.contains(&container.id) && !names_address(&rules, address),
         "rules still name container {} ({address}):\n{rules}",
@@ -187,7 +155,7 @@ fn remove_network(podman: &Podman, network: &str, bridge: &str) {
     let out = podman.podman(&["network", "rm", network]);
     assert!(out.success(), "podman network rm: {out:?}");
     assert_eq!(host_link(bridge), None, "bridge {bridge} left");
-    let rules = rules();
+    let rules = filter_rules(None);
     let named: Vec<&str> = rules
         .lines()
         .filter(|l| l.contains(&format!("{bridge} ")) || l.ends_with(bridge))
@@ -213,23 +181,12 @@ fn serve(podman: &Podman, container: &Container, greeting: &str) {
 /// What a connection to `addr` made in `ns` (the test's own namespace when
 /// `None`) reads.
 fn fetch(ns: Option<&Netns>, addr: &str) -> Result<String, String> {
-    let to: SocketAddr = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
-    let connect = || -> Result<TcpStream, AnyError> {
-        Ok(TcpStream::connect_timeout(&to, Duration::from_secs(5))?)
-    };
-    let mut stream = match ns {
-        Some(ns) => ns.run(|_| connect()),
-        None => connect(),
+    match ns {
+        Some(ns) => ns
+            .run(|_| Ok::<_, cni_net::NetError>(tcp_fetch(addr)))
+            .map_err(|e| format!("{addr}: {e}"))?,
+        None => tcp_fetch(addr),
     }
-    .map_err(|e| format!("connect {addr}: {e}"))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    stream
-        .read_to_string(&mut text)
-        .map_err(|e| format!("read {addr}: {e}"))?;
-    Ok(text.trim().to_owned())
 }
 
 /// The host's own address: the source of its route to the outside.
@@ -401,7 +358,7 @@ fn assert_container_gone_but_peer(network: &str, container: &Container, address:
         container.netns
     );
     assert!(!reservations(network).contains(&address.to_owned()));
-    let rules = rules();
+    let rules = filter_rules(None);
     assert!(
         !rules.contains(&container.id) && !names_address(&rules, address),
         "rules still name container {} ({address}):\n{rules}",
