@@ -19,6 +19,10 @@ scripts/package.sh
 # are marked #[ignore = "needs root: ..."] so that a contributor's plain
 # `cargo test` reports them as ignored, and CI never skips one.
 cargo test --workspace -- --include-ignored
+# The vm_* tests (tests/vm/): link kinds this kernel lacks (vlan, ipvlan,
+# vrf, dummy, bonding), all in one boot of Debian's kernel under QEMU
+# (docs/vm.md).
+scripts/vm/run-tests.sh
 # Benchmarks are not tests: this only checks that both harnesses still
 # build and run end to end (3 rounds, each benchmark once); the figures are
 # neither printed nor checked.
