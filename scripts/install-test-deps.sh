@@ -35,7 +35,7 @@
 # what to install and exits 1.
 set -euo pipefail
 
-# ---- vm: Debian's kernel, QEMU and virtme-ng for scripts/vm/run-tests.sh ----
+# ---- vm: Debian's user-mode Linux for scripts/vm/run-tests.sh ----
 # (the vm_* tests: link kinds this kernel lacks). Its own script, cached
 # under /var/lib/cni-rs-vm; does nothing when everything is there.
 "$(dirname "$0")/vm/install-deps.sh"

@@ -4,6 +4,12 @@
 #
 #   kmod               `modprobe`: the guest loads Debian's modules (8021q,
 #                      ipvlan, vrf, dummy, bonding) through the host's tools
+#   user-mode-linux    Debian's kernel built as a program (the default
+#                      backend), *extracted* under the cache
+#
+# and, with `--qemu` (CNI_VM_BACKEND=qemu: for tests that need what UML
+# lacks, nftables' ip/ip6/inet families):
+#
 #   linux-image-amd64  Debian's kernel and modules, *extracted* under the
 #                      cache (installing it pulls in udev and initramfs-tools),
 #                      with `depmod -b` run over the extracted tree
@@ -15,13 +21,15 @@
 #
 # Everything lands in $CNI_VM_CACHE (default /var/lib/cni-rs-vm), which
 # survives reruns and `cargo clean`. Not under /var/cache: virtme-ng's guest
-# init mounts a tmpfs there, which would hide the kernel's modules. Idempotent: each piece is skipped when
-# its marker file is there, so a second run does nothing and needs no
-# network. Needs root the first time.
+# init mounts a tmpfs there, which would hide the kernel's modules.
+# Idempotent: each piece is skipped when its marker file is there, so a
+# second run does nothing and needs no network. Needs root the first time.
 set -euo pipefail
 
 CACHE=${CNI_VM_CACHE:-/var/lib/cni-rs-vm}
 VIRTME_NG_VERSION=1.42
+qemu=0
+[ "${1:-}" = --qemu ] && qemu=1
 
 say() { echo "vm/install-deps: $*"; }
 die() { echo "vm/install-deps: $*" >&2; exit 1; }
@@ -73,13 +81,30 @@ if ! command -v modprobe >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kmod
 fi
 
-# Debian's kernel, extracted, with its module index. The guest links its
-# modules into /lib/modules, which must exist (empty) on the host: the
-# guest mounts a tmpfs over it and cannot create it on the read-only root.
+# Either guest links its kernel's modules into /lib/modules, which must
+# exist (empty) on the host: the guest mounts a tmpfs over it and cannot
+# create it on the read-only root.
 if [ ! -d /lib/modules ]; then
     need_root /lib/modules
     mkdir -p /lib/modules
 fi
+
+# User-mode Linux: the kernel program and its modules (with their index).
+if [ ! -f "$CACHE/uml/.done" ]; then
+    need_root "user-mode Linux ($CACHE/uml)"
+    apt_update_once
+    say "extracting user-mode-linux into $CACHE/uml"
+    rm -rf "$CACHE/uml"
+    extract_debs "$CACHE/uml/root" user-mode-linux
+    ls "$CACHE/uml/root/usr/lib/uml/modules" >"$CACHE/uml/.done"
+fi
+
+if [ "$qemu" = 0 ]; then
+    say "ready in $CACHE (user-mode Linux $(cat "$CACHE/uml/.done"))"
+    exit 0
+fi
+
+# Debian's kernel, extracted, with its module index.
 if [ ! -f "$CACHE/kernel/.done" ]; then
     need_root "Debian's kernel ($CACHE/kernel)"
     apt_update_once
@@ -126,4 +151,4 @@ if [ ! -f "$CACHE/virtme-ng/.done" ]; then
     touch "$CACHE/virtme-ng/.done"
 fi
 
-say "ready in $CACHE (kernel $(cat "$CACHE/kernel/.done"))"
+say "ready in $CACHE (user-mode Linux $(cat "$CACHE/uml/.done"), QEMU with kernel $(cat "$CACHE/kernel/.done"))"

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # Runs the `vm_*` test targets of crate `tests` (tests/vm/*.rs) as root
-# under Debian's own kernel, in one QEMU guest booted by virtme-ng over this
-# machine's file system (docs/vm.md: why, how long, how to add a test).
+# under Debian's own kernel, all in one boot, over this machine's own file
+# system (read-only; one shared directory is writable). docs/vm.md says
+# why, what it costs, and how to add a test.
 #
 #   scripts/vm/run-tests.sh                   every vm_* target
 #   scripts/vm/run-tests.sh vm_vlan vm_vrf    only these
 #   scripts/vm/run-tests.sh vm_vlan -- NAME   arguments after -- go to each
 #                                             test binary (a filter, --nocapture)
 #
+# CNI_VM_BACKEND picks the kernel: `uml` (default), Debian's user-mode
+# Linux, about 2 s a boot, no emulation; or `qemu`, Debian's amd64 kernel
+# booted by virtme-ng under QEMU, software-emulated here (about 15 s a boot,
+# code 15-25x slower) but with what UML lacks (nftables' ip/ip6/inet
+# families).
+#
 # The test binaries and the sample plugins are built here, on the host; the
 # guest only runs them, with CNI_TEST_PLUGIN_DIR naming the plugins. Each
-# binary's output and exit status are written to a shared directory and
+# binary's output and exit status are written to the shared directory and
 # printed here. Fails when a test fails, when the VM cannot start, and when
-# the guest has not finished within CNI_VM_TIMEOUT seconds (default 1200):
+# the guest has not finished within CNI_VM_TIMEOUT seconds (default 900):
 # never a quiet skip. Variables CNI_TEST_* and RUST_* are passed to the
 # guest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 CACHE=${CNI_VM_CACHE:-/var/lib/cni-rs-vm}
-TIMEOUT=${CNI_VM_TIMEOUT:-1200}
+TIMEOUT=${CNI_VM_TIMEOUT:-900}
+BACKEND=${CNI_VM_BACKEND:-uml}
 
 say() { echo "vm: $*"; }
 die() { echo "vm: $*" >&2; exit 1; }
@@ -34,7 +42,11 @@ while [ $# -gt 0 ]; do
 done
 
 [ "${EUID}" -eq 0 ] || die "the vm_* tests run as root (namespaces, links): run as root"
-scripts/vm/install-deps.sh | tail -n 1
+case $BACKEND in
+    uml) scripts/vm/install-deps.sh | tail -n 1 ;;
+    qemu) scripts/vm/install-deps.sh --qemu | tail -n 1 ;;
+    *) die "CNI_VM_BACKEND=$BACKEND: expected uml or qemu" ;;
+esac
 
 metadata=$(cargo metadata --no-deps --format-version 1)
 target=$(jq -r .target_directory <<<"$metadata")
@@ -68,10 +80,22 @@ mapfile -t binaries < <(
 run=$target/vm/run
 rm -rf "$run"
 mkdir -p "$run"
+uml_version=$(cat "$CACHE/uml/.done")
 
 {
     echo "#!/bin/bash"
     echo "# Written by scripts/vm/run-tests.sh; runs inside the guest."
+    if [ "$BACKEND" = uml ]; then
+        # This script is UML's init: it mounts what virtme-ng's init mounts
+        # for QEMU, and the shared directory (hostfs, writable).
+        echo "mount -t proc proc /proc; mount -t sysfs sysfs /sys"
+        echo "mount -t devtmpfs dev /dev; mount -t tmpfs run /run; mount -t tmpfs tmp /tmp"
+        echo "mkdir -p /dev/shm /dev/pts; mount -t tmpfs shm /dev/shm; mount -t devpts pts /dev/pts"
+        printf 'mount -t hostfs -o %q run %q\n' "$run" "$run"
+        printf 'mount -t tmpfs modules /lib/modules; ln -s %q /lib/modules/%q\n' \
+            "$CACHE/uml/root/usr/lib/uml/modules/$uml_version" "$uml_version"
+        echo "ip link set lo up"
+    fi
     printf 'export PATH=%q HOME=%q\n' "$PATH" "${HOME:-/root}"
     printf 'export CNI_TEST_PLUGIN_DIR=%q\n' "$target/debug"
     echo "export RUST_BACKTRACE=\${RUST_BACKTRACE:-1}"
@@ -90,26 +114,44 @@ mkdir -p "$run"
     done
     printf 'dmesg >%q 2>&1\n' "$run/dmesg.log"
     printf 'touch %q\n' "$run/done"
+    # UML's init must not return (the kernel would panic): power off.
+    [ "$BACKEND" = qemu ] || echo "sync; poweroff -f"
 } >"$run/guest.sh"
+chmod +x "$run/guest.sh"
 
-kvm=(--disable-kvm)
-# /dev/kvm here is PVM, which cannot run Debian's kernel: emulation (TCG)
-# unless CNI_VM_KVM=1 says the host's KVM can.
-[ "${CNI_VM_KVM:-0}" = 1 ] && kvm=()
+# Boots the guest, which runs $run/guest.sh, its console going to
+# $run/console.log; `timeout` kills the whole process group (QEMU, or UML
+# and its helper processes) when the guest hangs.
+boot_uml() {
+    say "booting Debian's user-mode Linux $uml_version (timeout ${TIMEOUT}s) for ${#binaries[@]} test binaries"
+    # The guest's memory is a file in TMPDIR (sparse, removed at exit).
+    timeout --kill-after=10 "$TIMEOUT" "$CACHE/uml/root/usr/bin/linux.uml" \
+        mem=2G rootfstype=hostfs rootflags=/ ro init="$run/guest.sh" \
+        con=null con0=null,fd:1 \
+        </dev/null >"$run/console.log" 2>&1
+}
 
-kernel=$(cat "$CACHE/kernel/.done")
-say "booting Debian's kernel $kernel (QEMU, timeout ${TIMEOUT}s) for ${#binaries[@]} test binaries"
+boot_qemu() {
+    local kernel kvm=(--disable-kvm)
+    kernel=$(cat "$CACHE/kernel/.done")
+    # /dev/kvm here is PVM, which cannot run Debian's kernel: emulation
+    # (TCG) unless CNI_VM_KVM=1 says the host's KVM can.
+    [ "${CNI_VM_KVM:-0}" = 1 ] && kvm=()
+    say "booting Debian's kernel $kernel under QEMU (timeout ${TIMEOUT}s) for ${#binaries[@]} test binaries"
+    # virtme-ng's console channel needs udev links this machine lacks, so
+    # its own exit status says nothing (255): the status files do.
+    PATH="$CACHE/qemu/bin:$PATH" timeout --kill-after=10 "$TIMEOUT" \
+        "$CACHE/virtme-ng/bin/virtme-run" \
+        --kimg "$CACHE/kernel/boot/vmlinuz-$kernel" --mods auto \
+        "${kvm[@]}" --cpus 2 --memory 2G \
+        --rwdir "$run" \
+        --script-sh "bash $run/guest.sh" \
+        </dev/null >"$run/console.log" 2>&1
+}
+
 start=$SECONDS
 vm_status=0
-# virtme-ng's console channel needs udev links this machine lacks, so its
-# own exit status says nothing (255): the status files do.
-PATH="$CACHE/qemu/bin:$PATH" timeout --kill-after=10 "$TIMEOUT" \
-    "$CACHE/virtme-ng/bin/virtme-run" \
-    --kimg "$CACHE/kernel/boot/vmlinuz-$kernel" --mods auto \
-    "${kvm[@]}" --cpus 2 --memory 2G \
-    --rwdir "$run" \
-    --script-sh "bash $run/guest.sh" \
-    </dev/null >"$run/vm.log" 2>&1 || vm_status=$?
+"boot_$BACKEND" || vm_status=$?
 say "the guest ran for $((SECONDS - start)) s"
 
 failed=()
@@ -123,12 +165,12 @@ for entry in "${binaries[@]}"; do
 done
 
 if [ ! -f "$run/done" ]; then
-    echo "---- the VM's console (last 50 lines of $run/vm.log) ----"
-    tail -n 50 "$run/vm.log"
+    echo "---- the guest's console (last 50 lines of $run/console.log) ----"
+    tail -n 50 "$run/console.log"
     if [ "$vm_status" -eq 124 ] || [ "$vm_status" -eq 137 ]; then
         die "the guest did not finish within ${TIMEOUT}s (CNI_VM_TIMEOUT): killed"
     fi
-    die "the guest did not run to its end (virtme-run exited $vm_status)"
+    die "the guest did not run to its end ($BACKEND exited $vm_status)"
 fi
 if [ "${#failed[@]}" -gt 0 ]; then
     die "failed under Debian's kernel: ${failed[*]}"
