@@ -20,13 +20,16 @@
 # binary's output and exit status are written to the shared directory and
 # printed here. Fails when a test fails, when the VM cannot start, and when
 # the guest has not finished within CNI_VM_TIMEOUT seconds (default 900):
-# never a quiet skip. Variables CNI_TEST_* and RUST_* are passed to the
+# never a quiet skip. A test binary still running after
+# CNI_VM_BINARY_TIMEOUT seconds (default 300) is killed in the guest (exit
+# status 124) and the next one runs. Variables CNI_TEST_* and RUST_* are passed to the
 # guest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 CACHE=${CNI_VM_CACHE:-/var/lib/cni-rs-vm}
 TIMEOUT=${CNI_VM_TIMEOUT:-900}
+BINARY_TIMEOUT=${CNI_VM_BINARY_TIMEOUT:-300}
 BACKEND=${CNI_VM_BACKEND:-uml}
 
 say() { echo "vm: $*"; }
@@ -108,7 +111,7 @@ uml_version=$(cat "$CACHE/uml/.done")
     for entry in "${binaries[@]}"; do
         name=${entry%% *}
         exe=${entry#* }
-        printf '%q' "$exe"
+        printf 'timeout --kill-after=5 %q %q' "$BINARY_TIMEOUT" "$exe"
         [ "${#test_args[@]}" -eq 0 ] || printf ' %q' "${test_args[@]}"
         printf ' >%q 2>&1; echo $? >%q\n' "$run/$name.log" "$run/$name.status"
     done
@@ -158,9 +161,13 @@ failed=()
 for entry in "${binaries[@]}"; do
     name=${entry%% *}
     echo "---- $name (in the guest, kernel $(cat "$run/kernel" 2>/dev/null || echo unknown)) ----"
-    cat "$run/$name.log" 2>/dev/null || echo "(no output)"
+    # A killed binary's last line may lack its newline: add one.
+    sed -e '$a\' "$run/$name.log" 2>/dev/null || echo "(no output)"
     status=$(cat "$run/$name.status" 2>/dev/null || echo "did not finish")
-    echo "---- $name: exit status $status ----"
+    case $status in
+        124 | 137) echo "---- $name: killed after ${BINARY_TIMEOUT}s (CNI_VM_BINARY_TIMEOUT) ----" ;;
+        *) echo "---- $name: exit status $status ----" ;;
+    esac
     [ "$status" = 0 ] || failed+=("$name")
 done
 
