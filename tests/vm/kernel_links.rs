@@ -107,13 +107,3 @@ fn a_vrf_is_created_and_takes_a_port() {
     assert_eq!(vrf.kind, Some(LinkKind::Other("vrf".into())));
     assert_eq!(link(&ns, "port0").master, Some(vrf.index));
 }
-
-/// Shows that a failing `vm_*` test fails scripts/vm/run-tests.sh (and CI):
-/// set `CNI_TEST_VM_FAIL_ON_PURPOSE=1` on the host.
-#[test]
-fn fails_on_purpose_when_asked() {
-    assert!(
-        std::env::var_os("CNI_TEST_VM_FAIL_ON_PURPOSE").is_none(),
-        "CNI_TEST_VM_FAIL_ON_PURPOSE is set: this failure is on purpose"
-    );
-}
