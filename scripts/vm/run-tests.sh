@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the `vm_*` test targets of crate `tests` (tests/vm/*.rs) as root
 # under Debian's own kernel, all in one boot, over this machine's own file
-# system (read-only; one shared directory is writable). docs/vm.md says
+# system (read-only but for the target directory). docs/vm.md says
 # why, what it costs, and how to add a test.
 #
 #   scripts/vm/run-tests.sh                   every vm_* target
@@ -17,13 +17,12 @@
 #
 # The test binaries and the sample plugins are built here, on the host; the
 # guest only runs them, with CNI_TEST_PLUGIN_DIR naming the plugins. Each
-# binary's output and exit status are written to the shared directory and
-# printed here. Fails when a test fails, when the VM cannot start, and when
-# the guest has not finished within CNI_VM_TIMEOUT seconds (default 900):
-# never a quiet skip. A test binary still running after
-# CNI_VM_BINARY_TIMEOUT seconds (default 300) is killed in the guest (exit
-# status 124) and the next one runs. Variables CNI_TEST_* and RUST_* are passed to the
-# guest.
+# binary's output and exit status are written to target/vm/run and printed
+# here. Fails when a test fails, when the VM cannot start, and when the
+# guest has not finished within CNI_VM_TIMEOUT seconds (default 900): never
+# a quiet skip. A test binary still running after CNI_VM_BINARY_TIMEOUT
+# seconds (default 300) is killed in the guest (exit status 124) and the
+# next one runs. Variables CNI_TEST_* and RUST_* are passed to the guest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -78,8 +77,10 @@ mapfile -t binaries < <(
 [ "${#binaries[@]}" -eq "${#wanted[@]}" ] ||
     die "cargo built ${#binaries[@]} test binaries for ${#wanted[@]} targets: ${binaries[*]}"
 
-# The one directory the guest writes: its script, then each binary's log
-# and status, then `done`.
+# The guest sees this machine's file system read-only but for the target
+# directory (where the tests' helpers build and cache) and tmpfs mounts
+# (/tmp, /run, /var/lib/cni). It writes here its script, then each binary's
+# log and status, then `done`.
 run=$target/vm/run
 rm -rf "$run"
 mkdir -p "$run"
@@ -90,15 +91,18 @@ uml_version=$(cat "$CACHE/uml/.done")
     echo "# Written by scripts/vm/run-tests.sh; runs inside the guest."
     if [ "$BACKEND" = uml ]; then
         # This script is UML's init: it mounts what virtme-ng's init mounts
-        # for QEMU, and the shared directory (hostfs, writable).
+        # for QEMU, and the target directory (hostfs, writable).
         echo "mount -t proc proc /proc; mount -t sysfs sysfs /sys"
         echo "mount -t devtmpfs dev /dev; mount -t tmpfs run /run; mount -t tmpfs tmp /tmp"
         echo "mkdir -p /dev/shm /dev/pts; mount -t tmpfs shm /dev/shm; mount -t devpts pts /dev/pts"
-        printf 'mount -t hostfs -o %q run %q\n' "$run" "$run"
+        printf 'mount -t hostfs -o %q target %q\n' "$target" "$target"
         printf 'mount -t tmpfs modules /lib/modules; ln -s %q /lib/modules/%q\n' \
             "$CACHE/uml/root/usr/lib/uml/modules/$uml_version" "$uml_version"
         echo "ip link set lo up"
     fi
+    # The reference plugins' default state directory (host-local's
+    # leases), empty and writable in the guest.
+    echo "[ -d /var/lib/cni ] && mount -t tmpfs cni /var/lib/cni"
     printf 'export PATH=%q HOME=%q\n' "$PATH" "${HOME:-/root}"
     printf 'export CNI_TEST_PLUGIN_DIR=%q\n' "$target/debug"
     echo "export RUST_BACKTRACE=\${RUST_BACKTRACE:-1}"
@@ -147,7 +151,7 @@ boot_qemu() {
         "$CACHE/virtme-ng/bin/virtme-run" \
         --kimg "$CACHE/kernel/boot/vmlinuz-$kernel" --mods auto \
         "${kvm[@]}" --cpus 2 --memory 2G \
-        --rwdir "$run" \
+        --rwdir "$target" \
         --script-sh "bash $run/guest.sh" \
         </dev/null >"$run/console.log" 2>&1
 }
