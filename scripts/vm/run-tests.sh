@@ -17,8 +17,8 @@
 #
 # The test binaries and the sample plugins are built here, on the host; the
 # guest only runs them, with CNI_TEST_PLUGIN_DIR naming the plugins. Each
-# binary's output and exit status are written to target/vm/run and printed
-# here. Fails when a test fails, when the VM cannot start, and when the
+# binary's output and exit status are written to target/vm/run-PID and
+# printed here. Fails when a test fails, when the VM cannot start, and when the
 # guest has not finished within CNI_VM_TIMEOUT seconds (default 900): never
 # a quiet skip. A test binary still running after CNI_VM_BINARY_TIMEOUT
 # seconds (default 300) is killed in the guest (exit status 124) and the
@@ -81,7 +81,9 @@ mapfile -t binaries < <(
 # directory (where the tests' helpers build and cache) and tmpfs mounts
 # (/tmp, /run, /var/lib/cni). It writes here its script, then each binary's
 # log and status, then `done`.
-run=$target/vm/run
+# One directory per run, so that runs may overlap; removed when all passed,
+# kept (and named) otherwise.
+run=$target/vm/run-$$
 rm -rf "$run"
 mkdir -p "$run"
 uml_version=$(cat "$CACHE/uml/.done")
@@ -175,6 +177,9 @@ for entry in "${binaries[@]}"; do
     [ "$status" = 0 ] || failed+=("$name")
 done
 
+if [ ! -f "$run/done" ] || [ "${#failed[@]}" -gt 0 ]; then
+    say "the guest's files are kept in $run"
+fi
 if [ ! -f "$run/done" ]; then
     echo "---- the guest's console (last 50 lines of $run/console.log) ----"
     tail -n 50 "$run/console.log"
@@ -186,4 +191,5 @@ fi
 if [ "${#failed[@]}" -gt 0 ]; then
     die "failed under Debian's kernel: ${failed[*]}"
 fi
+rm -rf "$run"
 say "all passed under Debian's kernel: ${wanted[*]}"
