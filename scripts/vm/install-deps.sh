@@ -17,7 +17,7 @@
 #                      with the libraries this machine lacks (installing it
 #                      with apt removes the image's newer qemu-utils)
 #   virtme-ng          (PyPI) boots that kernel over this machine's own file
-#                      system, in a venv under the cache
+#                      system, in a venv under the cache (python3-venv)
 #
 # Everything lands in $CNI_VM_CACHE (default /var/lib/cni-rs-vm), which
 # survives reruns and `cargo clean`. Not under /var/cache: virtme-ng's guest
@@ -142,11 +142,17 @@ EOF
     touch "$CACHE/qemu/.done"
 fi
 
-# virtme-ng, in a venv of its own.
+# virtme-ng, in a venv of its own, on Debian's Python (not whichever
+# python3 comes first in PATH, which may not be there next time).
 if [ ! -f "$CACHE/virtme-ng/.done" ]; then
+    if ! dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed'; then
+        need_root python3-venv
+        apt_update_once
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv
+    fi
     say "installing virtme-ng $VIRTME_NG_VERSION into $CACHE/virtme-ng"
     rm -rf "$CACHE/virtme-ng"
-    python3 -m venv "$CACHE/virtme-ng"
+    /usr/bin/python3 -m venv "$CACHE/virtme-ng"
     "$CACHE/virtme-ng/bin/pip" install -q "virtme-ng==$VIRTME_NG_VERSION"
     touch "$CACHE/virtme-ng/.done"
 fi
