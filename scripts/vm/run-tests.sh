@@ -95,7 +95,9 @@ uml_version=$(cat "$CACHE/uml/.done")
         # This script is UML's init: it mounts what virtme-ng's init mounts
         # for QEMU, and the target directory (hostfs, writable).
         echo "mount -t proc proc /proc; mount -t sysfs sysfs /sys"
-        echo "mount -t devtmpfs dev /dev; mount -t tmpfs run /run; mount -t tmpfs tmp /tmp"
+        # The kernel may have mounted /dev itself (CONFIG_DEVTMPFS_MOUNT).
+        echo "mountpoint -q /dev || mount -t devtmpfs dev /dev"
+        echo "mount -t tmpfs run /run; mount -t tmpfs tmp /tmp"
         echo "mkdir -p /dev/shm /dev/pts; mount -t tmpfs shm /dev/shm; mount -t devpts pts /dev/pts"
         printf 'mount -t hostfs -o %q target %q\n' "$target" "$target"
         printf 'mount -t tmpfs modules /lib/modules; ln -s %q /lib/modules/%q\n' \
