@@ -6,7 +6,8 @@ use std::io;
 
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoBridge, InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, LinkAttribute, LinkInfo, LinkMessage,
+    InfoBridge, InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, LinkAttribute,
+    LinkInfo, LinkMessage,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
