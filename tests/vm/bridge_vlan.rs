@@ -42,6 +42,28 @@ fn tagged(vid: u64) -> (u64, Vec<String>) {
 fn containers_on_vlan_10_reach_each_other_and_not_one_on_vlan_20() {
     let host = Host::new();
     let [a, b, c] = containers();
+    // A bridge that exists, without VLAN filtering, with a MAC of its own
+    // (else it takes the lowest port's, and CHECK of the first container
+    // sees it change as the others join).
+    let made = [
+        "ip",
+        "link",
+        "add",
+        "br0",
+        "address",
+        "02:00:00:00:0b:01",
+        "type",
+        "bridge",
+    ];
+    in_ns(&host.ns, &made);
+    assert_eq!(
+        in_ns(
+            &host.ns,
+            &["cat", "/sys/class/net/br0/bridge/vlan_filtering"]
+        )
+        .trim(),
+        "0"
+    );
     let conf = |vlan: u16| {
         json!({"cniVersion": "1.0.0", "name": "l2", "type": "bridge", "bridge": "br0",
                "vlan": vlan, "ipam": {"type": "host-local", "dataDir": host.ipam.path(),
@@ -52,6 +74,11 @@ fn containers_on_vlan_10_reach_each_other_and_not_one_on_vlan_20() {
     let rc = host.run(Side::Ours, &c, "ADD", &conf(20)).ok().clone();
     let (port, _) = interface(&ra, 1);
     assert_eq!(port_vlans(&host, &port), vec![native(10)], "VLAN 1 removed");
+    let filtering = in_ns(
+        &host.ns,
+        &["cat", "/sys/class/net/br0/bridge/vlan_filtering"],
+    );
+    assert_eq!(filtering.trim(), "1", "turned on for the existing bridge");
 
     assert!(pings(&a, &address(&rb)), "same VLAN");
     assert!(!pings(&a, &address(&rc)), "another VLAN");
@@ -107,14 +134,16 @@ fn a_trunk_port_carries_its_vlans_tagged_with_native_vlan_1() {
     );
 }
 
+/// Debian's reference is 1.1.1, from before `preserveDefaultVlan` (1.2):
+/// it keeps VLAN 1 on the port, as v1.9 does with the field true.
 #[test]
-fn our_vlan_ports_match_the_references() {
+fn our_vlan_ports_match_the_references_with_the_default_vlan_preserved() {
     let mut seen = Vec::new();
     for side in [Side::Reference, Side::Ours] {
         let host = Host::new();
         let [a] = containers();
         let conf = json!({"cniVersion": "1.0.0", "name": "l2", "type": "bridge",
-                          "bridge": "br0", "vlan": 7});
+                          "bridge": "br0", "vlan": 7, "preserveDefaultVlan": true});
         let result = host.run(side, &a, "ADD", &conf).ok().clone();
         let (port, _) = interface(&result, 1);
         let filtering = in_ns(
@@ -125,5 +154,52 @@ fn our_vlan_ports_match_the_references() {
         host.run(side, &a, "DEL", &conf).ok();
     }
     assert_eq!(seen[1], seen[0], "ours, then the reference's");
-    assert_eq!(seen[1], (vec![native(7)], "1".to_owned()));
+    let default = (1, vec!["Egress Untagged".to_owned()]);
+    assert_eq!(seen[1], (vec![default, native(7)], "1".to_owned()));
+}
+
+#[test]
+fn a_vlans_gateway_is_a_veth_of_that_vlan_its_containers_reach_and_del_leaves() {
+    let host = Host::new();
+    let [a, b] = containers();
+    let conf = json!({"cniVersion": "1.0.0", "name": "l2", "type": "bridge", "bridge": "br0",
+                      "vlan": 10, "isGateway": true,
+                      "ipam": {"type": "host-local", "dataDir": host.ipam.path(),
+                               "ranges": [[{"subnet": "10.217.6.0/24"}]]}});
+    let ra = host.run(Side::Ours, &a, "ADD", &conf).ok().clone();
+    let rb = host.run(Side::Ours, &b, "ADD", &conf).ok().clone();
+    // The reference's result: bridge, port, container, then the gateway.
+    let (gateway, _) = interface(&ra, 3);
+    assert_eq!(gateway, "br0.10", "{ra}");
+    assert_eq!(interface(&rb, 3).0, "br0.10", "one gateway for the VLAN");
+    let addrs = in_ns(
+        &host.ns,
+        &["ip", "-o", "-4", "addr", "show", "dev", "br0.10"],
+    );
+    assert!(addrs.contains("10.217.6.1/24"), "{addrs}");
+    let on_bridge = in_ns(&host.ns, &["ip", "-o", "-4", "addr", "show", "dev", "br0"]);
+    assert_eq!(on_bridge, "", "not on the bridge");
+    // Its peer is a port of VLAN 10 only.
+    let links = in_ns(&host.ns, &["ip", "-o", "link", "show", "master", "br0"]);
+    let ports: Vec<&str> = links
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1)?.split('@').next())
+        .collect();
+    assert_eq!(ports.len(), 3, "{links}");
+    for port in &ports {
+        assert_eq!(port_vlans(&host, port), vec![native(10)], "{port}");
+    }
+
+    assert!(
+        pings(&a, "10.217.6.1") && pings(&b, "10.217.6.1"),
+        "the gateway"
+    );
+    assert!(pings(&a, &address(&rb)), "each other");
+    let check = host.run(Side::Ours, &a, "CHECK", &with_prev(&conf, &ra));
+    assert_eq!(check.code, 0, "{}", check.json);
+    for ns in [&a, &b] {
+        host.run(Side::Ours, ns, "DEL", &conf).ok();
+    }
+    let left = in_ns(&host.ns, &["ip", "-o", "link", "show", "br0.10"]);
+    assert!(left.contains("br0.10"), "the VLAN's gateway stays: {left}");
 }

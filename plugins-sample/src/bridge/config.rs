@@ -149,20 +149,15 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
             "disableContainerInterface: cannot use IPAM when DisableContainerInterface flag is set",
         ));
     }
-    if vlans.as_ref().is_some_and(|v| v.vlan.is_some()) && (f.is_gateway || f.is_default_gateway) {
-        return Err(Error::new(
-            Code::UNSUPPORTED_FIELD,
-            "bridge: isGateway with vlan is not implemented",
-        )
-        .with_details(
-            "the reference puts the gateway on a veth named BRIDGE.VLAN, a port of that VLAN",
-        ));
+    let gateway = f.is_gateway || f.is_default_gateway;
+    if let Some(vid) = vlans.as_ref().and_then(|v| v.vlan).filter(|_| gateway) {
+        super::vlan_gateway::gateway_name(&bridge, vid)?;
     }
     Ok(Plan {
         bridge,
         masquerade: (f.ip_masq && ipam.is_some()).then_some(backend),
         ipam,
-        gateway: f.is_gateway || f.is_default_gateway,
+        gateway,
         mtu,
         vlans,
     })

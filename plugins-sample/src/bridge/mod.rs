@@ -22,7 +22,9 @@
 //! either turns on the bridge's VLAN filtering and removes the port's
 //! default VLAN 1 unless `preserveDefaultVlan`. `portIsolation` isolates
 //! the port (isolated ports reach the non-isolated ones, never each
-//! other); `macspoofchk` drops frames from the container with another
+//! other); with `isGateway` and `vlan`, the gateway goes on a veth
+//! `BRIDGE.VLAN` that is a port of the VLAN (listed fourth in the result,
+//! shared by the VLAN's containers and left by DEL, as the reference); `macspoofchk` drops frames from the container with another
 //! source MAC than its interface's ([`cni_netfilter::macspoof`], table
 //! `bridge nat` as the reference); `disableContainerInterface` leaves the
 //! container end down (no IPAM then, code 7); `enabledad` turns IPv6
@@ -60,9 +62,7 @@
 //! which the reference's does not. `vlan` on an existing bridge turns its
 //! VLAN filtering on (the reference sets it only on a bridge it creates,
 //! so the VLAN would isolate nothing); the port's VLANs go in one request,
-//! a trunk as ranges (the reference sends one per VLAN). `isGateway` with
-//! `vlan` is code 2, not implemented: the reference puts that gateway on
-//! a veth `BRIDGE.VLAN` of its own. A kernel without bridge VLAN filtering
+//! a trunk as ranges (the reference sends one per VLAN). A kernel without bridge VLAN filtering
 //! (this project's CI kernel) fails `vlan` and `vlanTrunk` before a new
 //! bridge exists, saying so.
 //!
@@ -80,6 +80,7 @@ use crate::pair::add_container_pair;
 mod check;
 mod config;
 mod setup;
+mod vlan_gateway;
 
 use self::config::{ipam_type, plan, Plan};
 pub use self::config::{Fields, VlanTrunk};
@@ -128,6 +129,7 @@ impl Plugin for Bridge {
             inside,
             bridge,
             port,
+            vlan_gateway: None,
         };
         // Anything failing from here removes the pair; after the IPAM ADD,
         // add_with_cleanup also runs the IPAM DEL.
@@ -250,12 +252,13 @@ mod tests {
     }
 
     #[test]
-    fn a_gateway_on_a_vlan_is_code_2_naming_both() {
+    fn a_vlan_gateway_whose_link_name_would_be_too_long_is_code_7_naming_vlan() {
         let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
-                                      "vlan": 10, "isGateway": true});
+                                      "bridge": "a-long-bridge0", "vlan": 4094,
+                                      "isGateway": true});
         let err = add(conf);
-        assert_eq!(err.code, Code::UNSUPPORTED_FIELD, "{err:?}");
-        assert!(err.msg.contains("isGateway with vlan"), "{err:?}");
+        assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+        assert_eq!(err.msg, "invalid vlan", "{err:?}");
     }
 
     #[test]

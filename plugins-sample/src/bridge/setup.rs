@@ -10,6 +10,7 @@ use cni_skel::BoxError;
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
 
 use super::config::Vlans;
+use super::vlan_gateway::ensure_vlan_gateway;
 use super::{Plan, Req};
 
 /// The bridge, created when missing, filtering by VLAN when the port has
@@ -58,6 +59,8 @@ pub(super) struct Attachment<'a, 'r> {
     pub inside: Netlink,
     pub bridge: Link,
     pub port: Link,
+    /// With `isGateway` and `vlan`: the link holding the gateways.
+    pub vlan_gateway: Option<Link>,
 }
 
 impl Attachment<'_, '_> {
@@ -109,8 +112,19 @@ impl Attachment<'_, '_> {
         }
         let f = &req.config.plugin;
         let gateways = calc_gateways(&mut result, plan.gateway, f.is_default_gateway);
+        if let Some(vid) = plan.vlans.as_ref().and_then(|v| v.vlan) {
+            if plan.gateway && !gateways.is_empty() {
+                let preserve = f.preserve_default_vlan;
+                let link = ensure_vlan_gateway(&mut self.host, &self.bridge, vid, preserve)?;
+                self.vlan_gateway = Some(link);
+            }
+        }
+        let holder = self
+            .vlan_gateway
+            .clone()
+            .unwrap_or_else(|| self.bridge.clone());
         if plan.gateway {
-            refuse_subnet_elsewhere(&mut self.host, &self.bridge, &gateways)?;
+            refuse_subnet_elsewhere(&mut self.host, &holder, &gateways)?;
         }
         // The interface list configure_iface reads: the container end at 2.
         let mut view = result.clone();
@@ -136,7 +150,7 @@ impl Attachment<'_, '_> {
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
             for gw in &gateways {
-                ensure_address(&mut self.host, &self.bridge, *gw, f.force_address)?;
+                ensure_address(&mut self.host, &holder, *gw, f.force_address)?;
             }
             // Pin the bridge's MAC, or it follows the lowest port's.
             let current = self.host.link(&self.bridge.name)?;
@@ -176,6 +190,13 @@ impl Attachment<'_, '_> {
                 ..Interface::named(container.name.clone())
             },
         ];
+        if let Some(gateway) = &self.vlan_gateway {
+            let gateway = self.host.link(gateway.index)?;
+            result.interfaces.push(Interface {
+                mac: mac_of(&gateway),
+                ..Interface::named(gateway.name.clone())
+            });
+        }
         let dns = self.req.config.dns.clone();
         if let Some(dns) = dns.filter(|d| !d.is_empty()) {
             result.dns = dns;
@@ -190,7 +211,7 @@ impl Attachment<'_, '_> {
 /// names none.
 ///
 /// Go: the VLAN half of bridge `setupVeth`, and `removeDefaultVlan`.
-fn set_port_vlans(host: &mut Netlink, port: u32, vlans: &Vlans) -> Result<(), BoxError> {
+pub(super) fn set_port_vlans(host: &mut Netlink, port: u32, vlans: &Vlans) -> Result<(), BoxError> {
     if vlans.remove_default {
         let joined = host.port_vlans(port)?;
         if !joined.is_empty() {
@@ -266,21 +287,22 @@ fn first_host(net: IpNetwork) -> IpAddr {
     }
 }
 
-/// Refuses a gateway whose subnet another host link already holds: the
+/// Refuses a gateway whose subnet a host link other than `holder` (the
+/// bridge, or a VLAN's gateway link) already holds: the
 /// host's route to that subnet would leave by the other link, so the
 /// containers' gateway could not answer them. Code 7, naming the link.
 ///
 /// Go: none; the reference bridge adds the address regardless.
 fn refuse_subnet_elsewhere(
     host: &mut Netlink,
-    bridge: &Link,
+    holder: &Link,
     gateways: &[IpNetwork],
 ) -> Result<(), Error> {
     let addresses = host.addresses(None)?;
     for gw in gateways {
         let clash = addresses.iter().find(|a| {
             let net = a.network;
-            a.index != bridge.index
+            a.index != holder.index
                 && net.is_ipv4() == gw.is_ipv4()
                 && (net.contains(gw.addr()) || gw.contains(net.addr()))
         });
@@ -297,8 +319,8 @@ fn refuse_subnet_elsewhere(
                 ),
             )
             .with_details(format!(
-                "bridge {:?} cannot be the gateway of a subnet another link routes",
-                bridge.name
+                "{:?} cannot be the gateway of a subnet another link routes",
+                holder.name
             )));
         }
     }
