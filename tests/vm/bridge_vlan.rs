@@ -203,3 +203,55 @@ fn a_vlans_gateway_is_a_veth_of_that_vlan_its_containers_reach_and_del_leaves() 
     let left = in_ns(&host.ns, &["ip", "-o", "link", "show", "br0.10"]);
     assert!(left.contains("br0.10"), "the VLAN's gateway stays: {left}");
 }
+
+#[test]
+fn a_trunk_carries_tagged_frames_to_a_port_whose_native_vlan_they_are_in() {
+    let host = Host::new();
+    let [trunk, on5, on6] = containers();
+    let layer2 = |fields: Value| {
+        let mut conf = json!({"cniVersion": "1.0.0", "name": "l2", "type": "bridge",
+                              "bridge": "br0"});
+        conf.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        conf
+    };
+    let trunk_conf = layer2(json!({"vlanTrunk": [{"id": 5}, {"id": 6}]}));
+    let conf5 = layer2(json!({"vlan": 5}));
+    let conf6 = layer2(json!({"vlan": 6}));
+    host.run(Side::Ours, &trunk, "ADD", &trunk_conf).ok();
+    host.run(Side::Ours, &on5, "ADD", &conf5).ok();
+    host.run(Side::Ours, &on6, "ADD", &conf6).ok();
+    // Tagged frames: a VLAN 5 sub-interface on the trunk container's end
+    // (8021q, which Debian's kernel has).
+    for (ns, args) in [
+        (
+            &trunk,
+            vec![
+                "link", "add", "link", "eth0", "name", "eth0.5", "type", "vlan", "id", "5",
+            ],
+        ),
+        (
+            &trunk,
+            vec!["addr", "add", "10.217.8.1/24", "dev", "eth0.5"],
+        ),
+        (&trunk, vec!["link", "set", "eth0.5", "up"]),
+        (&on5, vec!["addr", "add", "10.217.8.5/24", "dev", "eth0"]),
+        (&on6, vec!["addr", "add", "10.217.8.6/24", "dev", "eth0"]),
+    ] {
+        let mut cmd = vec!["ip"];
+        cmd.extend(args);
+        in_ns(ns, &cmd);
+    }
+    assert!(
+        pings(&trunk, "10.217.8.5"),
+        "VLAN 5 tagged on the trunk, untagged on its port"
+    );
+    assert!(
+        !pings(&trunk, "10.217.8.6"),
+        "not to VLAN 6's port, whose frames are VLAN 6"
+    );
+    for (ns, conf) in [(&trunk, &trunk_conf), (&on5, &conf5), (&on6, &conf6)] {
+        host.run(Side::Ours, ns, "DEL", conf).ok();
+    }
+}

@@ -1,7 +1,7 @@
 //! CHECK: the bridge, its port and the container end as `prevResult`
 //! says.
 
-use cni_net::{sysctl_for_ifname, Link, LinkKind, Netlink, Netns, PortVlan};
+use cni_net::{sysctl_for_ifname, Link, LinkKind, Netlink, Netns};
 use cni_netfilter::macspoof;
 use cni_types::{Code, Error, Result100};
 
@@ -96,15 +96,7 @@ fn check_layer2(
     }
     if let Some(vlans) = &plan.vlans {
         let live = host.port_vlans(port.index)?;
-        let native = vlans.vlan.or(vlans.trunk_native());
-        let wanted = native.into_iter().map(PortVlan::native).chain(
-            vlans
-                .trunk
-                .iter()
-                .filter(|vid| Some(**vid) != native)
-                .map(|vid| PortVlan::tagged(*vid)),
-        );
-        if let Some(missing) = wanted.into_iter().find(|w| !live.contains(w)) {
+        if let Some(missing) = vlans.expected().into_iter().find(|w| !live.contains(w)) {
             return Err(differs(format!(
                 "Bridge port {} lacks VLAN {} ({}) of vlan/vlanTrunk",
                 port.name,

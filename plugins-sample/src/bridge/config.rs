@@ -1,6 +1,6 @@
 //! The bridge's configuration, validated before anything changes.
 
-use cni_net::VLAN_IDS;
+use cni_net::{PortVlan, VLAN_IDS};
 use cni_netfilter::{masquerade, BackendKind};
 use cni_types::{Code, Error};
 use serde::Deserialize;
@@ -123,6 +123,24 @@ impl Vlans {
     /// The native VLAN a trunk gets when `vlan` names none.
     pub fn trunk_native(&self) -> Option<u16> {
         (self.vlan.is_none() && !self.trunk.is_empty()).then_some(1)
+    }
+
+    /// The VLANs the port ends up with, as ADD sends them: `vlan` native
+    /// unless the trunk also lists it (sent after, it is tagged), the
+    /// trunk tagged, then a trunk's native VLAN 1 over any trunk entry.
+    pub fn expected(&self) -> Vec<PortVlan> {
+        let mut want: Vec<PortVlan> = self
+            .vlan
+            .filter(|v| !self.trunk.contains(v))
+            .map(PortVlan::native)
+            .into_iter()
+            .collect();
+        let native = self.trunk_native();
+        let tagged = self.trunk.iter().filter(|v| Some(**v) != native);
+        want.extend(tagged.copied().map(PortVlan::tagged));
+        want.extend(native.map(PortVlan::native));
+        want.sort();
+        want
     }
 }
 
@@ -304,6 +322,7 @@ mod tests {
         assert_eq!((v.vlan, v.trunk_native()), (Some(3), None));
         assert!(!v.remove_default);
         // An empty trunk still asks for VLAN filtering, as in the reference.
+        // (Its port keeps VLAN 1: nothing asks it away.)
         let f: Fields = serde_json::from_value(serde_json::json!({"vlanTrunk": []})).unwrap();
         assert_eq!(
             vlans(&f).unwrap(),
@@ -313,5 +332,21 @@ mod tests {
                 remove_default: false
             })
         );
+    }
+
+    #[test]
+    fn the_port_is_expected_to_end_as_the_kernel_leaves_it() {
+        let vlans = |vlan, trunk: &[u16]| Vlans {
+            vlan,
+            trunk: trunk.to_vec(),
+            remove_default: true,
+        };
+        let (n, t) = (PortVlan::native, PortVlan::tagged);
+        assert_eq!(vlans(Some(10), &[]).expected(), vec![n(10)]);
+        assert_eq!(vlans(Some(10), &[5]).expected(), vec![t(5), n(10)]);
+        // The trunk is sent after `vlan`: a VLAN in both ends tagged.
+        assert_eq!(vlans(Some(5), &[5, 6]).expected(), vec![t(5), t(6)]);
+        // A trunk's native 1 is sent last: native even when listed.
+        assert_eq!(vlans(None, &[1, 7]).expected(), vec![n(1), t(7)]);
     }
 }

@@ -245,3 +245,16 @@ fn vlan_on_a_kernel_without_vlan_filtering_fails_saying_so_and_leaves_no_bridge(
         assert!(a.socket().unwrap().find_link("eth0").unwrap().is_none());
     }
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_with_macspoofchk_succeeds_where_nothing_was_set_up_and_creates_nothing() {
+    let host = Host::new();
+    let [a] = containers();
+    let conf = host.with_ipam("10.217.9.0/24", json!({"macspoofchk": true}));
+    for _ in 0..2 {
+        host.run(Side::Ours, &a, "DEL", &conf).ok();
+    }
+    let table = in_ns(&host.ns, &["nft", "list", "tables"]);
+    assert_eq!(table, "", "no table made by DEL");
+}
