@@ -21,6 +21,8 @@
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
 //! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
 //!   its iptables and nftables layouts (setup, teardown, check, GC).
+//! - [`macspoof`]: `macspoofchk` of the reference's `bridge`, in its
+//!   `bridge nat` table layout (setup, teardown, check).
 //! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
 //!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
 //! - [`conntrack`]: connection tracking entries deleted over netlink
@@ -106,6 +108,7 @@ pub mod conntrack;
 mod error;
 mod host_lock;
 pub mod iptables;
+pub mod macspoof;
 pub mod masquerade;
 pub mod nft;
 mod rule;
