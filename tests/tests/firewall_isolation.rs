@@ -10,7 +10,7 @@
 use std::process::Command;
 
 use serde_json::json;
-use tests::{ip, output_of, plugin_bin_dir, NetNs};
+use tests::{ip, output_of, plugin_bin_dir, run_plugin_in_netns, NetNs};
 
 /// A container: its namespace, host-side port, bridge and address.
 struct Pod {
@@ -139,19 +139,16 @@ impl Lab {
                         {"name": "eth0", "sandbox": pod.ns.path()}],
                     "ips": [{"address": format!("{}/24", pod.address), "interface": 2}]}
             });
-            let out = output_of(
-                Command::new("ip")
-                    .args(["netns", "exec", self.host.name()])
-                    .arg(&bin)
-                    .env_clear()
-                    .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-                    .env("CNI_COMMAND", command)
-                    .env("CNI_CONTAINERID", pod.ns.name())
-                    .env("CNI_NETNS", pod.ns.path())
-                    .env("CNI_IFNAME", "eth0")
-                    .env("CNI_PATH", bin.parent().unwrap()),
-                conf.to_string().as_bytes(),
-            );
+            let netns = pod.ns.path();
+            let env = [
+                ("CNI_COMMAND", command),
+                ("CNI_CONTAINERID", pod.ns.name()),
+                ("CNI_NETNS", netns.as_str()),
+                ("CNI_IFNAME", "eth0"),
+                ("CNI_PATH", bin.parent().unwrap().to_str().unwrap()),
+            ];
+            let out =
+                run_plugin_in_netns(self.host.name(), &bin, &env, conf.to_string().as_bytes());
             assert!(
                 out.exit.success(),
                 "{command} {backend} {policy}: {}{}",

@@ -9,7 +9,9 @@
 use std::process::Command;
 
 use serde_json::json;
-use tests::{ip, output_of, plugin_bin_dir, reference_plugin_dir, NetNs, Outcome};
+use tests::{
+    ip, output_of, plugin_bin_dir, reference_plugin_dir, run_plugin_in_netns, NetNs, Outcome,
+};
 
 const BRIDGE: &str = "br-fw";
 const ADDRESSES: [&str; 2] = ["10.9.0.5", "fd00:9::5"];
@@ -49,19 +51,15 @@ impl Host {
                     {"version": "4", "address": format!("{}/24", ADDRESSES[0]), "interface": 2},
                     {"version": "6", "address": format!("{}/64", ADDRESSES[1]), "interface": 2}]}
         });
-        let out = output_of(
-            Command::new("ip")
-                .args(["netns", "exec", self.ns.name()])
-                .arg(dir.join("firewall"))
-                .env_clear()
-                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-                .env("CNI_COMMAND", command)
-                .env("CNI_CONTAINERID", "fw-vs-reference")
-                .env("CNI_NETNS", "/var/run/netns/none")
-                .env("CNI_IFNAME", "eth0")
-                .env("CNI_PATH", &dir),
-            conf.to_string().as_bytes(),
-        );
+        let bin = dir.join("firewall");
+        let env = [
+            ("CNI_COMMAND", command),
+            ("CNI_CONTAINERID", "fw-vs-reference"),
+            ("CNI_NETNS", "/var/run/netns/none"),
+            ("CNI_IFNAME", "eth0"),
+            ("CNI_PATH", dir.to_str().unwrap()),
+        ];
+        let out = run_plugin_in_netns(self.ns.name(), &bin, &env, conf.to_string().as_bytes());
         assert!(
             out.exit.success(),
             "{side:?} {command}: {}{}",

@@ -77,7 +77,9 @@ fn entry_rules(admin_chain: &str) -> [Rule; 2] {
     ]
 }
 
-fn stage_1_jump(bridge: &str, policy: IngressPolicy) -> Rule {
+/// A stage 1 rule for packets in from `bridge`: going out elsewhere
+/// (`out_negate`) or back out of it.
+fn stage_1(bridge: &str, out_negate: bool, comment: String, action: Action) -> Rule {
     Rule::new(STAGE_1)
         .matching(Match::InInterface {
             name: bridge.into(),
@@ -85,24 +87,28 @@ fn stage_1_jump(bridge: &str, policy: IngressPolicy) -> Rule {
         })
         .matching(Match::OutInterface {
             name: bridge.into(),
-            negate: true,
+            negate: out_negate,
         })
-        .comment(policy_comment(policy))
-        .then(Action::Jump(STAGE_2.into()))
+        .comment(comment)
+        .then(action)
+}
+
+fn stage_1_jump(bridge: &str, policy: IngressPolicy) -> Rule {
+    stage_1(
+        bridge,
+        true,
+        policy_comment(policy),
+        Action::Jump(STAGE_2.into()),
+    )
 }
 
 fn stage_1_drop(bridge: &str) -> Rule {
-    Rule::new(STAGE_1)
-        .matching(Match::InInterface {
-            name: bridge.into(),
-            negate: false,
-        })
-        .matching(Match::OutInterface {
-            name: bridge.into(),
-            negate: false,
-        })
-        .comment(policy_comment(IngressPolicy::Isolated))
-        .then(Action::Drop)
+    stage_1(
+        bridge,
+        false,
+        policy_comment(IngressPolicy::Isolated),
+        Action::Drop,
+    )
 }
 
 fn stage_2_drop(bridge: &str) -> Rule {

@@ -364,7 +364,7 @@ mod tests {
         let err = add(BackendKind::Iptables, &rules).unwrap_err();
         assert!(
             err.to_string()
-                .contains("chain \\\"firewall\\\" after \\\"bridge\\\""),
+                .contains("chain \"firewall\" after \"bridge\""),
             "{err}"
         );
     }

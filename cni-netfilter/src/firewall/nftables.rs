@@ -4,7 +4,8 @@
 use cni_types::{IpNetwork, ValidAttachments};
 
 use super::{host, IngressPolicy, Rules};
-use crate::masquerade::names::{instance_hash, network_hash, nft_comment};
+use crate::masquerade::names::{instance_hash, nft_comment};
+use crate::masquerade::nftables::unkept_rules;
 use crate::masquerade::Attachment;
 use crate::nft::NftBackend;
 use crate::{
@@ -198,21 +199,8 @@ pub(super) fn gc(
     let mut nft = NftBackend::open()?;
     let mut tx = Transaction::new(table());
     if let ValidAttachments::List(list) = valid {
-        let kept: Vec<String> = list
-            .iter()
-            .map(|a| {
-                nft_comment(&Attachment {
-                    network,
-                    ifname: &a.ifname,
-                    container_id: &a.container_id,
-                })
-            })
-            .collect();
-        let ours = CommentMatch::Prefix(network_hash(network));
-        for rule in nft.find_rules(&table(), ACCEPTS, &ours)? {
-            if !rule.comment.as_ref().is_some_and(|c| kept.contains(c)) {
-                tx.delete_rule(rule);
-            }
+        for rule in unkept_rules(&mut nft, &table(), ACCEPTS, network, list)? {
+            tx.delete_rule(rule);
         }
     }
     let prefix = CommentMatch::Prefix(bridge_comment(""));

@@ -41,7 +41,7 @@
 
 mod iptables;
 pub(crate) mod names;
-mod nftables;
+pub(crate) mod nftables;
 
 use cni_types::{Error, IpNetwork, ValidAttachments};
 
