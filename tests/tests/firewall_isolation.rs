@@ -23,6 +23,8 @@ struct Pod {
 struct Lab {
     host: NetNs,
     pods: Vec<Pod>,
+    /// Where our plugin keeps its records.
+    data: tempfile::TempDir,
 }
 
 fn ok(args: &[&str]) {
@@ -62,6 +64,7 @@ impl Lab {
         Lab {
             host,
             pods: Vec::new(),
+            data: tempfile::tempdir().unwrap(),
         }
     }
 
@@ -133,7 +136,7 @@ impl Lab {
         {
             let conf = json!({
                 "cniVersion": "1.0.0", "name": "fw-iso", "type": "firewall",
-                "backend": backend, "ingressPolicy": policy,
+                "backend": backend, "ingressPolicy": policy, "dataDir": self.data.path(),
                 "prevResult": {"cniVersion": "1.0.0",
                     "interfaces": [{"name": pod.bridge}, {"name": pod.port},
                         {"name": "eth0", "sandbox": pod.ns.path()}],

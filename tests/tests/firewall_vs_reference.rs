@@ -22,9 +22,11 @@ enum Side {
     Reference,
 }
 
-/// A host namespace with a bridge.
+/// A host namespace with a bridge, and where our plugin keeps its
+/// records.
 struct Host {
     ns: NetNs,
+    data: tempfile::TempDir,
 }
 
 impl Host {
@@ -32,7 +34,10 @@ impl Host {
         let ns = NetNs::create(tag);
         let out = ip(&["-n", ns.name(), "link", "add", BRIDGE, "type", "bridge"]);
         assert!(out.exit.success(), "{out:?}");
-        Host { ns }
+        Host {
+            ns,
+            data: tempfile::tempdir().unwrap(),
+        }
     }
 
     /// `side`'s plugin run in the namespace.
@@ -44,6 +49,7 @@ impl Host {
         let conf = json!({
             "cniVersion": "0.4.0", "name": "fw-vs", "type": "firewall",
             "backend": "iptables", "ingressPolicy": "same-bridge",
+            "dataDir": self.data.path(),
             "prevResult": {"cniVersion": "0.4.0",
                 "interfaces": [{"name": BRIDGE}, {"name": "veth-fw"},
                     {"name": "eth0", "sandbox": "/var/run/netns/none"}],

@@ -2,10 +2,14 @@
 //! changes: every field of the reference's `FirewallNetConf`, each error
 //! naming the field.
 
+use std::path::PathBuf;
+
 use cni_netfilter::firewall::{validate_admin_chain, IngressPolicy, DEFAULT_ADMIN_CHAIN};
 use cni_netfilter::BackendKind;
 use cni_types::{Code, Error, IpNetwork, NetConf};
 use serde::Deserialize;
+
+use super::records::{Records, DEFAULT_DATA_DIR};
 
 /// The zone when `firewalldZone` is not given.
 pub const DEFAULT_ZONE: &str = "trusted";
@@ -31,6 +35,10 @@ pub struct Fields {
     /// `"open"` (default), `"same-bridge"` or `"isolated"`.
     #[serde(default, rename = "ingressPolicy")]
     pub ingress_policy: Option<String>,
+    /// Where ADD records each attachment's addresses for GC (ours; default
+    /// [`DEFAULT_DATA_DIR`]).
+    #[serde(default, rename = "dataDir")]
+    pub data_dir: Option<PathBuf>,
 }
 
 /// The backend a configuration asks for.
@@ -57,6 +65,8 @@ pub struct Setup {
     pub zone: String,
     /// `ingressPolicy`.
     pub policy: IngressPolicy,
+    /// The records of this network's attachments (under `dataDir`).
+    pub records: Records,
     /// The container's addresses from the previous result.
     pub addresses: Vec<IpNetwork>,
     /// The name of the previous result's first interface (the bridge,
@@ -109,7 +119,12 @@ impl Setup {
             .unwrap_or_default()
             .parse::<IngressPolicy>()
             .map_err(|e| e.with_code(Code::INVALID_NETWORK_CONFIG))?;
+        let data_dir = fields
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         let mut setup = Setup {
+            records: Records::of(&data_dir, &conf.name)?,
             network: conf.name.clone(),
             requested,
             admin_chain,

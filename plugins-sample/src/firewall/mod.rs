@@ -46,10 +46,14 @@
 //!   the same moment may each see the other and leave the rules, as the
 //!   reference always does.
 //! - GC exists (the reference has none). The iptables rules name only an
-//!   address, not its attachment, so GC removes only nftables rules of
-//!   attachments; DEL removes iptables ones.
-//! - DEL without a previous result still removes the attachment's
-//!   nftables rules (found by comment).
+//!   address, not its attachment, so ADD under iptables records the
+//!   attachment's addresses (`records.rs`, under `dataDir`, ours, default
+//!   `/var/lib/cni/firewall`), and GC removes the rules of recorded
+//!   attachments the runtime no longer lists, but for addresses a listed
+//!   attachment holds. Rules the reference added have no record: GC
+//!   leaves them. nftables rules carry their attachment in their comment.
+//! - DEL without a previous result still removes the attachment's rules:
+//!   nftables ones by comment, iptables ones by the record.
 //! - The firewalld backend is not built yet (its D-Bus client is another
 //!   module's): asking for it is an error, and the default does not probe
 //!   for a running firewalld.
@@ -57,6 +61,7 @@
 //! Go: plugins `plugins/meta/firewall` (v1.9).
 
 pub mod config;
+pub mod records;
 #[cfg(test)]
 mod tests;
 
@@ -65,9 +70,10 @@ use cni_netfilter::firewall::{self, Rules};
 use cni_netfilter::masquerade::Attachment;
 use cni_netfilter::BackendKind;
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Error, NetConf};
+use cni_types::{Code, Error, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Requested, Setup};
+use records::Record;
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI firewall plugin (cni-rs) v0.1.0";
@@ -133,6 +139,38 @@ fn vacated(bridge: &str, ours: &[String]) -> Result<bool, NetError> {
         .all(|l| ours.contains(&l.name)))
 }
 
+/// Removes the rules and records of the recorded attachments that `valid`
+/// does not keep, but for addresses a kept attachment also holds.
+fn collect_recorded(setup: &Setup, valid: &ValidAttachments) -> Result<(), Error> {
+    let (kept, stale): (Vec<Record>, Vec<Record>) = setup
+        .records
+        .all()?
+        .into_iter()
+        .partition(|r| valid.keeps(&r.container_id, &r.ifname));
+    for record in stale {
+        let addresses: Vec<_> = record
+            .addresses
+            .iter()
+            .filter(|a| !kept.iter().any(|k| k.addresses.contains(a)))
+            .copied()
+            .collect();
+        let rules = Rules {
+            attachment: Attachment {
+                network: &setup.network,
+                ifname: &record.ifname,
+                container_id: &record.container_id,
+            },
+            addresses: &addresses,
+            admin_chain: &setup.admin_chain,
+            policy: setup.policy,
+            bridge: None,
+        };
+        firewall::del(&rules, false).map_err(Error::from)?;
+        setup.records.remove(&record.container_id, &record.ifname)?;
+    }
+    Ok(())
+}
+
 /// [`vacated`], false (keep the rules) when the links cannot be read.
 fn vacated_or_log(req: &Request<NetConf<Fields>>, bridge: &str, ours: &[String]) -> bool {
     vacated(bridge, ours).unwrap_or_else(|e| {
@@ -157,17 +195,30 @@ impl Plugin for Firewall {
             }
         }
         firewall::add(kind, &rules).map_err(Error::from)?;
+        if kind == BackendKind::Iptables {
+            setup.records.save(&Record {
+                container_id: req.container_id.clone(),
+                ifname: req.ifname.clone(),
+                addresses: setup.addresses.clone(),
+            })?;
+        }
         Ok(prev.into())
     }
 
     fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
-        let setup = Setup::read(&req.config)?;
-        choose(setup.requested)?;
+        let mut setup = Setup::read(&req.config)?;
+        let recorded = setup.records.load(&req.container_id, &req.ifname)?;
+        for address in recorded.into_iter().flat_map(|r| r.addresses) {
+            if !setup.addresses.contains(&address) {
+                setup.addresses.push(address);
+            }
+        }
         let rules = rules(req, &setup);
         let last = rules
             .bridge
             .is_some_and(|bridge| vacated_or_log(req, bridge, &setup.host_ports));
         firewall::del(&rules, last).map_err(Error::from)?;
+        setup.records.remove(&req.container_id, &req.ifname)?;
         Ok(())
     }
 
@@ -183,7 +234,10 @@ impl Plugin for Firewall {
 
     fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let valid = req.valid_attachments()?;
-        Setup::read(&req.config)?;
+        let setup = Setup::read(&req.config)?;
+        if !valid.is_unspecified() {
+            collect_recorded(&setup, &valid)?;
+        }
         let mut nl = Netlink::open().map_err(Error::from)?;
         // A bridge whose lookup fails is taken as existing: its rules stay.
         let exists = |name: &str| !matches!(nl.find_link(name), Ok(None));

@@ -1,7 +1,9 @@
 //! firewall in-process: bad input is refused naming the field and
 //! changes nothing; ADD, CHECK, DEL and GC in a namespace of the test.
 
+use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use cni_net::testing::TempNetns;
 use cni_skel::{Outcome, TestRequest};
@@ -10,10 +12,17 @@ use serde_json::{json, Value};
 
 use super::Firewall;
 
+/// Where this test process keeps its records: removed at exit.
+fn data_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 /// A dual-stack pod on `br0`, patched with `patch`.
 fn conf(patch: Value) -> Value {
     let mut c = json!({
         "cniVersion": "1.0.0", "name": "fwtest", "type": "firewall", "backend": "iptables",
+        "dataDir": data_dir(),
         "prevResult": {"cniVersion": "1.0.0",
             "interfaces": [{"name": "br0"}, {"name": "veth0"},
                 {"name": "eth0", "sandbox": "/var/run/netns/x"}],
@@ -185,31 +194,66 @@ fn each_backend_adds_checks_and_deletes_and_a_second_del_succeeds() {
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn gc_removes_only_unlisted_attachments_and_nothing_without_a_list() {
-    let host = TempNetns::new("fw-gc").unwrap();
-    let pod = |id: &str, last: u8| {
-        let c = conf(
-            json!({"backend": "nftables", "prevResult": {"cniVersion": "1.0.0",
-            "ips": [{"address": format!("10.88.0.{last}/16")}]}}),
-        );
-        (id.to_string(), c)
-    };
-    let pods = [pod("keep", 1), pod("stale", 2)];
-    for (id, c) in &pods {
-        assert_eq!(run_in(&host, "ADD", id, c).exit_code, 0);
-    }
-    let gc = |valid: Option<Value>| {
-        let mut c = json!({"cniVersion": "1.1.0", "name": "fwtest", "type": "firewall"});
-        if let Some(valid) = valid {
-            c["cni.dev/valid-attachments"] = valid;
+    for backend in ["iptables", "nftables"] {
+        let host = TempNetns::new("fw-gc").unwrap();
+        let network = format!("fwgc-{backend}");
+        let pod = |id: &str, last: u8| {
+            let c = conf(json!({"name": network, "backend": backend,
+                "prevResult": {"cniVersion": "1.0.0",
+                "ips": [{"address": format!("10.88.0.{last}/16")}]}}));
+            (id.to_string(), c)
+        };
+        let pods = [pod("keep", 1), pod("stale", 2)];
+        for (id, c) in &pods {
+            assert_eq!(run_in(&host, "ADD", id, c).exit_code, 0, "{backend}");
         }
-        assert_eq!(run_in(&host, "GC", "", &c).exit_code, 0);
-    };
-    gc(None);
-    assert!(ruleset(&host).contains("10.88.0.2"), "{}", ruleset(&host));
-    gc(Some(json!([{"containerID": "keep", "ifname": "eth0"}])));
+        let gc = |valid: Option<Value>| {
+            let mut c = json!({"cniVersion": "1.1.0", "name": network, "type": "firewall",
+                "dataDir": data_dir()});
+            if let Some(valid) = valid {
+                c["cni.dev/valid-attachments"] = valid;
+            }
+            let out = run_in(&host, "GC", "", &c);
+            assert_eq!(out.exit_code, 0, "{backend}: {:?}", out.error());
+        };
+        gc(None);
+        assert!(
+            ruleset(&host).contains("10.88.0.2"),
+            "{backend}: {}",
+            ruleset(&host)
+        );
+        gc(Some(json!([{"containerID": "keep", "ifname": "eth0"}])));
+        let left = ruleset(&host);
+        assert!(left.contains("10.88.0.1"), "{backend}: {left}");
+        assert!(!left.contains("10.88.0.2"), "{backend}: {left}");
+        // The kept pod's DEL then leaves no record behind.
+        assert_eq!(run_in(&host, "DEL", "keep", &pods[0].1).exit_code, 0);
+        assert!(!data_dir().join(&network).exists(), "{backend}");
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_without_a_previous_result_removes_the_recorded_iptables_rules() {
+    let host = TempNetns::new("fw-noprev").unwrap();
+    let c = conf(json!({"name": "fwnoprev"}));
+    assert_eq!(run_in(&host, "ADD", "c1", &c).exit_code, 0);
+    let mut bare = c.clone();
+    bare.as_object_mut().unwrap().remove("prevResult");
+    assert_eq!(run_in(&host, "DEL", "c1", &bare).exit_code, 0);
     let left = ruleset(&host);
     assert!(
-        left.contains("10.88.0.1") && !left.contains("10.88.0.2"),
+        !left.contains("10.88.0.5") && !left.contains("fd00:88::5"),
         "{left}"
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_succeeds_when_the_requested_backend_is_unavailable() {
+    let host = TempNetns::new("fw-delfwd").unwrap();
+    let c = conf(json!({"backend": "firewalld"}));
+    assert!(run_in(&host, "ADD", "c1", &c).error().is_some());
+    let out = run_in(&host, "DEL", "c1", &c);
+    assert_eq!(out.exit_code, 0, "{:?}", out.error());
 }
