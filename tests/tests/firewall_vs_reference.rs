@@ -3,8 +3,9 @@
 //! as a process in a host namespace of the test holding a bridge: the
 //! same iptables rules in both families for a dual-stack pod with
 //! `ingressPolicy` `same-bridge` (1.1.1 has no `isolated`), and each
-//! side's DEL removes every rule of the other's ADD for that pod. Needs
-//! root.
+//! side's DEL removes every rule of the other's ADD for that pod; and the
+//! isolation the reference leaves on a bridge after its last pod is not
+//! inherited by a later network on that bridge. Needs root.
 
 use std::process::Command;
 
@@ -40,15 +41,21 @@ impl Host {
         }
     }
 
-    /// `side`'s plugin run in the namespace.
+    /// `side`'s plugin run in the namespace, for the pod with
+    /// `ingressPolicy` `same-bridge`.
     fn run(&self, side: Side, command: &str) -> Outcome {
+        self.run_with(side, command, "same-bridge")
+    }
+
+    /// `side`'s plugin run in the namespace, for the pod with `policy`.
+    fn run_with(&self, side: Side, command: &str, policy: &str) -> Outcome {
         let dir = match side {
             Side::Ours => plugin_bin_dir(),
             Side::Reference => reference_plugin_dir(),
         };
         let conf = json!({
             "cniVersion": "0.4.0", "name": "fw-vs", "type": "firewall",
-            "backend": "iptables", "ingressPolicy": "same-bridge",
+            "backend": "iptables", "ingressPolicy": policy,
             "dataDir": self.data.path(),
             "prevResult": {"cniVersion": "0.4.0",
                 "interfaces": [{"name": BRIDGE}, {"name": "veth-fw"},
@@ -137,4 +144,36 @@ fn either_del_removes_every_rule_the_others_add_made_for_the_pod() {
         // A second DEL finds nothing and succeeds.
         host.run(deleter, "DEL");
     }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_later_open_network_on_a_bridge_does_not_inherit_the_isolation_the_reference_left() {
+    let host = Host::new("fw-trap");
+    // The pod's port on the bridge, as the bridge plugin leaves it.
+    for args in [
+        vec![
+            "link",
+            "add",
+            "veth-fw",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "veth-fw-p",
+        ],
+        vec!["link", "set", "veth-fw", "master", BRIDGE],
+    ] {
+        let out = ip(&[&["-n", host.ns.name()][..], &args].concat());
+        assert!(out.exit.success(), "{args:?}: {out:?}");
+    }
+    host.run(Side::Reference, "ADD");
+    host.run(Side::Reference, "DEL");
+    assert!(host.filter().contains(BRIDGE), "the reference keeps it");
+    // The next network's first pod, on the same bridge and port name.
+    host.run_with(Side::Ours, "ADD", "open");
+    let after = host.filter();
+    assert!(!after.contains(BRIDGE), "{after}");
+    assert!(after.contains(ADDRESSES[0]), "{after}");
+    host.run_with(Side::Ours, "DEL", "open");
 }
