@@ -21,6 +21,9 @@
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
 //! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
 //!   its iptables and nftables layouts (setup, teardown, check, GC).
+//! - [`firewalld`]: firewalld over D-Bus (a small client of our own):
+//!   container addresses as sources of a zone, the firewall plugin's
+//!   `firewalld` backend.
 //! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
 //!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
 //! - [`conntrack`]: connection tracking entries deleted over netlink
@@ -104,6 +107,7 @@ mod chain_name;
 mod choose;
 pub mod conntrack;
 mod error;
+pub mod firewalld;
 mod host_lock;
 pub mod iptables;
 pub mod masquerade;
