@@ -24,6 +24,8 @@
 //! - [`firewalld`]: firewalld over D-Bus (a small client of our own):
 //!   container addresses as sources of a zone, the firewall plugin's
 //!   `firewalld` backend.
+//! - [`macspoof`]: `macspoofchk` of the reference's `bridge`, in its
+//!   `bridge nat` table layout (setup, teardown, check).
 //! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
 //!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
 //! - [`conntrack`]: connection tracking entries deleted over netlink
@@ -110,6 +112,7 @@ mod error;
 pub mod firewalld;
 mod host_lock;
 pub mod iptables;
+pub mod macspoof;
 pub mod masquerade;
 pub mod nft;
 mod rule;

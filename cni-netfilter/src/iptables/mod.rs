@@ -286,8 +286,11 @@ pub(crate) fn is_listed_as(
 const TABLES: [&str; 5] = ["filter", "nat", "mangle", "raw", "security"];
 
 fn check_table(table: &Table) -> Result<(), FilterError> {
-    if table.family == Family::Inet {
-        return Err(unsupported(format!("the inet table {}", table.name)));
+    if matches!(table.family, Family::Inet | Family::Bridge) {
+        return Err(unsupported(format!(
+            "the {} table {}",
+            table.family, table.name
+        )));
     }
     if !TABLES.contains(&table.name.as_str()) {
         return Err(FilterError::invalid(
