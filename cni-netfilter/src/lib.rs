@@ -26,6 +26,9 @@
 //!   `firewalld` backend.
 //! - [`macspoof`]: `macspoofchk` of the reference's `bridge`, in its
 //!   `bridge nat` table layout (setup, teardown, check).
+//! - [`firewall`]: the `firewall` plugin's forwarding rules and bridge
+//!   isolation, in the reference's iptables layout or a table of our own
+//!   under nftables.
 //! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
 //!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
 //! - [`conntrack`]: connection tracking entries deleted over netlink
@@ -109,6 +112,7 @@ mod chain_name;
 mod choose;
 pub mod conntrack;
 mod error;
+pub mod firewall;
 pub mod firewalld;
 mod host_lock;
 pub mod iptables;

@@ -378,6 +378,24 @@ pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
     run_with_clean_env(bin, std::iter::empty::<&OsStr>(), env, stdin)
 }
 
+/// Runs the plugin `bin` inside the network namespace `netns` (`ip netns
+/// exec`), as [`run_plugin`] does on the host: a cleared environment
+/// plus `env`, `stdin` through a pipe.
+///
+/// # Panics
+/// If `ip` cannot be started.
+pub fn run_plugin_in_netns(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns])
+        .arg(bin)
+        .env_clear()
+        .env("PATH", child_path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    output_of(&mut cmd, stdin)
+}
+
 fn run_with_clean_env<I, S>(bin: &Path, args: I, env: &[(&str, &str)], stdin: &[u8]) -> Outcome
 where
     I: IntoIterator<Item = S>,
