@@ -96,6 +96,20 @@ ensure_cri_venv() {
 }
 # --- end cri ---
 
+# ---- firewalld (tests/tests/firewalld_*.rs, tests/src/firewalld.rs) ----
+# A private firewalld on a private dbus-daemon, in a network namespace of
+# the test's own. Installing the package must not start it on the host:
+# where systemd runs, its unit is masked first (policy-rc.d does that in
+# containers).
+if ! command -v firewalld >/dev/null 2>&1; then
+    missing+=(firewalld)
+    if [ "${EUID}" -eq 0 ] && [ -d /run/systemd/system ]; then
+        ln -sf /dev/null /etc/systemd/system/firewalld.service
+    fi
+fi
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
+# ---- end firewalld ----
+
 if [ "${#missing[@]}" -eq 0 ]; then
     ensure_cri_venv
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"

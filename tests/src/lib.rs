@@ -23,6 +23,7 @@
 //! `scripts/install-test-deps.sh`; interop tests never skip silently.
 
 pub mod etcd;
+pub mod firewalld;
 pub mod invariants;
 pub mod observe;
 pub mod podman;

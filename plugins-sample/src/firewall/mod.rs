@@ -54,23 +54,37 @@
 //!   leaves them. nftables rules carry their attachment in their comment.
 //! - DEL without a previous result still removes the attachment's rules:
 //!   nftables ones by comment, iptables ones by the record.
-//! - The firewalld backend is not built yet (its D-Bus client is another
-//!   module's): asking for it is an error, and the default does not probe
-//!   for a running firewalld.
+//! - The firewalld backend (`firewalld.rs`, over
+//!   [`cni_netfilter::firewalld`]) is chosen, as in the reference, when
+//!   asked for or when firewalld owns its bus name. Asked for while it is
+//!   not running is an error (code 11, try again later) rather than calls
+//!   failing one by one; a zone firewalld does not know is code 7 naming
+//!   it. CHECK fails when an address is not in the zone (the reference
+//!   only fails when the query does). DEL takes the addresses out of the
+//!   zone when firewalld runs (its sources go with it when it stops), and
+//!   still removes any iptables or nftables rules. GC leaves firewalld
+//!   alone: a source names no attachment.
+//! - An isolating `ingressPolicy` with `"backend": "firewalld"` is refused
+//!   (code 7, naming `ingressPolicy`), and by default such a policy uses
+//!   iptables or nftables even where firewalld runs: the reference adds
+//!   its iptables isolation rules beside firewalld's zone, a mix this
+//!   plugin does not make.
 //!
 //! Go: plugins `plugins/meta/firewall` (v1.9).
 
 pub mod config;
+pub mod firewalld;
 pub mod records;
 #[cfg(test)]
 mod tests;
 
 use cni_net::{LinkKind, NetError, Netlink};
 use cni_netfilter::firewall::{self, Rules};
+use cni_netfilter::firewalld::Firewalld;
 use cni_netfilter::masquerade::Attachment;
 use cni_netfilter::BackendKind;
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Error, NetConf, ValidAttachments};
+use cni_types::{Error, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Requested, Setup};
 use records::Record;
@@ -83,24 +97,37 @@ pub const ABOUT: &str = "CNI firewall plugin (cni-rs) v0.1.0";
 pub struct Firewall;
 
 /// The backend an invocation uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Chosen {
     /// iptables or nftables.
     Filter(BackendKind),
+    /// firewalld, running on the system bus.
+    Firewalld(Firewalld),
 }
 
-/// The configured backend, or the reference's default.
+/// The configured backend, or the reference's default: firewalld when it
+/// owns its bus name. An isolating `ingressPolicy` needs a packet filter
+/// backend (its rules are iptables or nftables ones): with it, firewalld
+/// asked for is refused before any change, and the default does not
+/// probe for firewalld.
 ///
 /// Go: plugins firewall `getBackend`.
-fn choose(requested: Requested) -> Result<Chosen, Error> {
-    match requested {
+fn choose(setup: &Setup) -> Result<Chosen, Error> {
+    let isolates = setup.policy.isolates();
+    match setup.requested {
         Requested::Filter(kind) => Ok(Chosen::Filter(kind)),
-        Requested::Firewalld => Err(Error::new(
-            Code::INVALID_NETWORK_CONFIG,
-            "backend \"firewalld\" is not available",
-        )
-        .with_details("this build of the firewall plugin has no firewalld client")),
-        Requested::Default => Ok(Chosen::Filter(cni_netfilter::choose(None))),
+        Requested::Firewalld if isolates => Err(Error::invalid_config(
+            "ingressPolicy",
+            format!(
+                "{:?}: not supported with backend \"firewalld\" (use \"iptables\" or \"nftables\")",
+                setup.policy.as_str()
+            ),
+        )),
+        Requested::Firewalld => firewalld::required().map(Chosen::Firewalld),
+        Requested::Default => Ok(match firewalld::probe().filter(|_| !isolates) {
+            Some(fw) => Chosen::Firewalld(fw),
+            None => Chosen::Filter(cni_netfilter::choose(None)),
+        }),
     }
 }
 
@@ -187,7 +214,13 @@ impl Plugin for Firewall {
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let setup = Setup::read(&req.config)?;
         let prev = req.config.prev_result.clone().ok_or_else(not_chained)?;
-        let Chosen::Filter(kind) = choose(setup.requested)?;
+        let kind = match choose(&setup)? {
+            Chosen::Filter(kind) => kind,
+            Chosen::Firewalld(fw) => {
+                firewalld::add(&fw, &setup.zone, &setup.addresses)?;
+                return Ok(prev.into());
+            }
+        };
         let rules = rules(req, &setup);
         if let Some(bridge) = rules.bridge {
             if vacated_or_log(req, bridge, &setup.host_ports) {
@@ -213,6 +246,12 @@ impl Plugin for Firewall {
                 setup.addresses.push(address);
             }
         }
+        // Where ADD would have chosen firewalld (see `choose`), and it runs.
+        if !matches!(setup.requested, Requested::Filter(_)) && !setup.policy.isolates() {
+            if let Some(fw) = firewalld::probe() {
+                firewalld::del(&fw, &setup.zone, &setup.addresses)?;
+            }
+        }
         let rules = rules(req, &setup);
         let last = rules
             .bridge
@@ -227,8 +266,12 @@ impl Plugin for Firewall {
         if req.config.prev_result.is_none() {
             return Err(not_chained().into());
         }
-        let Chosen::Filter(kind) = choose(setup.requested)?;
-        firewall::check(kind, &rules(req, &setup)).map_err(Error::from)?;
+        match choose(&setup)? {
+            Chosen::Filter(kind) => {
+                firewall::check(kind, &rules(req, &setup)).map_err(Error::from)?
+            }
+            Chosen::Firewalld(fw) => firewalld::check(&fw, &setup.zone, &setup.addresses)?,
+        }
         Ok(())
     }
 

@@ -86,9 +86,9 @@ fn bad_input_is_a_clear_error_naming_the_field() {
             "\"ebtables\"",
         ),
         (
-            json!({"backend": "firewalld"}),
-            "backend \"firewalld\" is not available",
-            "firewalld",
+            json!({"backend": "firewalld", "ingressPolicy": "isolated"}),
+            "invalid ingressPolicy",
+            "not supported with backend \"firewalld\"",
         ),
         (
             json!({"iptablesAdminChainName": "MY ADMIN"}),
