@@ -28,7 +28,7 @@ mkdir -p "$out/ours"
 scripts/install-test-deps.sh >/dev/null
 echo "building: harness (gcc -O2 -static), ptp, host-local and portmap (static musl, as deployed)" >&2
 gcc -O2 -static -o "$out/netns_harness" bench/process/netns_harness.c
-scripts/build-static-plugins.sh --quiet -p plugins-sample --bin ptp --bin host-local --bin portmap >/dev/null
+[ -n "${KIND_BENCH_NO_BUILD:-}" ] || scripts/build-static-plugins.sh --quiet -p plugins-sample --bin ptp --bin host-local --bin portmap >/dev/null
 for bin in ptp host-local portmap; do
     cp "target/x86_64-unknown-linux-musl/plugin/$bin" "$out/ours/"
 done
