@@ -1,7 +1,7 @@
 //! The lists a kind node and a containerd host run for every pod, with
 //! only our plugins on `CNI_PATH`, through our runtime (`cnitool`) and
 //! through the reference runtime library (Debian's libcni, `cnidriver`),
-//! on both packet filter backends (IPv4):
+//! on both packet filter backends, IPv4 and IPv6:
 //!
 //! - kind's list, as kindnet writes it: `ptp` (`ipMasq` false, `mtu`
 //!   1500) with `host-local`, then `portmap` with the `portMappings`
@@ -10,7 +10,8 @@
 //!   containerd's `script/setup/install-cni` writes it (and its
 //!   getting-started guide shows it): `bridge` `cni0` with `isGateway`,
 //!   `ipMasq` and `promiscMode`, `host-local` over `10.88.0.0/16`, then
-//!   `portmap`, cniVersion 1.0.0 (its IPv6 range left out here).
+//!   `portmap`, cniVersion 1.0.0 (its IPv4 and IPv6 ranges one at a
+//!   time here, so each family's checks stand alone).
 //!
 //! Each runs in a host namespace of the test's own (plugins wrapped with
 //! `ip netns exec`), with a client namespace routed through the host.
@@ -33,9 +34,41 @@ use tests::{in_host_namespace, ip, plugin_bin_dir, Driver, NetNs};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The host's address on the client's link, and the client's.
-const HOST_IP: &str = "192.168.77.1";
-const CLIENT_IP: &str = "192.168.77.2";
+/// An address family's part: the host's and the client's addresses on
+/// their link, the default route, forwarding.
+#[derive(Clone, Copy, Debug)]
+struct Family {
+    host: &'static str,
+    client: &'static str,
+    prefix: u8,
+    any: &'static str,
+    default_route: &'static str,
+    forwarding: &'static str,
+}
+
+const V4: Family = Family {
+    host: "192.168.77.1",
+    client: "192.168.77.2",
+    prefix: 24,
+    any: "0.0.0.0",
+    default_route: "0.0.0.0/0",
+    forwarding: "net.ipv4.ip_forward=1",
+};
+
+const V6: Family = Family {
+    host: "fd77::1",
+    client: "fd77::2",
+    prefix: 64,
+    any: "::",
+    default_route: "::/0",
+    forwarding: "net.ipv6.conf.all.forwarding=1",
+};
+
+impl Family {
+    fn socket(&self, addr: &str, port: u16) -> SocketAddr {
+        SocketAddr::new(addr.parse().unwrap(), port)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Via {
@@ -47,7 +80,7 @@ enum Via {
 /// whether it masquerades outbound traffic, whether its version has CHECK.
 struct List {
     name: &'static str,
-    conf: fn(ipam_dir: &str, backend: Option<&str>) -> Value,
+    conf: fn(ipam_dir: &str, backend: Option<&str>, family: Family) -> Value,
     masquerades: bool,
     checks: bool,
 }
@@ -60,7 +93,12 @@ fn portmap(backend: Option<&str>) -> Value {
     p
 }
 
-fn kindnet(ipam_dir: &str, backend: Option<&str>) -> Value {
+fn kindnet(ipam_dir: &str, backend: Option<&str>, family: Family) -> Value {
+    let subnet = if family.prefix == 24 {
+        "10.244.0.0/24"
+    } else {
+        "fd00:10:244::/64"
+    };
     json!({
         "cniVersion": "0.3.1",
         "name": "kindnet",
@@ -68,14 +106,19 @@ fn kindnet(ipam_dir: &str, backend: Option<&str>) -> Value {
             "type": "ptp",
             "ipMasq": false,
             "ipam": {"type": "host-local", "dataDir": ipam_dir,
-                     "routes": [{"dst": "0.0.0.0/0"}],
-                     "ranges": [[{"subnet": "10.244.0.0/24"}]]},
+                     "routes": [{"dst": family.default_route}],
+                     "ranges": [[{"subnet": subnet}]]},
             "mtu": 1500
         }, portmap(backend)]
     })
 }
 
-fn containerd_net(ipam_dir: &str, backend: Option<&str>) -> Value {
+fn containerd_net(ipam_dir: &str, backend: Option<&str>, family: Family) -> Value {
+    let subnet = if family.prefix == 24 {
+        "10.88.0.0/16"
+    } else {
+        "2001:4860:4860::/64"
+    };
     json!({
         "cniVersion": "1.0.0",
         "name": "containerd-net",
@@ -86,8 +129,8 @@ fn containerd_net(ipam_dir: &str, backend: Option<&str>) -> Value {
             "ipMasq": true,
             "promiscMode": true,
             "ipam": {"type": "host-local", "dataDir": ipam_dir,
-                     "ranges": [[{"subnet": "10.88.0.0/16"}]],
-                     "routes": [{"dst": "0.0.0.0/0"}]}
+                     "ranges": [[{"subnet": subnet}]],
+                     "routes": [{"dst": family.default_route}]}
         }, portmap(backend)]
     })
 }
@@ -136,7 +179,7 @@ fn fetch(from: &str, to: SocketAddr) -> Result<String, AnyError> {
 
 /// A server in `ns` on `addr` that answers each connection with the
 /// address it came from; listening once this returns.
-fn serve_peer_address(ns: &str, addr: &'static str) {
+fn serve_peer_address(ns: &str, addr: SocketAddr) {
     let listener = Netns::open(ns)
         .expect("open the namespace")
         .run(move |_| -> Result<TcpListener, AnyError> { Ok(TcpListener::bind(addr)?) })
@@ -185,27 +228,49 @@ fn run(
     }
 }
 
-fn a_pod_on_the_list_is_reachable_and_leaves_nothing(list: &List, via: Via, backend: Option<&str>) {
-    let tag = format!("{}-{:?}-{}", &list.name[..4], via, backend.unwrap_or("default")).to_lowercase();
+fn a_pod_on_the_list_is_reachable_and_leaves_nothing(
+    list: &List,
+    via: Via,
+    backend: Option<&str>,
+    family: Family,
+) {
+    let tag = format!(
+        "{}-{:?}-{}-{}",
+        &list.name[..4],
+        via,
+        backend.unwrap_or("default"),
+        family.prefix
+    )
+    .to_lowercase();
     let host = NetNs::create(&format!("pl-h-{tag}"));
     let ctr = NetNs::create(&format!("pl-c-{tag}"));
     let client = NetNs::create(&format!("pl-x-{tag}"));
     // The client's link to the host, routed through it.
     let (h, x) = (host.name(), client.name());
+    let host_addr = format!("{}/{}", family.host, family.prefix);
+    let client_addr = format!("{}/{}", family.client, family.prefix);
     for args in [
         vec![
             "link", "add", "plx0", "netns", h, "type", "veth", "peer", "name", "eth0", "netns", x,
         ],
-        vec!["-n", h, "addr", "add", "192.168.77.1/24", "dev", "plx0"],
-        vec!["-n", x, "addr", "add", "192.168.77.2/24", "dev", "eth0"],
+        vec!["-n", h, "addr", "add", &host_addr, "dev", "plx0", "nodad"],
+        vec!["-n", x, "addr", "add", &client_addr, "dev", "eth0", "nodad"],
         vec!["-n", h, "link", "set", "plx0", "up"],
         vec!["-n", x, "link", "set", "eth0", "up"],
         vec!["-n", h, "link", "set", "lo", "up"],
-        vec!["-n", x, "route", "add", "default", "via", HOST_IP],
+        vec![
+            "-n",
+            x,
+            "route",
+            "add",
+            family.default_route,
+            "via",
+            family.host,
+        ],
     ] {
         assert!(ip(&args).success(), "ip {args:?}");
     }
-    exec_in(&host, "sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
+    exec_in(&host, "sysctl", &["-qw", family.forwarding]);
 
     let scratch = tempfile::tempdir().expect("a temporary directory");
     let wrappers = scratch.path().join("bin");
@@ -214,9 +279,9 @@ fn a_pod_on_the_list_is_reachable_and_leaves_nothing(list: &List, via: Via, back
         in_host_namespace(&wrappers, &plugin_bin_dir().join(name), &host);
     }
     let dirs = NetDirs::new("pod-lists-", vec![wrappers.clone()]);
-    dirs.reset(&(list.conf)(&dirs.ipam(), backend));
+    dirs.reset(&(list.conf)(&dirs.ipam(), backend, family));
     let cid = format!("pod-lists-{}-{tag}", std::process::id());
-    let case = format!("{} via {via:?}, backend {backend:?}", list.name);
+    let case = format!("{} via {via:?}, backend {backend:?}, {family:?}", list.name);
 
     let add = run(&dirs, &wrappers, via, "add", list, &ctr, &cid);
     assert_eq!(add["ok"], true, "{case}: {add}");
@@ -226,20 +291,18 @@ fn a_pod_on_the_list_is_reachable_and_leaves_nothing(list: &List, via: Via, back
     let container_ip = address.split('/').next().unwrap_or_default().to_string();
 
     // Inbound: the client reaches the host port and gets the container's.
-    serve_peer_address(&ctr.path(), "0.0.0.0:80");
-    let to_host: SocketAddr = format!("{HOST_IP}:8080").parse().unwrap();
+    serve_peer_address(&ctr.path(), family.socket(family.any, 80));
     assert_eq!(
-        fetch(&client.path(), to_host).expect("the host port answers"),
-        CLIENT_IP,
+        fetch(&client.path(), family.socket(family.host, 8080)).expect("the host port answers"),
+        family.client,
         "{case}: the container sees the client"
     );
     // Outbound: the far side sees the host's address when the list
     // masquerades, the container's otherwise.
-    serve_peer_address(&client.path(), "192.168.77.2:9000");
-    let to_client: SocketAddr = format!("{CLIENT_IP}:9000").parse().unwrap();
-    let seen = fetch(&ctr.path(), to_client).expect("the client answers");
+    serve_peer_address(&client.path(), family.socket(family.client, 9000));
+    let seen = fetch(&ctr.path(), family.socket(family.client, 9000)).expect("the client answers");
     let expected = if list.masquerades {
-        HOST_IP
+        family.host
     } else {
         container_ip.as_str()
     };
@@ -263,9 +326,11 @@ fn a_pod_on_the_list_is_reachable_and_leaves_nothing(list: &List, via: Via, back
 }
 
 fn every_driver_and_backend(list: &List) {
-    for via in [Via::Cnitool, Via::Libcni] {
-        for backend in [None, Some("nftables")] {
-            a_pod_on_the_list_is_reachable_and_leaves_nothing(list, via, backend);
+    for family in [V4, V6] {
+        for via in [Via::Cnitool, Via::Libcni] {
+            for backend in [None, Some("nftables")] {
+                a_pod_on_the_list_is_reachable_and_leaves_nothing(list, via, backend, family);
+            }
         }
     }
 }
