@@ -13,10 +13,16 @@
 //!   `portmap`, cniVersion 1.0.0 (its IPv4 and IPv6 ranges one at a
 //!   time here, so each family's checks stand alone).
 //!
+//! - SPEC-1.0.0's example list, "dbnet": `bridge` with `isGateway` and
+//!   `host-local`, `tuning` with the `mac` capability and a sysctl,
+//!   `portmap`, cniVersion 1.0.0.
+//!
 //! Each runs in a host namespace of the test's own (plugins wrapped with
 //! `ip netns exec`), with a client namespace routed through the host.
 //! Checked: ADD; a client reaches the host port on the host's address and
-//! gets the container's port; the container's outbound connection is
+//! gets the container's port; so do the host (on its own address, and on
+//! 127.0.0.1 in IPv4) and, with `ptp`, the container itself (through the
+//! host port; see `List::hairpin` for `bridge`); the container's outbound connection is
 //! masqueraded to the host's address exactly when the list asks
 //! (`ipMasq`); CHECK passes where the version has it; DEL leaves no rule
 //! naming the container in either backend's tables, and a second DEL
@@ -83,6 +89,15 @@ struct List {
     conf: fn(ipam_dir: &str, backend: Option<&str>, family: Family) -> Value,
     masquerades: bool,
     checks: bool,
+    /// The MAC address the list's `tuning` sets from the `mac` capability.
+    mac: Option<&'static str>,
+    /// Whether the container reaches itself through the host port. Not
+    /// through `bridge` without `hairpinMode` where `br_netfilter` hands
+    /// bridged frames to iptables (`bridge-nf-call-iptables`, on here):
+    /// the DNAT then happens on the bridge and the frame would have to
+    /// leave by the port it came in; neither bridge list sets it (and
+    /// containerd's `promiscMode` excludes it).
+    hairpin: bool,
 }
 
 fn portmap(backend: Option<&str>) -> Value {
@@ -140,6 +155,8 @@ const KIND: List = List {
     conf: kindnet,
     masquerades: false,
     checks: false,
+    mac: None,
+    hairpin: true,
 };
 
 const CONTAINERD: List = List {
@@ -147,6 +164,43 @@ const CONTAINERD: List = List {
     conf: containerd_net,
     masquerades: true,
     checks: true,
+    mac: None,
+    hairpin: false,
+};
+
+fn dbnet(ipam_dir: &str, backend: Option<&str>, family: Family) -> Value {
+    let (subnet, gateway) = if family.prefix == 24 {
+        ("10.1.0.0/16", "10.1.0.1")
+    } else {
+        ("fd00:db::/64", "fd00:db::1")
+    };
+    json!({
+        "cniVersion": "1.0.0",
+        "name": "dbnet",
+        "plugins": [{
+            "type": "bridge",
+            "bridge": "cni0",
+            "keyA": ["some more", "plugin specific", "configuration"],
+            "ipam": {"type": "host-local", "dataDir": ipam_dir,
+                     "subnet": subnet, "gateway": gateway,
+                     "routes": [{"dst": family.default_route}]},
+            "dns": {"nameservers": [gateway]},
+            "isGateway": true
+        }, {
+            "type": "tuning",
+            "capabilities": {"mac": true},
+            "sysctl": {"net.core.somaxconn": "500"}
+        }, portmap(backend)]
+    })
+}
+
+const DBNET: List = List {
+    name: "dbnet",
+    conf: dbnet,
+    masquerades: false,
+    checks: true,
+    mac: Some("c2:00:00:00:00:42"),
+    hairpin: false,
 };
 
 fn exec_in(ns: &NetNs, program: &str, args: &[&str]) -> String {
@@ -203,8 +257,11 @@ fn run(
     ctr: &NetNs,
     cid: &str,
 ) -> Value {
-    let caps =
+    let mut caps =
         json!({"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]});
+    if let Some(mac) = list.mac {
+        caps["mac"] = json!(mac);
+    }
     match via {
         Via::Cnitool => {
             dirs.cnitool(cid)
@@ -275,7 +332,7 @@ fn a_pod_on_the_list_is_reachable_and_leaves_nothing(
     let scratch = tempfile::tempdir().expect("a temporary directory");
     let wrappers = scratch.path().join("bin");
     std::fs::create_dir(&wrappers).expect("a directory for the wrappers");
-    for name in ["bridge", "ptp", "host-local", "portmap"] {
+    for name in ["bridge", "ptp", "host-local", "tuning", "portmap"] {
         in_host_namespace(&wrappers, &plugin_bin_dir().join(name), &host);
     }
     let dirs = NetDirs::new("pod-lists-", vec![wrappers.clone()]);
@@ -307,6 +364,29 @@ fn a_pod_on_the_list_is_reachable_and_leaves_nothing(
         container_ip.as_str()
     };
     assert_eq!(seen, expected, "{case}: outbound source");
+    // The host, on its own address and (IPv4) on 127.0.0.1, and the
+    // container itself, through the host port.
+    let mut from_host = vec![family.socket(family.host, 8080)];
+    if family.prefix == 24 {
+        from_host.push(family.socket("127.0.0.1", 8080));
+    }
+    for to in from_host {
+        let answer = fetch(&host.path(), to);
+        assert!(answer.is_ok(), "{case}: the host to {to}: {answer:?}");
+    }
+    if list.hairpin {
+        let answer = fetch(&ctr.path(), family.socket(family.host, 8080));
+        assert!(
+            answer.is_ok(),
+            "{case}: the container to itself: {answer:?}"
+        );
+    }
+    if let Some(mac) = list.mac {
+        let eth0 = ctr.link("eth0").expect("eth0 in the container");
+        assert_eq!(eth0["address"], mac, "{case}");
+        let somaxconn = exec_in(&ctr, "sysctl", &["-n", "net.core.somaxconn"]);
+        assert_eq!(somaxconn.trim(), "500", "{case}");
+    }
 
     if list.checks {
         let check = run(&dirs, &wrappers, via, "check", list, &ctr, &cid);
@@ -345,4 +425,10 @@ fn kinds_list_maps_ports_without_masquerading_through_both_runtimes_and_backends
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn containerds_default_list_maps_ports_and_masquerades_through_both_runtimes_and_backends() {
     every_driver_and_backend(&CONTAINERD);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn the_spec_dbnet_list_maps_ports_sets_mac_and_sysctl_through_both_runtimes_and_backends() {
+    every_driver_and_backend(&DBNET);
 }
