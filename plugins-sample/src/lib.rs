@@ -44,6 +44,10 @@
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
 //!
+//! - [`macvlan`]: a drop-in for the reference `macvlan`: a macvlan link
+//!   on a host link, straight into the container, IPAM delegated or
+//!   layer 2 only.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
@@ -53,9 +57,11 @@ pub mod delegator;
 pub mod dns_mac;
 mod ipmasq;
 pub mod loopback;
+pub mod macvlan;
 pub mod noop;
 mod pair;
 pub mod portmap;
 pub mod ptp;
+mod sublink;
 pub mod tuning;
 pub mod veth;
