@@ -46,7 +46,8 @@
 //!
 //! - [`macvlan`]: a drop-in for the reference `macvlan`: a macvlan link
 //!   on a host link, straight into the container, IPAM delegated or
-//!   layer 2 only.
+//!   layer 2 only; [`ipvlan`] and [`vlan`] likewise for the reference
+//!   plugins of those names.
 //!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
@@ -56,6 +57,7 @@ pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
 mod ipmasq;
+pub mod ipvlan;
 pub mod loopback;
 pub mod macvlan;
 pub mod noop;
@@ -65,3 +67,4 @@ pub mod ptp;
 mod sublink;
 pub mod tuning;
 pub mod veth;
+pub mod vlan;

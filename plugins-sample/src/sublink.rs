@@ -210,10 +210,33 @@ pub(crate) fn del<F>(req: &Request<NetConf<F>>) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// What CHECK compares: the kind and its settings, `ipam.type`, and the
+/// MTU when the plugin checks it (the reference `vlan` does).
+#[derive(Debug)]
+pub(crate) struct Expected {
+    /// The kind, its mode or VLAN id.
+    pub kind: SublinkKind,
+    /// `ipam.type`, when there is one.
+    pub ipam: Option<String>,
+    /// The MTU the link must have.
+    pub mtu: Option<u32>,
+}
+
+impl Plan {
+    /// What CHECK compares of this plan; `check_mtu` for `vlan`.
+    pub(crate) fn expected(&self, check_mtu: bool) -> Expected {
+        Expected {
+            kind: self.kind,
+            ipam: self.ipam.clone(),
+            mtu: self.mtu.filter(|_| check_mtu),
+        }
+    }
+}
+
 /// CHECK: IPAM's CHECK, then `prevResult`'s interface for `CNI_IFNAME`
 /// in this namespace against the link: its kind and settings (mode, VLAN
 /// id), MAC, addresses and routes.
-pub(crate) fn check<F>(req: &Request<NetConf<F>>, plan: &Plan) -> Result<(), BoxError> {
+pub(crate) fn check<F>(req: &Request<NetConf<F>>, plan: &Expected) -> Result<(), BoxError> {
     let netns = Netns::of(req)?;
     if let Some(ipam) = &plan.ipam {
         cni_invoke::delegate_check(ipam, req)?;
@@ -239,7 +262,13 @@ pub(crate) fn check<F>(req: &Request<NetConf<F>>, plan: &Plan) -> Result<(), Box
             describe(have),
             describe(plan.kind)
         ))),
-        Some(_) => Ok(()),
+        Some(_) => match plan.mtu.filter(|m| *m != link.mtu) {
+            Some(mtu) => Err(differs(format!(
+                "Error: configured MTU of {} is {mtu}, current value is {}",
+                link.name, link.mtu
+            ))),
+            None => Ok(()),
+        },
     }
 }
 

@@ -120,7 +120,7 @@ impl Plugin for Macvlan {
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::check(req, &plan(req)?)
+        sublink::check(req, &plan(req)?.expected(false))
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
