@@ -15,7 +15,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::{validate_ifname, Mac, NetError, Netlink, Netns, Op};
+use crate::{validate_ifname, LinkKind, Mac, NetError, Netlink, Netns, Op};
 
 mod ipvlan;
 mod macvlan;
@@ -61,6 +61,15 @@ impl SublinkKind {
             SublinkKind::Macvlan { .. } => "macvlan",
             SublinkKind::Ipvlan { .. } => "ipvlan",
             SublinkKind::Vlan { .. } => "vlan",
+        }
+    }
+
+    /// The [`LinkKind`] a link of this kind reports.
+    pub fn link_kind(&self) -> LinkKind {
+        match self {
+            SublinkKind::Macvlan { .. } => LinkKind::Macvlan,
+            SublinkKind::Ipvlan { .. } => LinkKind::Ipvlan,
+            SublinkKind::Vlan { .. } => LinkKind::Vlan,
         }
     }
 

@@ -38,7 +38,7 @@ use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 
-use crate::sublink::{self, Expected, Plan};
+use crate::link_plugin::{self, Expected, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI ipvlan sample plugin v0.1.0";
@@ -86,7 +86,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
         Some(_) => Some(req.prev_result()?.into_owned()),
         None => None,
     };
-    let ipam = sublink::ipam_type(req);
+    let ipam = link_plugin::ipam_type(req);
     let master_name = match (&prev, f.master.as_str()) {
         (Some(prev), "") => match prev.interfaces.as_slice() {
             [one] if !one.name.is_empty() => one.name.clone(),
@@ -107,9 +107,9 @@ fn plan(req: &Req) -> Result<Plan, Error> {
         ));
     }
     let netns = Netns::of(req)?;
-    let master = sublink::find_master(&netns, &master_name, f.link_in_container)?;
+    let master = link_plugin::find_master(&netns, &master_name, f.link_in_container)?;
     Ok(Plan {
-        mtu: sublink::check_mtu(f.mtu, &master)?,
+        mtu: link_plugin::check_mtu(f.mtu, &master)?,
         master,
         in_container: f.link_in_container,
         kind,
@@ -123,31 +123,32 @@ impl Plugin for Ipvlan {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        sublink::add(req, &plan(req)?)
+        link_plugin::add(req, &plan(req)?)
     }
 
     /// DEL needs only the namespace and `ipam.type`.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::del(req)
+        link_plugin::del(req)
     }
 
     /// CHECK does not look for the master, as the reference does not:
     /// in a chain, `prevResult` is this plugin's own result.
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let expected = Expected {
-            kind: mode(req)?,
-            ipam: sublink::ipam_type(req),
+            kind: Some(cni_net::LinkKind::Ipvlan),
+            settings: Some(mode(req)?),
+            ipam: link_plugin::ipam_type(req),
             mtu: None,
         };
-        sublink::check(req, &expected)
+        link_plugin::check(req, &expected)
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::gc(req)
+        link_plugin::gc(req)
     }
 
     fn status(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::status(req)
+        link_plugin::status(req)
     }
 }
 

@@ -41,7 +41,7 @@ use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 
-use crate::sublink::{self, Plan};
+use crate::link_plugin::{self, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI macvlan sample plugin v0.1.0";
@@ -91,9 +91,9 @@ fn plan(req: &Req) -> Result<Plan, Error> {
         MacPrecedence::Interface,
     )?;
     let netns = Netns::of(req)?;
-    let master = sublink::find_master(&netns, &f.master, f.link_in_container)?;
+    let master = link_plugin::find_master(&netns, &f.master, f.link_in_container)?;
     Ok(Plan {
-        mtu: sublink::check_mtu(f.mtu, &master)?,
+        mtu: link_plugin::check_mtu(f.mtu, &master)?,
         master,
         in_container: f.link_in_container,
         kind: SublinkKind::Macvlan {
@@ -101,7 +101,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
             bcqueuelen: f.bcqueuelen.filter(|n| *n != 0),
         },
         mac: mac.map(|m| m.mac),
-        ipam: sublink::ipam_type(req),
+        ipam: link_plugin::ipam_type(req),
         chained: None,
     })
 }
@@ -110,25 +110,25 @@ impl Plugin for Macvlan {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        sublink::add(req, &plan(req)?)
+        link_plugin::add(req, &plan(req)?)
     }
 
     /// DEL needs only the namespace and `ipam.type`: a configuration ADD
     /// would refuse still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::del(req)
+        link_plugin::del(req)
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::check(req, &plan(req)?.expected(false))
+        link_plugin::check(req, &plan(req)?.expected(false))
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::gc(req)
+        link_plugin::gc(req)
     }
 
     fn status(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::status(req)
+        link_plugin::status(req)
     }
 }
 

@@ -34,7 +34,7 @@ use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 
-use crate::sublink::{self, Plan};
+use crate::link_plugin::{self, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI vlan sample plugin v0.1.0";
@@ -73,13 +73,13 @@ fn plan(req: &Req) -> Result<Plan, Error> {
         ));
     }
     let id = VlanId::new(f.vlan_id).map_err(|e| Error::invalid_config("vlanId", e))?;
-    let ipam = sublink::ipam_type(req).ok_or_else(|| {
+    let ipam = link_plugin::ipam_type(req).ok_or_else(|| {
         Error::invalid_config("ipam.type", "missing: vlan gets its addresses from IPAM")
     })?;
     let netns = Netns::of(req)?;
-    let master = sublink::find_master(&netns, &f.master, f.link_in_container)?;
+    let master = link_plugin::find_master(&netns, &f.master, f.link_in_container)?;
     Ok(Plan {
-        mtu: sublink::check_mtu(f.mtu, &master)?,
+        mtu: link_plugin::check_mtu(f.mtu, &master)?,
         master,
         in_container: f.link_in_container,
         kind: SublinkKind::Vlan { id },
@@ -93,24 +93,24 @@ impl Plugin for Vlan {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
-        sublink::add(req, &plan(req)?)
+        link_plugin::add(req, &plan(req)?)
     }
 
     /// DEL needs only the namespace and `ipam.type`.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::del(req)
+        link_plugin::del(req)
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::check(req, &plan(req)?.expected(true))
+        link_plugin::check(req, &plan(req)?.expected(true))
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::gc(req)
+        link_plugin::gc(req)
     }
 
     fn status(&self, req: &Req) -> Result<(), BoxError> {
-        sublink::status(req)
+        link_plugin::status(req)
     }
 }
 

@@ -1,13 +1,15 @@
-//! What `macvlan`, `ipvlan` and `vlan` share: a link made on a master
-//! (parent) link, straight into the container's namespace under a
-//! temporary name, renamed to `CNI_IFNAME`, addressed from IPAM (or up
-//! without addresses); DEL deletes it; CHECK compares it with
-//! `prevResult`. Each plugin validates its own fields into a [`Plan`].
+//! What the plugins that make one link in the container share: `macvlan`,
+//! `ipvlan` and `vlan` make it on a master (parent) link, straight into
+//! the container's namespace under a temporary name, renamed to
+//! `CNI_IFNAME` ([`add`], from a [`Plan`]); `tap` and `dummy` make it
+//! inside. Then [`attach`] addresses it from IPAM (or a chained result,
+//! or sets it up without addresses); [`del`] deletes it; [`check`]
+//! compares it with `prevResult`.
 //!
 //! Go: the shared shape of containernetworking/plugins
-//! `plugins/main/{macvlan,ipvlan,vlan}`.
+//! `plugins/main/{macvlan,ipvlan,vlan,tap,dummy}`.
 
-use cni_net::{Dad, Link, Mac, NetError, Netlink, Netns, Sublink, SublinkKind};
+use cni_net::{Dad, Link, LinkKind, Mac, NetError, Netlink, Netns, Sublink, SublinkKind};
 use cni_skel::{BoxError, Reply, Request};
 use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
 
@@ -100,9 +102,8 @@ pub(crate) fn check_mtu(mtu: Option<i64>, master: &Link) -> Result<Option<u32>, 
     }
 }
 
-/// ADD: creates the link, then addresses it from IPAM (released again if
-/// anything after fails) or from the chained result, or sets it up; a
-/// failure removes the link.
+/// ADD for a link on a master: creates it, renames it, then [`attach`];
+/// a failure removes the link.
 pub(crate) fn add<F>(req: &Request<NetConf<F>>, plan: &Plan) -> Result<Reply, BoxError> {
     let netns = Netns::of(req)?;
     let temporary = cni_net::host_veth_name(&req.container_id, &req.ifname);
@@ -122,7 +123,13 @@ pub(crate) fn add<F>(req: &Request<NetConf<F>>, plan: &Plan) -> Result<Reply, Bo
     };
     creator.add_sublink(&sublink)?;
     let mut inside = netns.socket()?;
-    let done = attach(req, plan, &netns, &mut inside, &temporary);
+    let addressing = Addressing {
+        ipam: plan.ipam.clone(),
+        chained: plan.chained.clone(),
+        ipam_dns: false,
+    };
+    let done = rename(req, &mut inside, &temporary)
+        .and_then(|()| attach(req, &addressing, &netns, &mut inside));
     if done.is_err() {
         for name in [req.ifname.as_str(), temporary.as_str()] {
             let _ = inside.delete_link_if_present(name);
@@ -131,16 +138,41 @@ pub(crate) fn add<F>(req: &Request<NetConf<F>>, plan: &Plan) -> Result<Reply, Bo
     done
 }
 
-fn attach<F>(
+/// Renames the new link from its temporary name to `CNI_IFNAME`.
+pub(crate) fn rename<F>(
     req: &Request<NetConf<F>>,
-    plan: &Plan,
-    netns: &Netns,
     inside: &mut Netlink,
     temporary: &str,
-) -> Result<Reply, BoxError> {
+) -> Result<(), BoxError> {
     let link = inside.link(temporary)?;
     inside.rename(link.index, &req.ifname)?;
-    let link = inside.link(link.index)?;
+    Ok(())
+}
+
+/// Where the new link's addresses come from.
+#[derive(Debug, Default)]
+pub(crate) struct Addressing {
+    /// `ipam.type`, when there is one.
+    pub ipam: Option<String>,
+    /// A chained result whose addresses to use when there is no IPAM.
+    pub chained: Option<Result100>,
+    /// Keep IPAM's DNS (the reference `dummy`) rather than replace it by
+    /// the configuration's (the others).
+    pub ipam_dns: bool,
+}
+
+/// The rest of ADD once link `CNI_IFNAME` exists (down) in the
+/// container: addresses and routes from IPAM (released again when
+/// anything after fails) or from the chained result, else just up; then
+/// the result of the one interface, with the configuration's DNS. The
+/// caller removes the link on failure.
+pub(crate) fn attach<F>(
+    req: &Request<NetConf<F>>,
+    plan: &Addressing,
+    netns: &Netns,
+    inside: &mut Netlink,
+) -> Result<Reply, BoxError> {
+    let link = inside.link(&req.ifname)?;
     let interface = Interface {
         mac: link.mac.map(|m| m.to_string()).unwrap_or_default(),
         sandbox: req.sandbox(),
@@ -159,8 +191,10 @@ fn attach<F>(
         }
     };
     result.cni_version = SpecVersion::V1_0_0;
-    // The configuration's DNS, never IPAM's, as the reference does.
-    result.dns = req.config.dns.clone().unwrap_or_default();
+    if !plan.ipam_dns {
+        // The configuration's DNS, never IPAM's, as the reference does.
+        result.dns = req.config.dns.clone().unwrap_or_default();
+    }
     Ok(result.into())
 }
 
@@ -214,8 +248,11 @@ pub(crate) fn del<F>(req: &Request<NetConf<F>>) -> Result<(), BoxError> {
 /// MTU when the plugin checks it (the reference `vlan` does).
 #[derive(Debug)]
 pub(crate) struct Expected {
-    /// The kind, its mode or VLAN id.
-    pub kind: SublinkKind,
+    /// The link's kind; `None`: any (tap, whose reference CHECK does not
+    /// look).
+    pub kind: Option<LinkKind>,
+    /// A sublink's mode or VLAN id.
+    pub settings: Option<SublinkKind>,
     /// `ipam.type`, when there is one.
     pub ipam: Option<String>,
     /// The MTU the link must have.
@@ -226,7 +263,8 @@ impl Plan {
     /// What CHECK compares of this plan; `check_mtu` for `vlan`.
     pub(crate) fn expected(&self, check_mtu: bool) -> Expected {
         Expected {
-            kind: self.kind,
+            kind: Some(self.kind.link_kind()),
+            settings: Some(self.kind),
             ipam: self.ipam.clone(),
             mtu: self.mtu.filter(|_| check_mtu),
         }
@@ -250,25 +288,34 @@ pub(crate) fn check<F>(req: &Request<NetConf<F>>, plan: &Expected) -> Result<(),
     let mut inside = netns.socket()?;
     let link = cni_net::check_interface(&mut inside, &prev, &req.ifname, &req.sandbox())
         .map_err(|e| e.with_code(Code::INTERNAL))?;
-    let name = plan.kind.name();
     let differs = |msg: String| -> BoxError { Error::new(Code::INTERNAL, msg).into() };
-    match inside.sublink_kind(link.index)? {
-        None => Err(differs(format!(
-            "Error: Container interface {} not of type {name}",
+    if let Some(kind) = plan
+        .kind
+        .as_ref()
+        .filter(|k| link.kind.as_ref() != Some(*k))
+    {
+        return Err(differs(format!(
+            "Error: Container interface {} not of type {kind}",
             link.name
+        )));
+    }
+    if let Some(want) = plan.settings {
+        let have = inside.sublink_kind(link.index)?;
+        if let Some(have) = have.filter(|h| !same_settings(*h, want)) {
+            return Err(differs(format!(
+                "container {} {} does not match expected value: {}",
+                want.name(),
+                describe(have),
+                describe(want)
+            )));
+        }
+    }
+    match plan.mtu.filter(|m| *m != link.mtu) {
+        Some(mtu) => Err(differs(format!(
+            "Error: configured MTU of {} is {mtu}, current value is {}",
+            link.name, link.mtu
         ))),
-        Some(have) if !same_settings(have, plan.kind) => Err(differs(format!(
-            "container {name} {} does not match expected value: {}",
-            describe(have),
-            describe(plan.kind)
-        ))),
-        Some(_) => match plan.mtu.filter(|m| *m != link.mtu) {
-            Some(mtu) => Err(differs(format!(
-                "Error: configured MTU of {} is {mtu}, current value is {}",
-                link.name, link.mtu
-            ))),
-            None => Ok(()),
-        },
+        None => Ok(()),
     }
 }
 
