@@ -187,7 +187,9 @@ fn check(subject: &Subject) -> Option<String> {
             let host = host.as_ref().expect("macvlan has its own host namespace");
             let ns = host.name();
             for args in [
-                &["-n", ns, "link", "add", "cnicm0", "type", "veth", "peer", "cnicm1"][..],
+                &[
+                    "-n", ns, "link", "add", "cnicm0", "type", "veth", "peer", "cnicm1",
+                ][..],
                 &["-n", ns, "link", "set", "cnicm0", "up"],
                 &["-n", ns, "link", "set", "cnicm1", "up"],
             ] {
