@@ -26,6 +26,7 @@ pub mod etcd;
 pub mod invariants;
 pub mod podman;
 pub mod sandbox;
+pub mod side_by_side;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};

@@ -581,28 +581,11 @@ fn ptp_add_by_one_side_is_undone_by_the_others_del() {
     }
 }
 
-/// A host link `name` (a veth end, up, its peer up too) to be a master,
-/// deleted when the returned guard drops.
-fn master_link(name: &str) -> NetNs {
-    let guard = NetNs::create(&format!("{name}-guard"));
-    guard.delete_link_on_drop(name);
-    let peer = format!("{name}p");
-    for args in [
-        &["link", "add", name, "type", "veth", "peer", "name", &peer][..],
-        &["link", "set", name, "up"],
-        &["link", "set", &peer, "up"],
-    ] {
-        let out = ip(args);
-        assert!(out.success(), "ip {args:?}: {out:?}");
-    }
-    guard
-}
-
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn macvlan_with_ipam_mode_and_mtu_matches_the_reference() {
     let master = format!("mvm{}", std::process::id() % 100_000);
-    let _guard = master_link(&master);
+    let _guard = tests::side_by_side::master_link(&master);
     same_as_reference(
         "mvi",
         "eth0",
@@ -616,7 +599,7 @@ fn macvlan_with_ipam_mode_and_mtu_matches_the_reference() {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn macvlan_layer_2_only_matches_the_reference() {
     let master = format!("mvl{}", std::process::id() % 100_000);
-    let _guard = master_link(&master);
+    let _guard = tests::side_by_side::master_link(&master);
     same_as_reference(
         "mvl",
         "net1",
