@@ -32,6 +32,8 @@ fn podman_runs_containers_on_its_own_macvlan_network_and_leaves_nothing() {
         assert!(out.success(), "ip {args:?}: {out:?}");
     }
     let net = podman.network_name("mv");
+    let store = std::path::PathBuf::from(format!("/var/lib/cni/networks/{net}"));
+    let _store = RemoveOnDrop(store.clone());
     let create = podman.podman(&[
         "network",
         "create",
@@ -72,7 +74,7 @@ fn podman_runs_containers_on_its_own_macvlan_network_and_leaves_nothing() {
     podman.remove(&b);
     assert!(!a.netns_exists() && !b.netns_exists(), "namespaces left");
     assert_eq!(podman.cache_entries(&net), Vec::<std::path::PathBuf>::new());
-    let held: Vec<String> = std::fs::read_dir(format!("/var/lib/cni/networks/{net}"))
+    let held: Vec<String> = std::fs::read_dir(&store)
         .into_iter()
         .flatten()
         .flatten()
@@ -82,5 +84,14 @@ fn podman_runs_containers_on_its_own_macvlan_network_and_leaves_nothing() {
     assert_eq!(held, Vec::<String>::new(), "reservations left");
     let rm = podman.podman(&["network", "rm", &net]);
     assert!(rm.success(), "{rm:?}");
-    let _ = std::fs::remove_dir_all(format!("/var/lib/cni/networks/{net}"));
+}
+
+/// host-local's store of the network (which `podman network rm` leaves),
+/// removed also when the test fails.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
