@@ -279,12 +279,7 @@ pub(crate) fn check<F>(req: &Request<NetConf<F>>, plan: &Expected) -> Result<(),
     if let Some(ipam) = &plan.ipam {
         cni_invoke::delegate_check(ipam, req)?;
     }
-    let prev = req
-        .config
-        .prev_result
-        .as_ref()
-        .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "required prevResult missing"))?
-        .to_current()?;
+    let prev = req.prev_result()?;
     let mut inside = netns.socket()?;
     let link = cni_net::check_interface(&mut inside, &prev, &req.ifname, &req.sandbox())
         .map_err(|e| e.with_code(Code::INTERNAL))?;
@@ -352,4 +347,16 @@ pub(crate) fn status<F>(req: &Request<NetConf<F>>) -> Result<(), BoxError> {
         cni_invoke::delegate_status(&ipam, req)?;
     }
     Ok(())
+}
+
+/// The addresses host-local (storing in `dir`) holds for `network`: what
+/// the tests of these plugins expect gone after DEL or a failed ADD.
+#[cfg(test)]
+pub(crate) fn held_addresses(dir: &std::path::Path, network: &str) -> Vec<String> {
+    std::fs::read_dir(dir.join(network))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
+        .collect()
 }

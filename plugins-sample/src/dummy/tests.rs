@@ -65,11 +65,6 @@ fn a_dummy_is_made_with_ipams_addresses_or_refused_naming_the_driver() {
         .find_link("dummy0")
         .unwrap()
         .is_none());
-    let held: Vec<String> = std::fs::read_dir(ipam.path().join("dnet"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n != "lock" && !n.starts_with("last_reserved_ip"))
-        .collect();
+    let held = crate::link_plugin::held_addresses(ipam.path(), "dnet");
     assert_eq!(held, Vec::<String>::new(), "no reservation left");
 }

@@ -112,11 +112,6 @@ fn an_ipvlan_is_made_or_refused_naming_the_missing_support_and_nothing_is_left()
         .find_link("eth0")
         .unwrap()
         .is_none());
-    let held: Vec<String> = std::fs::read_dir(ipam.path().join("ipvnet"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n != "lock" && !n.starts_with("last_reserved_ip"))
-        .collect();
+    let held = crate::link_plugin::held_addresses(ipam.path(), "ipvnet");
     assert_eq!(held, Vec::<String>::new(), "no reservation left");
 }

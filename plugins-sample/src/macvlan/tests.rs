@@ -48,13 +48,7 @@ fn host() -> TempNetns {
 }
 
 fn reservations(dir: &std::path::Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir.join("mvnet")) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n != "lock" && !n.starts_with("last_reserved_ip"))
-        .collect()
+    crate::link_plugin::held_addresses(dir, "mvnet")
 }
 
 fn io(e: std::io::Error) -> NetError {
