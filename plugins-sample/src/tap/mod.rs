@@ -29,8 +29,12 @@
 //!
 //! Where we deliberately differ: `selinuxContext` is refused (code 2):
 //! the reference labels the `ip` command it runs, and this plugin runs
-//! none. Bad input (`mtu`, `bridge` missing or not a bridge, a MAC) is
-//! code 7 naming the field before anything changes. A kernel without
+//! none. With both `owner` and `group`, `mtu` and the MAC are applied
+//! too: the reference's netlink path drops them silently (vishvananda
+//! netlink's `Tuntap` creation sets only the TUN ioctls). A device is
+//! never attached to an existing one of the name (`IFF_TUN_EXCL`). Bad
+//! input (`mtu`, `bridge` missing or not a bridge, a MAC) is code 7
+//! naming the field before anything changes. A kernel without
 //! tun/tap is an error saying so. The temporary name is derived rather
 //! than random; DEL deletes the link even when IPAM's DEL fails; GC goes
 //! to IPAM.
