@@ -128,12 +128,13 @@ pub(crate) fn add<F>(req: &Request<NetConf<F>>, plan: &Plan) -> Result<Reply, Bo
         chained: plan.chained.clone(),
         ipam_dns: false,
     };
+    let created = inside.link(temporary.as_str())?.index;
     let done = rename(req, &mut inside, &temporary)
         .and_then(|()| attach(req, &addressing, &netns, &mut inside));
     if done.is_err() {
-        for name in [req.ifname.as_str(), temporary.as_str()] {
-            let _ = inside.delete_link_if_present(name);
-        }
+        // By index: `CNI_IFNAME` may be a live attachment's link that the
+        // rename ran into.
+        let _ = inside.delete_link(created);
     }
     done
 }

@@ -59,10 +59,10 @@ impl Plugin for Dummy {
         };
         let netns = Netns::of(req)?;
         let mut inside = netns.socket()?;
-        inside.add_dummy(&req.ifname)?;
+        let dummy = inside.add_dummy(&req.ifname)?;
         let done = link_plugin::attach(req, &addressing, &netns, &mut inside);
         if done.is_err() {
-            let _ = inside.delete_link_if_present(&req.ifname);
+            let _ = inside.delete_link(dummy.index);
         }
         done
     }

@@ -249,3 +249,19 @@ fn with_link_in_container_the_master_is_the_containers_own_link() {
     assert_eq!(del.exit_code, 0, "{:?}", del.error());
     assert!(inside.find_link("eth0").unwrap().is_none());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_repeated_add_fails_and_leaves_the_live_attachment_alone() {
+    let host = host();
+    let container = TempNetns::new("mv-again").unwrap();
+    let c = json!({"cniVersion": "1.0.0", "name": "again", "type": "macvlan", "master": "par0"});
+    let first = run(&host, &container, "ADD", &c);
+    assert_eq!(first.error(), None);
+    let live = container.socket().unwrap().link("eth0").unwrap();
+    let err = run(&host, &container, "ADD", &c).error().unwrap();
+    assert!(err.msg.contains("rename"), "{err:?}");
+    let mut inside = container.socket().unwrap();
+    assert_eq!(inside.link("eth0").unwrap().index, live.index, "eth0 kept");
+    assert_eq!(inside.links().unwrap().len(), 2, "lo and eth0, no leftover");
+}

@@ -188,9 +188,9 @@ impl Plugin for Tap {
             &addressing,
         );
         if done.is_err() {
-            for name in [req.ifname.as_str(), temporary.as_str()] {
-                let _ = inside.delete_link_if_present(name);
-            }
+            // By index: `CNI_IFNAME` may be a live attachment's link that
+            // the rename ran into.
+            let _ = inside.delete_link(tap.index);
         }
         done
     }

@@ -204,3 +204,17 @@ fn a_bridge_that_is_missing_or_not_a_bridge_is_code_7_and_changes_nothing() {
         "lo and the pair"
     );
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_repeated_add_fails_and_leaves_the_live_tap_alone() {
+    let (host, container) = namespaces();
+    let c = json!({"cniVersion": "1.0.0", "name": "vm", "type": "tap"});
+    assert_eq!(run(&host, &container, "ADD", &c).error(), None);
+    let live = container.socket().unwrap().link("tap0").unwrap();
+    let err = run(&host, &container, "ADD", &c).error().unwrap();
+    assert!(err.msg.contains("rename"), "{err:?}");
+    let mut inside = container.socket().unwrap();
+    assert_eq!(inside.link("tap0").unwrap().index, live.index, "tap0 kept");
+    assert_eq!(inside.links().unwrap().len(), 2, "lo and tap0, no leftover");
+}
