@@ -25,6 +25,7 @@
 pub mod etcd;
 pub mod invariants;
 pub mod podman;
+pub mod podman_drivers;
 pub mod sandbox;
 pub mod side_by_side;
 
