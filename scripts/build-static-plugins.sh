@@ -19,6 +19,7 @@
 # Output: target/<target>/plugin/{noop,dns-mac,delegator,veth,ipam-file,ipam-etcd,
 # host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,cnitool,
 # macvlan,ipvlan,vlan,tap,dummy},
+# and target/<target>/plugin/firewall,
 # <target> being x86_64-unknown-linux-musl (or -gnu with LIBC=glibc).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -117,6 +117,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "portmap", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Portmap, fails: &[], warns: OUR_WARNS },
     Subject { name: "macvlan", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Master, fails: &[], warns: OUR_WARNS },
     Subject { name: "tap", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "firewall", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
