@@ -8,7 +8,21 @@
 
 use tests::podman_drivers::{containers_on_a_driver_network, MasterBy};
 
+/// runc needs a cgroup hierarchy, which the guest boots without: mount
+/// the unified one where runc looks, unless one is there.
+fn mount_cgroups() {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    if !mounts.lines().any(|l| l.contains(" - cgroup")) {
+        let out = std::process::Command::new("mount")
+            .args(["-t", "cgroup2", "none", "/sys/fs/cgroup"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "mount cgroup2: {out:?}");
+    }
+}
+
 #[test]
 fn podman_runs_containers_on_its_own_ipvlan_network_and_leaves_nothing() {
+    mount_cgroups();
     containers_on_a_driver_network("ipvlan", MasterBy::DefaultRoute, "l2", "10.215.61.0/24");
 }
