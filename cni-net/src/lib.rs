@@ -18,6 +18,12 @@
 //!   ([`tc`], like `tc`: tbf and ingress qdiscs, a u32 filter with a
 //!   mirred redirect, the kernel's clock; an ifb to redirect to is a
 //!   [`LinkKind::Ifb`] link, [`Netlink::add_ifb`]).
+//! - Links on a parent and taps (`link_kinds/`): macvlan, ipvlan and vlan
+//!   links created straight into a namespace ([`Netlink::add_sublink`],
+//!   [`Sublink`], [`SublinkKind`] with [`MacvlanMode`], [`IpvlanMode`],
+//!   [`VlanId`]; read back with [`Netlink::sublink_kind`]), and tap
+//!   devices made with the TUN ioctls ([`Netns::add_tap`], [`Tap`]). A
+//!   kernel without the kind is [`NetError::NoKernelSupport`].
 //! - [`configure_iface`] (`configure.rs`): a `Result100`'s interface into
 //!   the kernel (Go: `ipam.ConfigureIface`); [`check_interface`],
 //!   [`check_addresses`], [`check_routes`] (`check.rs`): CHECK, naming the
@@ -80,6 +86,7 @@ mod configure;
 mod error;
 mod kind;
 mod link;
+mod link_kinds;
 mod netns;
 mod op;
 mod route;
@@ -101,6 +108,10 @@ pub use configure::configure_iface;
 pub use error::NetError;
 pub use kind::LinkKind;
 pub use link::{Link, LinkId};
+pub use link_kinds::{
+    InvalidVlanId, IpvlanMode, MacvlanMode, Sublink, SublinkKind, Tap, UnknownIpvlanMode,
+    UnknownMacvlanMode, VlanId,
+};
 pub use netns::{Netns, NetnsId};
 pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};

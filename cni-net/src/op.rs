@@ -32,6 +32,14 @@ pub enum Op {
     CreateDummy,
     /// Create an ifb link (`ip link add type ifb`).
     CreateIfb,
+    /// Create a macvlan link (`ip link add link PARENT type macvlan`).
+    CreateMacvlan,
+    /// Create an ipvlan link (`ip link add link PARENT type ipvlan`).
+    CreateIpvlan,
+    /// Create a vlan link (`ip link add link PARENT type vlan`).
+    CreateVlan,
+    /// Create a tap device (`ip tuntap add mode tap`).
+    CreateTap,
     /// Add a qdisc (`tc qdisc add`).
     AddQdisc,
     /// Delete a qdisc (`tc qdisc del`).
@@ -102,6 +110,7 @@ impl Op {
             Op::CreateBridge => "create bridge",
             Op::CreateDummy => "create dummy link",
             Op::CreateIfb => "create ifb link",
+            Op::CreateMacvlan | Op::CreateIpvlan | Op::CreateVlan | Op::CreateTap => "create",
             Op::AddQdisc => "add qdisc",
             Op::DeleteQdisc => "delete qdisc",
             Op::AddFilter => "add filter",

@@ -49,6 +49,16 @@
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
 //!
+//! - [`macvlan`]: a drop-in for the reference `macvlan`: a macvlan link
+//!   on a host link, straight into the container, IPAM delegated or
+//!   layer 2 only; [`ipvlan`] and [`vlan`] likewise for the reference
+//!   plugins of those names.
+//!
+//! - [`tap`]: a drop-in for the reference `tap`: a persistent tap device
+//!   in the container (made with the TUN ioctls) for a VMM, optionally a
+//!   bridge port; [`dummy`]: the reference `dummy`, IPAM's addresses on a
+//!   dummy link.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
@@ -56,12 +66,18 @@ pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+pub mod dummy;
 pub mod firewall;
 mod ipmasq;
+pub mod ipvlan;
+mod link_plugin;
 pub mod loopback;
+pub mod macvlan;
 pub mod noop;
 mod pair;
 pub mod portmap;
 pub mod ptp;
+pub mod tap;
 pub mod tuning;
 pub mod veth;
+pub mod vlan;

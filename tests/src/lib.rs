@@ -27,7 +27,9 @@ pub mod firewalld;
 pub mod invariants;
 pub mod observe;
 pub mod podman;
+pub mod podman_drivers;
 pub mod sandbox;
+pub mod side_by_side;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
