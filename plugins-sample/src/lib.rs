@@ -44,6 +44,9 @@
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
 //!
+//! - [`static_ipam`]: `static`, a drop-in for the reference IPAM plugin:
+//!   the configured addresses, routes and DNS, or the runtime's.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
@@ -57,5 +60,6 @@ pub mod noop;
 mod pair;
 pub mod portmap;
 pub mod ptp;
+pub mod static_ipam;
 pub mod tuning;
 pub mod veth;
