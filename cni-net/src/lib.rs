@@ -12,7 +12,10 @@
 //!   `veth.rs`: pairs into another namespace, a container's pair with
 //!   [`ContainerVeth`]; `bridge.rs`: bridges and ports), addresses
 //!   (`addr.rs`, like `ip addr`),
-//!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
+//!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields),
+//!   a link's alias (`alias.rs`, `ip link set DEV alias`), moves between
+//!   namespaces (`netns_move.rs`, `ip link set DEV netns NS`, and
+//!   [`Netns::unnamed`] to stage them in)
 //!   (Go: vishvananda/netlink, plugins `pkg/ip`), and traffic control
 //!   ([`tc`], like `tc`: tbf and ingress qdiscs, a u32 filter with a
 //!   mirred redirect, the kernel's clock; an ifb to redirect to is a
@@ -72,6 +75,7 @@
 //!   gone (DEL succeeds), where Go's plugins fail with 999.
 
 mod addr;
+mod alias;
 mod bridge;
 mod check;
 mod configure;
@@ -79,6 +83,7 @@ mod error;
 mod kind;
 mod link;
 mod netns;
+mod netns_move;
 mod op;
 mod route;
 mod socket;
@@ -89,6 +94,7 @@ mod validate;
 mod veth;
 
 pub use addr::{Address, Dad};
+pub use alias::MAX_ALIAS_LEN;
 pub use check::{check_addresses, check_interface, check_routes};
 /// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the
 /// SDK's one MAC type, re-exported from `cni_types`, which configurations

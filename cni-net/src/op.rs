@@ -62,6 +62,10 @@ pub enum Op {
     SetHairpin,
     /// Delete a link (`ip link del NAME`).
     DeleteLink,
+    /// Move a link into another namespace (`ip link set NAME netns NS`).
+    MoveToNetns,
+    /// Set a link's alias (`ip link set NAME alias ALIAS`).
+    SetAlias,
     /// Add an address (`ip addr add`).
     AddAddress,
     /// Delete an address (`ip addr del`).
@@ -108,6 +112,8 @@ impl Op {
             Op::SetMaster => "set the master of",
             Op::SetHairpin => "set hairpin mode of",
             Op::DeleteLink => "delete",
+            Op::MoveToNetns => "move",
+            Op::SetAlias => "set the alias of",
             Op::AddAddress => "add address",
             Op::DeleteAddress => "delete address",
             Op::UseAddress => "use address",
