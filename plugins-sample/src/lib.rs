@@ -44,6 +44,9 @@
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
 //!
+//! - [`host_device`]: `host-device`, a drop-in for the reference plugin:
+//!   an existing host device moved into the container, and back on DEL.
+//!
 //! - [`static_ipam`]: `static`, a drop-in for the reference IPAM plugin:
 //!   the configured addresses, routes and DNS, or the runtime's.
 //!
@@ -54,6 +57,7 @@ pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+pub mod host_device;
 mod ipmasq;
 pub mod loopback;
 pub mod noop;
