@@ -115,7 +115,10 @@ fn the_device_is_found_by_mac_and_gets_ipam_addresses() {
     let ns = TempNetns::new("hd").unwrap();
     let conf = conf(json!({
         "hwaddr": mac.to_string().to_uppercase(),
-        "ipam": {"type": "static", "addresses": [{"address": "10.217.0.5/24", "gateway": "10.217.0.1"}],
+        // An IPv6 address without gateway on a link without carrier: its
+        // duplicate address detection cannot finish, and nothing waits.
+        "ipam": {"type": "static", "addresses": [{"address": "10.217.0.5/24", "gateway": "10.217.0.1"},
+                                                  {"address": "fd00:217::5/64"}],
                  "routes": [{"dst": "10.218.0.0/16"}]},
         "dns": {"nameservers": ["10.217.0.53"]}
     }));
@@ -124,7 +127,8 @@ fn the_device_is_found_by_mac_and_gets_ipam_addresses() {
     let result = out.json();
     assert_eq!(
         result["ips"],
-        json!([{"interface": 0, "address": "10.217.0.5/24", "gateway": "10.217.0.1"}])
+        json!([{"interface": 0, "address": "10.217.0.5/24", "gateway": "10.217.0.1"},
+               {"interface": 0, "address": "fd00:217::5/64"}])
     );
     assert_eq!(result["dns"], json!({"nameservers": ["10.217.0.53"]}));
     let addresses = ns
