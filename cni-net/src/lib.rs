@@ -15,7 +15,10 @@
 //!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields),
 //!   a link's alias (`alias.rs`, `ip link set DEV alias`), moves between
 //!   namespaces (`netns_move.rs`, `ip link set DEV netns NS`, and
-//!   [`Netns::unnamed`] to stage them in)
+//!   [`Netns::unnamed`] to stage them in), policy routing rules
+//!   (`rule.rs`, [`Rule`], like `ip rule`), routes kept whole to move
+//!   between tables (`table.rs`, [`TableRoute`]), VRF devices (`vrf.rs`,
+//!   [`Netlink::add_vrf`], `ip link add type vrf`)
 //!   (Go: vishvananda/netlink, plugins `pkg/ip`), and traffic control
 //!   ([`tc`], like `tc`: tbf and ingress qdiscs, a u32 filter with a
 //!   mirred redirect, the kernel's clock; an ifb to redirect to is a
@@ -86,12 +89,15 @@ mod netns;
 mod netns_move;
 mod op;
 mod route;
+mod rule;
 mod socket;
 mod sysctl;
+mod table;
 pub mod tc;
 pub mod testing;
 mod validate;
 mod veth;
+mod vrf;
 
 pub use addr::{Address, Dad};
 pub use alias::MAX_ALIAS_LEN;
@@ -107,7 +113,9 @@ pub use link::{Link, LinkId};
 pub use netns::{Netns, NetnsId};
 pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};
+pub use rule::Rule;
 pub use socket::Netlink;
 pub use sysctl::{sysctl_for_ifname, sysctl_path, validate_sysctl_value};
+pub use table::TableRoute;
 pub use validate::{configured_mtu, validate_ifname, validate_mtu, MAX_IFNAME_LEN};
 pub use veth::{host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES};

@@ -32,6 +32,8 @@ pub enum Op {
     CreateDummy,
     /// Create an ifb link (`ip link add type ifb`).
     CreateIfb,
+    /// Create a VRF device (`ip link add type vrf table T`).
+    CreateVrf,
     /// Add a qdisc (`tc qdisc add`).
     AddQdisc,
     /// Delete a qdisc (`tc qdisc del`).
@@ -76,6 +78,10 @@ pub enum Op {
     AddRoute,
     /// Delete a route (`ip route del`).
     DeleteRoute,
+    /// Add a policy routing rule (`ip rule add`).
+    AddRule,
+    /// Delete a policy routing rule (`ip rule del`).
+    DeleteRule,
     /// Read a sysctl.
     ReadSysctl,
     /// Write a sysctl.
@@ -97,6 +103,7 @@ impl Op {
             Op::CreateBridge => "create bridge",
             Op::CreateDummy => "create dummy link",
             Op::CreateIfb => "create ifb link",
+            Op::CreateVrf => "create",
             Op::AddQdisc => "add qdisc",
             Op::DeleteQdisc => "delete qdisc",
             Op::AddFilter => "add filter",
@@ -119,6 +126,8 @@ impl Op {
             Op::UseAddress => "use address",
             Op::AddRoute => "add route",
             Op::DeleteRoute => "delete route",
+            Op::AddRule => "add rule",
+            Op::DeleteRule => "delete rule",
             Op::ReadSysctl => "read sysctl",
             Op::WriteSysctl => "write sysctl",
         }

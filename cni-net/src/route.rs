@@ -65,6 +65,24 @@ impl Netlink {
         self.send_route(msg, oif, route, NLM_F_EXCL)
     }
 
+    /// [`Netlink::add_route_from`], replacing a route to the same
+    /// destination (same table, metric) if there is one: how `sbr` gives
+    /// a subnet route its source hint.
+    ///
+    /// Like `ip route replace DST dev NAME src SRC`; Go:
+    /// `netlink.RouteReplace` with `Src`.
+    pub fn replace_route_from(
+        &mut self,
+        oif: u32,
+        route: &Route,
+        src: IpAddr,
+    ) -> Result<(), NetError> {
+        let mut msg = route_message(oif, route);
+        msg.attributes
+            .push(RouteAttribute::PrefSource(route_address(src)));
+        self.send_route(msg, oif, route, NLM_F_REPLACE)
+    }
+
     fn new_route(&mut self, oif: u32, route: &Route, flags: u16) -> Result<(), NetError> {
         self.send_route(route_message(oif, route), oif, route, flags)
     }
