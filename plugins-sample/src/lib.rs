@@ -47,8 +47,14 @@
 //! - [`host_device`]: `host-device`, a drop-in for the reference plugin:
 //!   an existing host device moved into the container, and back on DEL.
 //!
+//! - [`sbr`]: a drop-in for the reference `sbr`: a routing table per
+//!   address of the interface, chosen by source (`ip rule`).
+//!
 //! - [`static_ipam`]: `static`, a drop-in for the reference IPAM plugin:
 //!   the configured addresses, routes and DNS, or the runtime's.
+//!
+//! - [`vrf`]: a drop-in for the reference `vrf`: the container's
+//!   interface in a VRF of its namespace.
 //!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
@@ -64,6 +70,8 @@ pub mod noop;
 mod pair;
 pub mod portmap;
 pub mod ptp;
+pub mod sbr;
 pub mod static_ipam;
 pub mod tuning;
 pub mod veth;
+pub mod vrf;
