@@ -1,0 +1,139 @@
+//! `vrf` on a kernel with VRF support (run in the VM by
+//! `scripts/vm/run-tests.sh vm_vrf`; the test host lacks it, where
+//! `plugins_sample::vrf`'s own test checks the error instead): ours beside
+//! Debian's reference plugin, each run as a process on the same
+//! namespace setup, the same result and the same kernel state after ADD
+//! of two interfaces (the VRF with its table, the ports, IPv6 addresses
+//! kept, routes moved to the VRF's table), the same CHECK verdict, and
+//! the same state after each DEL (the VRF goes with its last port).
+
+use serde_json::{json, Value};
+use tests::StdoutJson;
+use tests::{ip, plugin_bin_dir, reference_plugin_dir, run_plugin, NetNs};
+
+const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
+
+/// A veth end `name` (up, peer up) with an address of each family and a
+/// default route, as an interface plugin leaves it.
+fn attach(ns: &NetNs, name: &str, n: u8) {
+    let peer = format!("{name}p");
+    let v4 = format!("10.221.{n}.5/24");
+    let v6 = format!("fd00:221:{n}::5/64");
+    let gw = format!("10.221.{n}.1");
+    for args in [
+        vec!["link", "add", name, "type", "veth", "peer", "name", &peer],
+        vec!["link", "set", name, "up"],
+        vec!["link", "set", &peer, "up"],
+        vec!["addr", "add", &v4, "dev", name],
+        vec!["addr", "add", &v6, "dev", name, "nodad"],
+        vec!["route", "add", "10.99.0.0/16", "via", &gw, "dev", name],
+    ] {
+        let mut full = vec!["-n", ns.name()];
+        full.extend(args.iter().map(|a| &**a));
+        let out = ip(&full);
+        assert!(out.success(), "ip {full:?}: {out:?}");
+    }
+}
+
+fn conf(version: &str, n: u8) -> String {
+    json!({"cniVersion": version, "name": "vrf-vm", "type": "vrf", "vrfname": "blue", "table": 1001,
+           "prevResult": {"cniVersion": version,
+               "ips": [{"version": "4", "address": format!("10.221.{n}.5/24")}]}})
+    .to_string()
+}
+
+fn call(plugin: &str, command: &str, ns: &NetNs, ifname: &str, stdin: &str) -> Value {
+    let out = run_plugin(
+        std::path::Path::new(plugin),
+        &[
+            ("CNI_COMMAND", command),
+            ("CNI_CONTAINERID", "vrf-vm"),
+            ("CNI_NETNS", &ns.path()),
+            ("CNI_IFNAME", ifname),
+            ("CNI_PATH", "/usr/lib/cni"),
+        ],
+        stdin.as_bytes(),
+    );
+    json!({"ok": out.success(), "out": out.try_stdout_json().unwrap_or(Value::Null)})
+}
+
+/// Links (name, master, UP, global addresses), routes of every table but
+/// local, as `ip -j` shows them.
+fn kernel(ns: &NetNs) -> Value {
+    let links = ip(&["-n", ns.name(), "-j", "-d", "addr"]).stdout_json();
+    let mut links: Vec<Value> = links
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| {
+            json!({"name": l["ifname"], "master": l["master"],
+                        "vrf_table": l["linkinfo"]["info_data"]["table"],
+                        "addrs": tests::global_addrs(l)})
+        })
+        .collect();
+    links.sort_by_key(|l| l["name"].to_string());
+    let mut routes = Vec::new();
+    for family in ["-4", "-6"] {
+        let out = ip(&[
+            "-n",
+            ns.name(),
+            "-j",
+            family,
+            "route",
+            "show",
+            "table",
+            "all",
+        ])
+        .stdout_json();
+        routes.extend(
+            out.as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["table"] != "local" && !r["dst"].as_str().unwrap_or("").starts_with("fe80"))
+                .map(|r| json!({"dst": r["dst"], "gateway": r["gateway"], "dev": r["dev"], "table": r["table"]})),
+        );
+    }
+    routes.sort_by_key(|r| r.to_string());
+    json!({"links": links, "routes": routes})
+}
+
+fn run(plugin: &str, version: &str) -> Vec<Value> {
+    let ns = NetNs::create("vrf-vm");
+    attach(&ns, "eth0", 1);
+    attach(&ns, "eth1", 2);
+    let mut seen = Vec::new();
+    for (ifname, n) in [("eth0", 1), ("eth1", 2)] {
+        seen.push(call(plugin, "ADD", &ns, ifname, &conf(version, n)));
+        seen.push(kernel(&ns));
+    }
+    seen.push(call(plugin, "CHECK", &ns, "eth0", &conf(version, 1))["ok"].clone());
+    for (ifname, n) in [("eth0", 1), ("eth1", 2)] {
+        seen.push(call(plugin, "DEL", &ns, ifname, &conf(version, n))["ok"].clone());
+        seen.push(kernel(&ns));
+    }
+    seen
+}
+
+#[test]
+fn vrf_matches_the_reference_on_a_kernel_with_vrf() {
+    let ours = plugin_bin_dir().join("vrf").display().to_string();
+    let reference = reference_plugin_dir().join("vrf").display().to_string();
+    for version in VERSIONS {
+        let a = run(&ours, version);
+        let b = run(&reference, version);
+        assert_eq!(a[0]["ok"], true, "our ADD at {version}: {:#}", a[0]);
+        assert_eq!(
+            a[1]["links"]
+                .as_array()
+                .map(|l| l.iter().any(|l| l["name"] == "blue")),
+            Some(true)
+        );
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(
+                tests::first_difference(x, y),
+                None,
+                "step {i} at {version}: ours {x:#}\nreference {y:#}"
+            );
+        }
+    }
+}
