@@ -41,7 +41,7 @@ mod handover;
 
 use cni_net::{Dad, Link, Netlink, Netns};
 use cni_skel::{BoxError, Plugin, Reply, Request};
-use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
+use cni_types::{CniResult, Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 pub use self::config::Fields;
 use self::config::{ipam_type, net_dir, plan, Selector};
@@ -87,6 +87,7 @@ impl Plugin for HostDevice {
         let Some(ipam) = &plan.ipam else {
             let mut result = Result100::new(SpecVersion::V1_0_0);
             result.interfaces = vec![interface(req, &sandbox, None)];
+            printable(req, &result)?;
             if let Some(device) = &device {
                 let moved = handover::move_in(&mut host, device, &netns, &req.ifname)?;
                 result.interfaces = vec![interface(req, &sandbox, Some(&moved))];
@@ -105,6 +106,7 @@ impl Plugin for HostDevice {
             result.cni_version = SpecVersion::V1_0_0;
             result.interfaces = vec![interface(req, &sandbox, None)];
             result.dns = req.config.dns.clone().unwrap_or_default();
+            printable(req, &result)?;
             let Some(device) = &device else {
                 return Ok(result);
             };
@@ -143,12 +145,7 @@ impl Plugin for HostDevice {
         if let Some(ipam) = &plan.ipam {
             cni_invoke::delegate_check(ipam, req)?;
         }
-        let prev = req
-            .config
-            .prev_result
-            .as_ref()
-            .ok_or_else(|| Error::invalid_config("prevResult", "Required prevResult missing"))?
-            .to_current()?;
+        let prev = req.prev_result()?;
         if plan.dpdk {
             return Ok(());
         }
@@ -164,6 +161,23 @@ impl Plugin for HostDevice {
             cni_invoke::delegate_status(&ipam, req)?;
         }
         Ok(())
+    }
+}
+
+/// Refuses a result the configuration's version cannot hold (0.1.0 and
+/// 0.2.0 have no interfaces, and need an address) before the device
+/// moves: the answer is printed after ADD, too late to move it back.
+fn printable(req: &Req, result: &Result100) -> Result<(), Error> {
+    let Ok(version) = SpecVersion::parse(&req.config_version) else {
+        return Ok(());
+    };
+    match CniResult::from(result.clone()).convert_to(&version) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::new(
+            Code::INCOMPATIBLE_CNI_VERSION,
+            format!("host-device has no result to give at cniVersion {version}"),
+        )
+        .with_details(e.to_string())),
     }
 }
 

@@ -230,3 +230,18 @@ fn del_succeeds_when_the_namespace_is_gone() {
         .run(&HostDevice, &PluginInfo::all());
     assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_version_without_interfaces_in_results_is_refused_before_the_device_moves() {
+    let pair = HostPair::new("v");
+    let ns = TempNetns::new("hd").unwrap();
+    let conf = serde_json::json!({"cniVersion": "0.2.0", "name": "hd", "type": "host-device",
+                                  "device": pair.name})
+    .to_string();
+    let err = run("ADD", &ns, "net1", &conf).error().unwrap();
+    assert_eq!(err.code, Code::INCOMPATIBLE_CNI_VERSION, "{err:?}");
+    assert!(err.msg.contains("0.2.0"), "{err:?}");
+    assert!(pair.host_link().is_some());
+    assert!(ns.run(|nl| nl.find_link("net1")).unwrap().is_none());
+}
