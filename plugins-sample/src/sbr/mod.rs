@@ -14,8 +14,8 @@
 //! routes, which get the address as source hint. With `table`, ADD only
 //! adds the rules, to that table, and routes are the operator's. The
 //! result is `prevResult`. DEL deletes the rules from the interface's
-//! addresses (to `table` only, when set); the tables go with the
-//! interface. CHECK verifies each address has its rule.
+//! addresses and `prevResult`'s (to `table` only, when set); the tables
+//! go with the interface. CHECK verifies each address has its rule.
 //!
 //! ```json
 //! {"cniVersion": "1.0.0", "name": "multi", "plugins": [
@@ -34,6 +34,10 @@
 //!   reference looks at main-table routes only, so a table holding
 //!   routes without a rule would be filled further).
 //! - CHECK verifies the rules; the reference's CHECK does nothing.
+//! - DEL also deletes the rules of `prevResult`'s addresses, which the
+//!   interface may have lost; with `table`, ADD keeps a rule already
+//!   there rather than adding a second one, so an ADD after such a DEL
+//!   leaves one rule.
 //!
 //! Go: containernetworking/plugins `plugins/meta/sbr`.
 
@@ -64,7 +68,7 @@ impl Plugin for Sbr {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;
-        let prev = prev_result(req, "This plugin must be called as chained plugin")?;
+        let prev = req.prev_result()?;
         let ips = addresses_of(&prev, &req.ifname)?;
         let netns = Netns::of(req)?;
         let _turn = lock(&netns)?;
@@ -74,7 +78,7 @@ impl Plugin for Sbr {
                 None => routing::routes_per_address(nl, &plan, &req.ifname, &ips),
             })
             .map_err(|e| e.with_code(Code::INTERNAL))?;
-        Ok(prev.into())
+        Ok(prev.into_owned().into())
     }
 
     /// Needs only the namespace and `table`.
@@ -83,14 +87,21 @@ impl Plugin for Sbr {
         let Some(netns) = Netns::of_for_del(req)? else {
             return Ok(());
         };
+        let known: Vec<std::net::IpAddr> = req
+            .prev_result()
+            .and_then(|prev| addresses_of(&prev, &req.ifname))
+            .unwrap_or_default()
+            .iter()
+            .map(|ip| ip.address.addr())
+            .collect();
         let _turn = lock(&netns)?;
-        netns.run(|nl| routing::tidy_rules(nl, &req.ifname, table))?;
+        netns.run(|nl| routing::tidy_rules(nl, &req.ifname, table, &known))?;
         Ok(())
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let plan = plan(req)?;
-        let prev = prev_result(req, "Required prevResult missing")?;
+        let prev = req.prev_result()?;
         let ips = addresses_of(&prev, &req.ifname)?;
         let netns = Netns::of(req)?;
         netns
@@ -98,17 +109,6 @@ impl Plugin for Sbr {
             .map_err(|e| e.with_code(Code::INTERNAL))?;
         Ok(())
     }
-}
-
-/// `prevResult` in the current version; `missing` when there is none.
-fn prev_result(req: &Req, missing: &str) -> Result<Result100, Error> {
-    let prev = req
-        .config
-        .prev_result
-        .as_ref()
-        .ok_or_else(|| Error::invalid_config("prevResult", missing))?;
-    prev.to_current()
-        .map_err(|e| Error::decoding("prevResult", e))
 }
 
 /// The addresses of `ifname` in `prev`: those whose interface index

@@ -44,9 +44,19 @@ pub(super) fn rules_to_table(
     ips: &[IpConfig],
     table: u32,
 ) -> Result<(), NetError> {
+    let existing = nl.rules()?;
     let mut added = Vec::new();
     for ip in ips {
         let rule = Rule::from_source(host_network(ip.address.addr())?, table);
+        // The very rule wanted (an ADD repeated after a DEL that could not
+        // see the address) is kept, and not undone on failure: the kernel
+        // would add a second one under another priority.
+        if existing
+            .iter()
+            .any(|r| r.src == rule.src && r.table == table)
+        {
+            continue;
+        }
         if let Err(e) = nl.add_rule(&rule) {
             undo(nl, &added, &[], 0);
             return Err(e);
@@ -159,31 +169,34 @@ fn undo(nl: &mut Netlink, rules: &[Rule], tables: &[u32], oif: u32) {
     }
 }
 
-/// DEL: the rules from the interface's addresses (only those to `table`
-/// when it is set). A link already gone leaves nothing to find.
+/// DEL: the rules from the interface's addresses, and from `known` (the
+/// addresses `prevResult` gives it, which DEL sees from 0.4.0 on even
+/// when the link has lost them), to `table` only when it is set.
 ///
-/// Go: `tidyRules`.
+/// Go: `tidyRules`, which knows the link's addresses only.
 pub(super) fn tidy_rules(
     nl: &mut Netlink,
     ifname: &str,
     table: Option<u32>,
+    known: &[IpAddr],
 ) -> Result<(), NetError> {
-    let Some(link) = nl.find_link(ifname)? else {
-        return Ok(());
-    };
-    let addresses: Vec<IpAddr> = nl
-        .addresses(Some(link.index))?
-        .iter()
-        .map(|a| a.network.addr())
-        .collect();
+    let mut addresses = known.to_vec();
+    if let Some(link) = nl.find_link(ifname)? {
+        addresses.extend(
+            nl.addresses(Some(link.index))?
+                .iter()
+                .map(|a| a.network.addr()),
+        );
+    }
     let mut failed = None;
     for rule in nl.rules()? {
         if table.is_some_and(|t| t != rule.table) {
             continue;
         }
         if rule.src.is_some_and(|s| addresses.contains(&s.addr())) {
-            if let Err(e) = nl.delete_rule(&rule) {
-                failed = Some(e);
+            match nl.delete_rule(&rule) {
+                Err(e) if !e.is_not_found() => failed = Some(e),
+                _ => {}
             }
         }
     }

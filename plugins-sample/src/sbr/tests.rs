@@ -161,7 +161,7 @@ fn bad_configuration_is_code_7_naming_the_field() {
             json!({"gateways": ["1.1.1.1", "2.2.2.2"], "prevResult": prev}),
             "invalid gateways",
         ),
-        (json!({}), "invalid prevResult"),
+        (json!({}), "prevResult required"),
         (
             json!({"prevResult": {"cniVersion": "1.0.0"}}),
             "invalid prevResult",
@@ -182,4 +182,26 @@ fn bad_configuration_is_code_7_naming_the_field() {
             "{fields}: {err:?}"
         );
     }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn with_a_table_del_finds_rules_by_prev_result_and_a_repeated_add_succeeds() {
+    let ns = TempNetns::new("sbr").unwrap();
+    // An interface without the address prevResult gives it (a runtime's
+    // test double, or an address already removed).
+    ns.add_veth("eth0", "peer0", None).unwrap();
+    let conf = conf(&ns, json!({"table": 600}));
+    assert_eq!(run("ADD", &ns, &conf).exit_code, 0);
+    let again = run("ADD", &ns, &conf);
+    assert_eq!(
+        again.exit_code,
+        0,
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    let mut nl = ns.socket().unwrap();
+    assert_eq!(rules(&mut nl), vec![("10.219.0.5/32".to_owned(), 600)]);
+    assert_eq!(run("DEL", &ns, &conf).exit_code, 0);
+    assert_eq!(rules(&mut nl), vec![]);
 }

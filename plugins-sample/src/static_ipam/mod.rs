@@ -68,13 +68,7 @@ impl Plugin for Static {
     /// configured gateway when there is one.
     fn check(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
         let conf = StaticConfig::load(req)?;
-        let prev =
-            req.config.prev_result.as_ref().ok_or_else(|| {
-                Error::invalid_config("prevResult", "Required prevResult missing")
-            })?;
-        let prev = prev
-            .to_current()
-            .map_err(|e| Error::decoding("prevResult", e))?;
+        let prev = req.prev_result()?;
         for want in &conf.addresses {
             let found = prev
                 .ips
