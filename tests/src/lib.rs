@@ -1076,6 +1076,20 @@ pub fn redact_netplugin_stderr(value: &mut Value) {
     }
 }
 
+/// Fills in `ips[].version` of a 0.3.x/0.4.0 result (as libcni shows
+/// it) from the address where it is `""`: reference plugins leave it out
+/// below 1.0.0 (the loopback, host-device), which SPEC-0.4.0 "Result"
+/// requires and ours set (cni-conformance ADD-LAYOUT). For comparing
+/// results side by side; results that have it are left as they are.
+pub fn fill_ip_versions(result: &mut Value) {
+    for ip in result["ips"].as_array_mut().into_iter().flatten() {
+        if ip["version"] == "" {
+            let v6 = ip["address"].as_str().is_some_and(|a| a.contains(':'));
+            ip["version"] = serde_json::json!(if v6 { "6" } else { "4" });
+        }
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;

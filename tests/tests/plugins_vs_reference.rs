@@ -254,7 +254,7 @@ fn same_as_reference(tag: &str, ifname: &str, bridge: Option<&str>, plugins: Val
         let vtag = format!("{tag}{}", version.replace('.', ""));
         let ours = run(Side::Ours, &vtag, version, ifname, bridge, &plugins);
         let mut reference = run(Side::Reference, &vtag, version, ifname, bridge, &plugins);
-        fill_ip_versions(&mut reference.add);
+        tests::fill_ip_versions(&mut reference.add);
         // libcni runs CHECK from 0.4.0 on; there it must pass, not merely
         // fail alike.
         if version != "0.3.1" {
@@ -271,19 +271,6 @@ fn same_as_reference(tag: &str, ifname: &str, bridge: Option<&str>, plugins: Val
                 None,
                 "{what} at {version}: ours {a:#}\nreference {b:#}"
             );
-        }
-    }
-}
-
-/// The reference loopback leaves `ips[].version` out below 1.0.0 (libcni
-/// shows it as `""`), which SPEC-0.4.0 "Result" requires; ours sets it
-/// (cni-conformance ADD-LAYOUT). Filled in from the address before
-/// comparing; results that have it are left as they are.
-fn fill_ip_versions(result: &mut Value) {
-    for ip in result["ips"].as_array_mut().into_iter().flatten() {
-        if ip["version"] == "" {
-            let v6 = ip["address"].as_str().is_some_and(|a| a.contains(':'));
-            ip["version"] = json!(if v6 { "6" } else { "4" });
         }
     }
 }
