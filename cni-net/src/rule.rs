@@ -56,7 +56,10 @@ impl std::fmt::Display for Rule {
 }
 
 impl Netlink {
-    /// Adds a rule; an identical one already there is `EEXIST`.
+    /// Adds a rule; an identical one already there at the same priority
+    /// is `EEXIST`. Without a priority the kernel chooses one, so the same
+    /// rule added twice is there twice: look in [`Netlink::rules`] first
+    /// to add it once.
     ///
     /// Like `ip rule add from SRC table TABLE [priority P]`; Go:
     /// `netlink.RuleAdd`.
@@ -167,7 +170,13 @@ mod tests {
         assert_eq!((found[1].src, found[1].table), (v6.src, 1000));
         // The kernel chose a priority below the main table's rule (32766).
         assert!(found[0].priority.is_some_and(|p| p < 32766), "{found:?}");
-        let err = nl.add_rule(&v4).unwrap_err();
+        // The same rule at the same priority is refused; without a
+        // priority the kernel would take it again under another one.
+        let again = Rule {
+            priority: found[0].priority,
+            ..v4
+        };
+        let err = nl.add_rule(&again).unwrap_err();
         assert!(
             err.is_exists() && err.to_string().contains("from 10.1.2.3/32 lookup 100"),
             "{err}"
