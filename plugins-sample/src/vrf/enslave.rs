@@ -110,7 +110,8 @@ fn enslave(nl: &mut Netlink, link: &Link, vrf: &Link, table: u32) -> Result<(), 
     nl.set_master(link.index, Some(vrf.index))?;
     let after = global_v6(nl)?;
     for address in before.iter().filter(|a| !after.contains(a)) {
-        nl.add_address(link.index, *address, cni_net::Dad::Run)?;
+        // It passed duplicate address detection on this link already.
+        nl.add_address(link.index, *address, cni_net::Dad::Skip)?;
         wait_for_local_route(nl, link.index, table, address.addr())?;
     }
     for route in &routes {
