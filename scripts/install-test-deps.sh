@@ -35,6 +35,12 @@
 # what to install and exits 1.
 set -euo pipefail
 
+# ---- vm: Debian's user-mode Linux for scripts/vm/run-tests.sh ----
+# (the vm_* tests: link kinds this kernel lacks). Its own script, cached
+# under /var/lib/cni-rs-vm; does nothing when everything is there.
+"$(dirname "$0")/vm/install-deps.sh"
+# ---- end vm ----
+
 LIBCNI_DIR=/usr/share/gocode/src/github.com/containernetworking/cni/libcni
 HOST_LOCAL=/usr/lib/cni/host-local
 

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 scripts/install-test-deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# --all-targets leaves out targets with `test = false`: the vm_* tests.
+cargo clippy -p tests --test 'vm_*' --quiet -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The crates as crates.io would receive them, in publish order, built from
 # their packages (offline; about a minute).
@@ -19,6 +21,10 @@ scripts/package.sh
 # are marked #[ignore = "needs root: ..."] so that a contributor's plain
 # `cargo test` reports them as ignored, and CI never skips one.
 cargo test --workspace -- --include-ignored
+# The vm_* tests (tests/vm/): link kinds this kernel lacks (vlan, ipvlan,
+# vrf, dummy, bonding), all in one boot of Debian's kernel under QEMU
+# (docs/vm.md).
+scripts/vm/run-tests.sh
 # Benchmarks are not tests: this only checks that both harnesses still
 # build and run end to end (3 rounds, each benchmark once); the figures are
 # neither printed nor checked.

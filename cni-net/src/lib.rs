@@ -10,7 +10,8 @@
 //!   grouped by object: links (`link.rs`, like `ip link`, each named by a
 //!   [`LinkId`] and typed by a [`LinkKind`] (`kind.rs`): MTU, MAC, flags;
 //!   `veth.rs`: pairs into another namespace, a container's pair with
-//!   [`ContainerVeth`]; `bridge.rs`: bridges and ports), addresses
+//!   [`ContainerVeth`]; `bridge.rs`: bridges and ports, hairpin and isolation;
+//!   `bridge_vlan.rs`: VLAN filtering and a port's VLANs, [`PortVlan`]), addresses
 //!   (`addr.rs`, like `ip addr`),
 //!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields),
 //!   a link's alias (`alias.rs`, `ip link set DEV alias`), moves between
@@ -80,6 +81,7 @@
 mod addr;
 mod alias;
 mod bridge;
+mod bridge_vlan;
 mod check;
 mod configure;
 mod error;
@@ -101,6 +103,7 @@ mod vrf;
 
 pub use addr::{Address, Dad};
 pub use alias::MAX_ALIAS_LEN;
+pub use bridge_vlan::{vlan_ranges, PortVlan, VLAN_IDS};
 pub use check::{check_addresses, check_interface, check_routes};
 /// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the
 /// SDK's one MAC type, re-exported from `cni_types`, which configurations

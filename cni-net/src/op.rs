@@ -62,6 +62,15 @@ pub enum Op {
     SetMaster,
     /// Set hairpin mode of a bridge port.
     SetHairpin,
+    /// Isolate a bridge port (`ip link set NAME type bridge_slave isolated on`).
+    SetIsolated,
+    /// Turn a bridge's VLAN filtering on or off
+    /// (`ip link set NAME type bridge vlan_filtering 1`).
+    SetVlanFiltering,
+    /// Add VLANs to a bridge port (`bridge vlan add`).
+    AddPortVlan,
+    /// Remove VLANs from a bridge port (`bridge vlan del`).
+    DeletePortVlan,
     /// Delete a link (`ip link del NAME`).
     DeleteLink,
     /// Move a link into another namespace (`ip link set NAME netns NS`).
@@ -118,6 +127,10 @@ impl Op {
             Op::SetMac => "set the MAC address of",
             Op::SetMaster => "set the master of",
             Op::SetHairpin => "set hairpin mode of",
+            Op::SetIsolated => "set port isolation of",
+            Op::SetVlanFiltering => "set VLAN filtering of",
+            Op::AddPortVlan => "add VLANs to",
+            Op::DeletePortVlan => "remove VLANs from",
             Op::DeleteLink => "delete",
             Op::MoveToNetns => "move",
             Op::SetAlias => "set the alias of",

@@ -21,6 +21,11 @@
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
 //! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
 //!   its iptables and nftables layouts (setup, teardown, check, GC).
+//! - [`macspoof`]: `macspoofchk` of the reference's `bridge`, in its
+//!   `bridge nat` table layout (setup, teardown, check).
+//! - [`firewall`]: the `firewall` plugin's forwarding rules and bridge
+//!   isolation, in the reference's iptables layout or a table of our own
+//!   under nftables.
 //! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
 //!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
 //! - [`conntrack`]: connection tracking entries deleted over netlink
@@ -104,8 +109,10 @@ mod chain_name;
 mod choose;
 pub mod conntrack;
 mod error;
+pub mod firewall;
 mod host_lock;
 pub mod iptables;
+pub mod macspoof;
 pub mod masquerade;
 pub mod nft;
 mod rule;

@@ -40,6 +40,11 @@
 //!   forwarded to the container (iptables or nftables, the reference's
 //!   layouts), hairpin and localhost access, stale UDP flows cleared.
 //!
+//! - [`firewall`]: a drop-in for the reference `firewall`: a container's
+//!   traffic let through the host's forwarding filter and bridges isolated
+//!   (`ingressPolicy`), the reference's iptables layout or our nftables
+//!   table.
+//!
 //! - [`bandwidth`]: a drop-in for the reference `bandwidth`: tbf qdiscs
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
@@ -63,6 +68,7 @@ pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+pub mod firewall;
 pub mod host_device;
 mod ipmasq;
 pub mod loopback;

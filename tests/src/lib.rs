@@ -96,14 +96,24 @@ fn cargo_executable() -> PathBuf {
 
 static SAMPLE_PLUGINS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
+/// Names a directory of sample plugin binaries built beforehand: when set
+/// (non-empty), [`try_plugin_bin_dir`] returns it and builds nothing.
+/// `scripts/vm/run-tests.sh` sets it for the tests it runs in a VM, where
+/// running cargo would be slow and the target directory is read-only.
+pub const PLUGIN_DIR_ENV: &str = "CNI_TEST_PLUGIN_DIR";
+
 /// Builds the sample plugins (`cargo build -p plugins-sample --bins`, debug
 /// profile) once per test process and returns the directory holding the
-/// binaries (`<target>/debug`), or the build failure as text.
+/// binaries (`<target>/debug`), or the build failure as text. With
+/// [`PLUGIN_DIR_ENV`] set, returns that directory instead.
 ///
 /// Most tests want [`plugin_bin_dir`], which panics instead.
 pub fn try_plugin_bin_dir() -> Result<PathBuf, String> {
     SAMPLE_PLUGINS
         .get_or_init(|| {
+            if let Some(dir) = std::env::var_os(PLUGIN_DIR_ENV).filter(|d| !d.is_empty()) {
+                return Ok(PathBuf::from(dir));
+            }
             let output = Command::new(cargo_executable())
                 .args(["build", "-p", "plugins-sample", "--bins", "--quiet"])
                 .current_dir(workspace_root())
@@ -365,6 +375,24 @@ fn child_path() -> OsString {
 /// If the process cannot be started.
 pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
     run_with_clean_env(bin, std::iter::empty::<&OsStr>(), env, stdin)
+}
+
+/// Runs the plugin `bin` inside the network namespace `netns` (`ip netns
+/// exec`), as [`run_plugin`] does on the host: a cleared environment
+/// plus `env`, `stdin` through a pipe.
+///
+/// # Panics
+/// If `ip` cannot be started.
+pub fn run_plugin_in_netns(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns])
+        .arg(bin)
+        .env_clear()
+        .env("PATH", child_path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    output_of(&mut cmd, stdin)
 }
 
 fn run_with_clean_env<I, S>(bin: &Path, args: I, env: &[(&str, &str)], stdin: &[u8]) -> Outcome

@@ -126,6 +126,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "ptp", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "portmap", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Portmap, fails: &[], warns: OUR_WARNS },
+    Subject { name: "firewall", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     // static gives what it is configured with: concurrent ADDs of one
     // configuration get the same address, by design (as the reference's).

@@ -26,7 +26,7 @@ use crate::{
 const SAVE_LIMIT: usize = 64 << 20;
 /// The longest chain name iptables takes (`XT_EXTENSION_MAXNAMELEN` less
 /// its NUL).
-const MAX_CHAIN_LEN: usize = 28;
+pub(crate) const MAX_CHAIN_LEN: usize = 28;
 /// How often a transaction built from a listing is tried when the
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
@@ -282,12 +282,24 @@ pub(crate) fn is_listed_as(
     Ok(listed.chain == rule.chain && save::words(spec) == render::render(rule, family)?)
 }
 
+/// The words of a listed rule after `-A CHAIN`, as iptables would read
+/// them (`iptables-save`'s quoting undone); none for an nftables rule.
+pub(crate) fn listed_words(listed: &ListedRule) -> Vec<String> {
+    match &listed.handle {
+        RuleHandle::Iptables(spec) => save::words(spec),
+        RuleHandle::Nft(_) => Vec::new(),
+    }
+}
+
 /// The tables iptables has.
 const TABLES: [&str; 5] = ["filter", "nat", "mangle", "raw", "security"];
 
 fn check_table(table: &Table) -> Result<(), FilterError> {
-    if table.family == Family::Inet {
-        return Err(unsupported(format!("the inet table {}", table.name)));
+    if matches!(table.family, Family::Inet | Family::Bridge) {
+        return Err(unsupported(format!(
+            "the {} table {}",
+            table.family, table.name
+        )));
     }
     if !TABLES.contains(&table.name.as_str()) {
         return Err(FilterError::invalid(
