@@ -137,6 +137,11 @@ impl Netlink {
     ///
     /// Go: `netlink.RouteListFiltered(.., RT_FILTER_TABLE)` with table 0.
     pub fn routes(&mut self) -> Result<Vec<LiveRoute>, NetError> {
+        Ok(self.dump_routes()?.iter().filter_map(route_of).collect())
+    }
+
+    /// Every route the kernel holds, both families, as it sends them.
+    pub(crate) fn dump_routes(&mut self) -> Result<Vec<RouteNetlinkMessage>, NetError> {
         let mut out = Vec::new();
         for af in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut msg = RouteMessage::default();
@@ -144,7 +149,7 @@ impl Netlink {
             let replies = self
                 .dump(RouteNetlinkMessage::GetRoute(msg))
                 .map_err(NetError::kernel(Op::List, "routes"))?;
-            out.extend(replies.iter().filter_map(route_of));
+            out.extend(replies);
         }
         Ok(out)
     }

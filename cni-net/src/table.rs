@@ -86,21 +86,12 @@ impl Netlink {
     /// `netlink.RouteListFiltered(FAMILY_ALL, &Route{LinkIndex, Table},
     /// RT_FILTER_OIF|RT_FILTER_TABLE)`.
     pub fn table_routes(&mut self, oif: u32, table: u32) -> Result<Vec<TableRoute>, NetError> {
-        let mut out = Vec::new();
-        for af in [AddressFamily::Inet, AddressFamily::Inet6] {
-            let mut msg = RouteMessage::default();
-            msg.header.address_family = af;
-            let replies = self
-                .dump(RouteNetlinkMessage::GetRoute(msg))
-                .map_err(NetError::kernel(Op::List, "routes"))?;
-            out.extend(
-                replies
-                    .into_iter()
-                    .filter_map(table_route)
-                    .filter(|r| r.oif == Some(oif) && r.table == table),
-            );
-        }
-        Ok(out)
+        Ok(self
+            .dump_routes()?
+            .into_iter()
+            .filter_map(table_route)
+            .filter(|r| r.oif == Some(oif) && r.table == table)
+            .collect())
     }
 
     /// Puts a copy of `route` into `table`, replacing a route with the
