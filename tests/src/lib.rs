@@ -1024,6 +1024,22 @@ pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
     walk(a, b, "")
 }
 
+/// Asserts that each step's observation of ours equals the reference's
+/// (`(what, ours, reference)`), naming the step, the version and the
+/// first difference.
+///
+/// # Panics
+/// At the first step whose two sides differ.
+pub fn assert_same_steps(version: &str, steps: &[(&str, &Value, &Value)]) {
+    for (what, ours, reference) in steps {
+        assert_eq!(
+            first_difference(ours, reference),
+            None,
+            "{what} at {version}: ours {ours:#}\nreference {reference:#}"
+        );
+    }
+}
+
 /// Writes `value` as JSON to `path`.
 ///
 /// # Panics

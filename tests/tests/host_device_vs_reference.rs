@@ -235,18 +235,15 @@ fn compare(version: &str, mut ours: Run, mut reference: Run, ours_whole: bool) {
             ours.check
         );
     }
-    for (what, a, b) in [
-        ("ADD result", &ours.add, &reference.add),
-        ("kernel after ADD", &ours.after_add, &reference.after_add),
-        ("CHECK", &ours.check, &reference.check),
-        ("kernel after DEL", &ours.after_del, &reference.after_del),
-    ] {
-        assert_eq!(
-            tests::first_difference(a, b),
-            None,
-            "{what} at {version}: ours {a:#}\nreference {b:#}"
-        );
-    }
+    tests::assert_same_steps(
+        version,
+        &[
+            ("ADD result", &ours.add, &reference.add),
+            ("kernel after ADD", &ours.after_add, &reference.after_add),
+            ("CHECK", &ours.check, &reference.check),
+            ("kernel after DEL", &ours.after_del, &reference.after_del),
+        ],
+    );
     if ours_whole {
         assert_eq!(ours.del_again, true, "our second DEL at {version}");
     }

@@ -260,18 +260,15 @@ fn same_as_reference(tag: &str, ifname: &str, bridge: Option<&str>, plugins: Val
         if version != "0.3.1" {
             assert_eq!(ours.check, true, "our CHECK at {version}");
         }
-        for (what, a, b) in [
-            ("ADD result", &ours.add, &reference.add),
-            ("kernel after ADD", &ours.after_add, &reference.after_add),
-            ("CHECK", &ours.check, &reference.check),
-            ("kernel after DEL", &ours.after_del, &reference.after_del),
-        ] {
-            assert_eq!(
-                tests::first_difference(a, b),
-                None,
-                "{what} at {version}: ours {a:#}\nreference {b:#}"
-            );
-        }
+        tests::assert_same_steps(
+            version,
+            &[
+                ("ADD result", &ours.add, &reference.add),
+                ("kernel after ADD", &ours.after_add, &reference.after_add),
+                ("CHECK", &ours.check, &reference.check),
+                ("kernel after DEL", &ours.after_del, &reference.after_del),
+            ],
+        );
     }
 }
 
