@@ -134,7 +134,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "sbr", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Sbr, fails: &[], warns: OUR_WARNS },
     // One device goes to one container: of concurrent ADDs one succeeds.
     Subject { name: "host-device", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::HostDevice, fails: &[], warns: &["ENV-NO-COMMAND", "CONCURRENT-ADD"] },
-    // vrf: this host's kernel has no VRF support; tests/vm/vrf.rs runs it.
+    // vrf: this host's kernel has no VRF support; tests/vm/vrf.rs runs the checker on it.
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },

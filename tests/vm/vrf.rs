@@ -200,3 +200,23 @@ fn a_route_through_a_gateway_moves_into_the_vrf_table_as_v1_9_moves_it() {
         "{links:#}"
     );
 }
+
+/// The conformance checker's scenarios, with a VRF the tool's interfaces
+/// join: the case `tests/tests/conformance.rs` cannot run on the host.
+#[test]
+fn vrf_passes_cni_conformance() {
+    use cni_conformance::{Kind, Selection, Status, Target};
+    let mut target = Target::new(plugin_bin_dir().join("vrf"), Kind::Chained);
+    target.config = Some(json!({"name": "cni-conformance", "vrfname": "cnicvrf", "table": 1002}));
+    let report = cni_conformance::run(&target, &Selection::all()).expect("the checker runs");
+    assert!(report.ids(Status::Failed).is_empty(), "{}", report.text());
+    let passed = report.ids(Status::Passed);
+    for id in [
+        "ADD-SUCCEEDS",
+        "ADD-PREVRESULT-KEPT",
+        "CHECK-AFTER-ADD",
+        "DEL-AGAIN",
+    ] {
+        assert!(passed.contains(&id), "{id} not passed:\n{}", report.text());
+    }
+}
