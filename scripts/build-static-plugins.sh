@@ -20,6 +20,7 @@
 # host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,cnitool,
 # macvlan,ipvlan,vlan,tap,dummy},
 # and target/<target>/plugin/firewall,
+# plus host-device,vrf,sbr,static,
 # <target> being x86_64-unknown-linux-musl (or -gnu with LIBC=glibc).
 set -euo pipefail
 cd "$(dirname "$0")/.."

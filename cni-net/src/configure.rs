@@ -14,7 +14,10 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// `interfaces` entry, when set), up, the `ips` whose `interface` index
 /// names it, and every route of `result` through it, a route without `gw`
 /// going via the gateway of the first address of its family. With
-/// [`Dad::Run`], waits for IPv6 addresses to leave tentative state.
+/// [`Dad::Run`] and an IPv6 gateway (routes go through it), waits for
+/// IPv6 addresses to leave tentative state first, as the reference does;
+/// without one nothing waits, so a link without carrier (a device whose
+/// duplicate address detection cannot finish) still gets its addresses.
 /// Returns the link as configured.
 ///
 /// The index is the spec's: "`interface` (uint): the index into the
@@ -57,7 +60,6 @@ pub fn configure_iface(
     netlink.set_up(link.index)?;
 
     let mut gateways: (Option<IpAddr>, Option<IpAddr>) = (None, None);
-    let mut any_v6 = false;
     for ip in &result.ips {
         let Some(index) = ip.interface else { continue };
         if result.interfaces.get(index).map(|i| i.name.as_str()) != Some(ifname) {
@@ -70,14 +72,13 @@ pub fn configure_iface(
         let slot = if ip.address.is_ipv4() {
             &mut gateways.0
         } else {
-            any_v6 = true;
             &mut gateways.1
         };
         if slot.is_none() {
             *slot = ip.gateway;
         }
     }
-    if any_v6 && dad == Dad::Run {
+    if gateways.1.is_some() && dad == Dad::Run {
         netlink.settle_addresses(link.index, SETTLE_TIMEOUT)?;
     }
     for route in &result.routes {

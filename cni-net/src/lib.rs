@@ -13,7 +13,13 @@
 //!   [`ContainerVeth`]; `bridge.rs`: bridges and ports, hairpin and isolation;
 //!   `bridge_vlan.rs`: VLAN filtering and a port's VLANs, [`PortVlan`]), addresses
 //!   (`addr.rs`, like `ip addr`),
-//!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
+//!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields),
+//!   a link's alias (`alias.rs`, `ip link set DEV alias`), moves between
+//!   namespaces (`netns_move.rs`, `ip link set DEV netns NS`, and
+//!   [`Netns::unnamed`] to stage them in), policy routing rules
+//!   (`rule.rs`, [`Rule`], like `ip rule`), routes kept whole to move
+//!   between tables (`table.rs`, [`TableRoute`]), VRF devices (`vrf.rs`,
+//!   [`Netlink::add_vrf`], `ip link add type vrf`)
 //!   (Go: vishvananda/netlink, plugins `pkg/ip`), and traffic control
 //!   ([`tc`], like `tc`: tbf and ingress qdiscs, a u32 filter with a
 //!   mirred redirect, the kernel's clock; an ifb to redirect to is a
@@ -79,6 +85,7 @@
 //!   gone (DEL succeeds), where Go's plugins fail with 999.
 
 mod addr;
+mod alias;
 mod bridge;
 mod bridge_vlan;
 mod check;
@@ -88,16 +95,21 @@ mod kind;
 mod link;
 mod link_kinds;
 mod netns;
+mod netns_move;
 mod op;
 mod route;
+mod rule;
 mod socket;
 mod sysctl;
+mod table;
 pub mod tc;
 pub mod testing;
 mod validate;
 mod veth;
+mod vrf;
 
 pub use addr::{Address, Dad};
+pub use alias::MAX_ALIAS_LEN;
 pub use bridge_vlan::{vlan_ranges, PortVlan, VLAN_IDS};
 pub use check::{check_addresses, check_interface, check_routes};
 /// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the
@@ -115,7 +127,9 @@ pub use link_kinds::{
 pub use netns::{Netns, NetnsId};
 pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};
+pub use rule::Rule;
 pub use socket::Netlink;
 pub use sysctl::{sysctl_for_ifname, sysctl_path, validate_sysctl_value};
+pub use table::TableRoute;
 pub use validate::{configured_mtu, validate_ifname, validate_mtu, MAX_IFNAME_LEN};
 pub use veth::{host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES};

@@ -40,6 +40,8 @@ pub enum Op {
     CreateVlan,
     /// Create a tap device (`ip tuntap add mode tap`).
     CreateTap,
+    /// Create a VRF device (`ip link add type vrf table T`).
+    CreateVrf,
     /// Add a qdisc (`tc qdisc add`).
     AddQdisc,
     /// Delete a qdisc (`tc qdisc del`).
@@ -79,6 +81,10 @@ pub enum Op {
     DeletePortVlan,
     /// Delete a link (`ip link del NAME`).
     DeleteLink,
+    /// Move a link into another namespace (`ip link set NAME netns NS`).
+    MoveToNetns,
+    /// Set a link's alias (`ip link set NAME alias ALIAS`).
+    SetAlias,
     /// Add an address (`ip addr add`).
     AddAddress,
     /// Delete an address (`ip addr del`).
@@ -89,6 +95,10 @@ pub enum Op {
     AddRoute,
     /// Delete a route (`ip route del`).
     DeleteRoute,
+    /// Add a policy routing rule (`ip rule add`).
+    AddRule,
+    /// Delete a policy routing rule (`ip rule del`).
+    DeleteRule,
     /// Read a sysctl.
     ReadSysctl,
     /// Write a sysctl.
@@ -110,7 +120,7 @@ impl Op {
             Op::CreateBridge => "create bridge",
             Op::CreateDummy => "create dummy link",
             Op::CreateIfb => "create ifb link",
-            Op::CreateMacvlan | Op::CreateIpvlan | Op::CreateVlan | Op::CreateTap => "create",
+            Op::CreateMacvlan | Op::CreateIpvlan | Op::CreateVlan | Op::CreateTap | Op::CreateVrf => "create",
             Op::AddQdisc => "add qdisc",
             Op::DeleteQdisc => "delete qdisc",
             Op::AddFilter => "add filter",
@@ -130,11 +140,15 @@ impl Op {
             Op::AddPortVlan => "add VLANs to",
             Op::DeletePortVlan => "remove VLANs from",
             Op::DeleteLink => "delete",
+            Op::MoveToNetns => "move",
+            Op::SetAlias => "set the alias of",
             Op::AddAddress => "add address",
             Op::DeleteAddress => "delete address",
             Op::UseAddress => "use address",
             Op::AddRoute => "add route",
             Op::DeleteRoute => "delete route",
+            Op::AddRule => "add rule",
+            Op::DeleteRule => "delete rule",
             Op::ReadSysctl => "read sysctl",
             Op::WriteSysctl => "write sysctl",
         }

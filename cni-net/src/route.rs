@@ -65,6 +65,24 @@ impl Netlink {
         self.send_route(msg, oif, route, NLM_F_EXCL)
     }
 
+    /// [`Netlink::add_route_from`], replacing a route to the same
+    /// destination (same table, metric) if there is one: how `sbr` gives
+    /// a subnet route its source hint.
+    ///
+    /// Like `ip route replace DST dev NAME src SRC`; Go:
+    /// `netlink.RouteReplace` with `Src`.
+    pub fn replace_route_from(
+        &mut self,
+        oif: u32,
+        route: &Route,
+        src: IpAddr,
+    ) -> Result<(), NetError> {
+        let mut msg = route_message(oif, route);
+        msg.attributes
+            .push(RouteAttribute::PrefSource(route_address(src)));
+        self.send_route(msg, oif, route, NLM_F_REPLACE)
+    }
+
     fn new_route(&mut self, oif: u32, route: &Route, flags: u16) -> Result<(), NetError> {
         self.send_route(route_message(oif, route), oif, route, flags)
     }
@@ -119,6 +137,11 @@ impl Netlink {
     ///
     /// Go: `netlink.RouteListFiltered(.., RT_FILTER_TABLE)` with table 0.
     pub fn routes(&mut self) -> Result<Vec<LiveRoute>, NetError> {
+        Ok(self.dump_routes()?.iter().filter_map(route_of).collect())
+    }
+
+    /// Every route the kernel holds, both families, as it sends them.
+    pub(crate) fn dump_routes(&mut self) -> Result<Vec<RouteNetlinkMessage>, NetError> {
         let mut out = Vec::new();
         for af in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut msg = RouteMessage::default();
@@ -126,7 +149,7 @@ impl Netlink {
             let replies = self
                 .dump(RouteNetlinkMessage::GetRoute(msg))
                 .map_err(NetError::kernel(Op::List, "routes"))?;
-            out.extend(replies.iter().filter_map(route_of));
+            out.extend(replies);
         }
         Ok(out)
     }

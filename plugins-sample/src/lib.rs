@@ -59,6 +59,18 @@
 //!   bridge port; [`dummy`]: the reference `dummy`, IPAM's addresses on a
 //!   dummy link.
 //!
+//! - [`host_device`]: `host-device`, a drop-in for the reference plugin:
+//!   an existing host device moved into the container, and back on DEL.
+//!
+//! - [`sbr`]: a drop-in for the reference `sbr`: a routing table per
+//!   address of the interface, chosen by source (`ip rule`).
+//!
+//! - [`static_ipam`]: `static`, a drop-in for the reference IPAM plugin:
+//!   the configured addresses, routes and DNS, or the runtime's.
+//!
+//! - [`vrf`]: a drop-in for the reference `vrf`: the container's
+//!   interface in a VRF of its namespace.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;
@@ -68,6 +80,7 @@ pub mod delegator;
 pub mod dns_mac;
 pub mod dummy;
 pub mod firewall;
+pub mod host_device;
 mod ipmasq;
 pub mod ipvlan;
 mod link_plugin;
@@ -77,7 +90,10 @@ pub mod noop;
 mod pair;
 pub mod portmap;
 pub mod ptp;
+pub mod sbr;
+pub mod static_ipam;
 pub mod tap;
 pub mod tuning;
 pub mod veth;
 pub mod vlan;
+pub mod vrf;

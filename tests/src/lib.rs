@@ -1028,6 +1028,22 @@ pub fn first_difference(a: &Value, b: &Value) -> Option<String> {
     walk(a, b, "")
 }
 
+/// Asserts that each step's observation of ours equals the reference's
+/// (`(what, ours, reference)`), naming the step, the version and the
+/// first difference.
+///
+/// # Panics
+/// At the first step whose two sides differ.
+pub fn assert_same_steps(version: &str, steps: &[(&str, &Value, &Value)]) {
+    for (what, ours, reference) in steps {
+        assert_eq!(
+            first_difference(ours, reference),
+            None,
+            "{what} at {version}: ours {ours:#}\nreference {reference:#}"
+        );
+    }
+}
+
 /// Writes `value` as JSON to `path`.
 ///
 /// # Panics
@@ -1105,6 +1121,22 @@ pub fn redact_netplugin_stderr(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(redact_netplugin_stderr),
         Value::Object(map) => map.values_mut().for_each(redact_netplugin_stderr),
         _ => {}
+    }
+}
+
+/// Fills in `ips[].version` of a 0.3.x/0.4.0 result (as libcni shows
+/// it) from the address where it is `""`: reference plugins leave it out
+/// below 1.0.0 (the loopback, host-device), which SPEC-0.4.0 "Result"
+/// requires and ours set (cni-conformance ADD-LAYOUT). For comparing
+/// results side by side; results that have it are left as they are.
+pub fn fill_ip_versions(result: &mut Value) {
+    // `get_mut`: indexing a result without `ips` would add a null one.
+    let ips = result.get_mut("ips").and_then(Value::as_array_mut);
+    for ip in ips.into_iter().flatten() {
+        if ip["version"] == "" {
+            let v6 = ip["address"].as_str().is_some_and(|a| a.contains(':'));
+            ip["version"] = serde_json::json!(if v6 { "6" } else { "4" });
+        }
     }
 }
 

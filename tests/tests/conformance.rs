@@ -59,12 +59,26 @@ enum Setup {
     /// A master link `cnicm0` (a veth end, up) in the subject's own host
     /// namespace, for macvlan.
     Master,
+    /// `static`'s addresses, so it has something to hand out.
+    Static,
+    /// A device (a veth end) in the subject's host namespace for
+    /// `host-device` to move, addresses from `static`, and a container
+    /// namespace of the test's.
+    HostDevice,
+    /// sbr with a `table` of the operator's: the checker's interface has
+    /// no addresses, so a default route through `prevResult`'s gateway
+    /// could not be added.
+    Sbr,
 }
 
 /// A peer process a subject talks to, stopped when dropped.
 enum Peer {
-    Etcd { _running: Etcd },
+    Etcd {
+        _running: Etcd,
+    },
     Agent(std::process::Child),
+    /// A container namespace of the test's, removed when dropped.
+    Namespace(#[allow(dead_code)] NetNs),
 }
 
 impl Drop for Peer {
@@ -119,6 +133,13 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "tap", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "firewall", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
+    // static gives what it is configured with: concurrent ADDs of one
+    // configuration get the same address, by design (as the reference's).
+    Subject { name: "static", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Static, fails: &["CONCURRENT-ADD"], warns: OUR_WARNS },
+    Subject { name: "sbr", from: Source::Ours, kind: Kind::Chained, own_host: false, setup: Setup::Sbr, fails: &[], warns: OUR_WARNS },
+    // One device goes to one container: of concurrent ADDs one succeeds.
+    Subject { name: "host-device", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::HostDevice, fails: &[], warns: &["ENV-NO-COMMAND", "CONCURRENT-ADD"] },
+    // vrf: this host's kernel has no VRF support; tests/vm/vrf.rs runs the checker on it.
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
@@ -202,6 +223,44 @@ fn check(subject: &Subject) -> Option<String> {
                 "ipam": {"type": target.ipam, "subnet": cni_conformance::TEST_SUBNET,
                          "dataDir": scratch.path().join("ipam")}
             }));
+            None
+        }
+        Setup::Static => {
+            target.config = Some(json!({
+                "name": "cni-conformance",
+                "ipam": {"addresses": [{"address": "10.222.0.5/24", "gateway": "10.222.0.1"}]}
+            }));
+            None
+        }
+        Setup::HostDevice => {
+            let host = host
+                .as_ref()
+                .expect("host-device has its own host namespace");
+            let made = tests::ip(&[
+                "-n",
+                host.name(),
+                "link",
+                "add",
+                "cnicdev0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "cnicdev0p",
+            ]);
+            assert!(made.success(), "{made:?}");
+            target.config = Some(json!({
+                "name": "cni-conformance", "device": "cnicdev0",
+                "ipam": {"type": "static", "addresses": [{"address": "10.222.1.5/24"}]}
+            }));
+            // A namespace of the test's: the checker's "namespace gone"
+            // case would destroy the (virtual) device with its own.
+            let container = NetNs::create("conf-hd");
+            target.netns = NetnsChoice::Path(container.path().into());
+            Some(Peer::Namespace(container))
+        }
+        Setup::Sbr => {
+            target.config = Some(json!({"name": "cni-conformance", "table": 4242}));
             None
         }
         Setup::Agent => {

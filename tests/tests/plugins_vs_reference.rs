@@ -263,39 +263,21 @@ fn same_as_reference(tag: &str, ifname: &str, bridge: Option<&str>, plugins: Val
         let vtag = format!("{tag}{}", version.replace('.', ""));
         let ours = run(Side::Ours, &vtag, version, ifname, bridge, &plugins);
         let mut reference = run(Side::Reference, &vtag, version, ifname, bridge, &plugins);
-        fill_ip_versions(&mut reference.add);
+        tests::fill_ip_versions(&mut reference.add);
         // libcni runs CHECK from 0.4.0 on; there it must pass, not merely
         // fail alike.
         if version != "0.3.1" {
             assert_eq!(ours.check, true, "our CHECK at {version}");
         }
-        for (what, a, b) in [
-            ("ADD result", &ours.add, &reference.add),
-            ("kernel after ADD", &ours.after_add, &reference.after_add),
-            ("CHECK", &ours.check, &reference.check),
-            ("kernel after DEL", &ours.after_del, &reference.after_del),
-        ] {
-            assert_eq!(
-                tests::first_difference(a, b),
-                None,
-                "{what} at {version}: ours {a:#}\nreference {b:#}"
-            );
-        }
-    }
-}
-
-/// The reference loopback leaves `ips[].version` out below 1.0.0 (libcni
-/// shows it as `""`), which SPEC-0.4.0 "Result" requires; ours sets it
-/// (cni-conformance ADD-LAYOUT). Filled in from the address before
-/// comparing; results that have it are left as they are.
-fn fill_ip_versions(result: &mut Value) {
-    // `get_mut`: indexing a result without `ips` would add a null one.
-    let ips = result.get_mut("ips").and_then(Value::as_array_mut);
-    for ip in ips.into_iter().flatten() {
-        if ip["version"] == "" {
-            let v6 = ip["address"].as_str().is_some_and(|a| a.contains(':'));
-            ip["version"] = json!(if v6 { "6" } else { "4" });
-        }
+        tests::assert_same_steps(
+            version,
+            &[
+                ("ADD result", &ours.add, &reference.add),
+                ("kernel after ADD", &ours.after_add, &reference.after_add),
+                ("CHECK", &ours.check, &reference.check),
+                ("kernel after DEL", &ours.after_del, &reference.after_del),
+            ],
+        );
     }
 }
 

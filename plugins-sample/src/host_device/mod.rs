@@ -1,0 +1,250 @@
+//! `host-device`: a drop-in for the reference plugin of that name, which
+//! moves an existing device of the host (a NIC, an SR-IOV function, a
+//! veth end, a macvlan) into the container, and back on DEL.
+//!
+//! The device is named by the first of `device` (its name), `hwaddr`
+//! (its MAC), `kernelpath` (its `/sys/devices/...` path) or `pciBusID`
+//! that is set; `runtimeConfig.deviceID` (a device plugin's PCI address
+//! or auxiliary device) overrides them. ADD renames it `CNI_IFNAME` in an
+//! unnamed staging namespace, keeps its original name as its alias
+//! (`ip link set DEV alias NAME`), moves it into `CNI_NETNS` and sets it
+//! up; with `ipam`, the addresses and routes IPAM gives go on it. DEL
+//! moves it back, renamed to its alias, down, after releasing IPAM's
+//! reservation. A PCI device bound to a user-space driver (DPDK:
+//! `vfio-pci`, `uio_pci_generic`, `igb_uio`) has no link: only IPAM runs.
+//! CHECK compares the device in the container with `prevResult` (MAC,
+//! addresses, routes) after IPAM's CHECK; STATUS is IPAM's.
+//!
+//! ```json
+//! {"cniVersion": "1.0.0", "name": "sriov", "type": "host-device", "device": "ens1f0v3",
+//!  "ipam": {"type": "static", "addresses": [{"address": "10.20.0.5/24"}]}}
+//! ```
+//!
+//! Where we deliberately differ from the reference:
+//! - Bad configuration is code 7 naming the field (`invalid hwaddr`,
+//!   `invalid kernelpath`, `invalid device` for a device that is not in
+//!   the host namespace, such as one already in a container), checked
+//!   before anything changes, as is a `CNI_IFNAME` already taken in the
+//!   container; the reference answers 999, some after moving the device.
+//! - IPAM runs before the device moves, and a failed ADD returns the
+//!   device and releases the reservation; the reference leaves the
+//!   device in the container when IPAM or the addresses fail.
+//! - DEL succeeds when the device is no longer in the container (a
+//!   repeated DEL) or the namespace is gone; the reference fails both.
+//! - A `pciBusID`, `deviceID` or `kernelpath` that would leave its `/sys`
+//!   directory (`..`, `/`) is refused.
+//!
+//! Go: containernetworking/plugins `plugins/main/host-device`.
+
+mod config;
+mod handover;
+
+use cni_net::{Dad, Link, Netlink, Netns};
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::{CniResult, Code, Error, Interface, NetConf, Result100, SpecVersion};
+
+pub use self::config::Fields;
+use self::config::{ipam_type, net_dir, plan, Selector};
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI host-device plugin v0.1.0 (cni-rs)";
+
+/// The plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HostDevice;
+
+type Req<'a> = Request<'a, NetConf<Fields>>;
+
+impl Plugin for HostDevice {
+    type Config = NetConf<Fields>;
+
+    fn add(&self, req: &Req) -> Result<Reply, BoxError> {
+        let plan = plan(req)?;
+        let netns = Netns::of(req)?;
+        if netns.is_same(&Netns::current()?)? {
+            return Err(Error::invalid_env(
+                "CNI_NETNS",
+                "it is the plugin's own network namespace: the device has nowhere to go",
+            )
+            .into());
+        }
+        let mut host = Netlink::open()?;
+        let device = match plan.dpdk {
+            true => None,
+            false => Some(find_device(&mut host, &plan.selector)?),
+        };
+        if device.is_some() && netns.socket()?.find_link(&req.ifname)?.is_some() {
+            return Err(Error::new(
+                Code::INTERNAL,
+                format!(
+                    "the container already has a link named {:?} (CNI_IFNAME)",
+                    req.ifname
+                ),
+            )
+            .into());
+        }
+        let sandbox = netns.path().display().to_string();
+        let Some(ipam) = &plan.ipam else {
+            let mut result = Result100::new(SpecVersion::V1_0_0);
+            result.interfaces = vec![interface(req, &sandbox, None)];
+            printable(req, &result)?;
+            if let Some(device) = &device {
+                let moved = handover::move_in(&mut host, device, &netns, &req.ifname)?;
+                result.interfaces = vec![interface(req, &sandbox, Some(&moved))];
+            }
+            return Ok(result.into());
+        };
+        let result = cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
+            let mut result = ipam_result.to_current()?;
+            if result.ips.is_empty() {
+                let msg = "IPAM plugin returned missing IP config";
+                return Err::<_, BoxError>(Error::new(Code::INTERNAL, msg).into());
+            }
+            for ip in &mut result.ips {
+                ip.interface = Some(0);
+            }
+            result.cni_version = SpecVersion::V1_0_0;
+            result.interfaces = vec![interface(req, &sandbox, None)];
+            result.dns = req.config.dns.clone().unwrap_or_default();
+            printable(req, &result)?;
+            let Some(device) = &device else {
+                return Ok(result);
+            };
+            let moved = handover::move_in(&mut host, device, &netns, &req.ifname)?;
+            result.interfaces = vec![interface(req, &sandbox, Some(&moved))];
+            let mut inside = netns.socket()?;
+            if let Err(e) = cni_net::configure_iface(&mut inside, &req.ifname, &result, Dad::Run) {
+                let _ = handover::move_out(&netns, &req.ifname);
+                return Err(Error::from(e).into());
+            }
+            Ok(result)
+        })?;
+        Ok(result.into())
+    }
+
+    /// DEL needs only the namespace and `ipam.type`: the device is found
+    /// by `CNI_IFNAME` in the container and returns under its alias.
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
+        let released = match ipam_type(req) {
+            Some(ipam) => cni_invoke::delegate_del(&ipam, req),
+            None => Ok(()),
+        };
+        let dpdk = plan(req).map(|p| p.dpdk).unwrap_or(false);
+        if !dpdk {
+            if let Some(netns) = Netns::of_for_del(req)? {
+                handover::move_out(&netns, &req.ifname)?;
+            }
+        }
+        released?;
+        Ok(())
+    }
+
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
+        let plan = plan(req)?;
+        let netns = Netns::of(req)?;
+        if let Some(ipam) = &plan.ipam {
+            cni_invoke::delegate_check(ipam, req)?;
+        }
+        let prev = req.prev_result()?;
+        if plan.dpdk {
+            return Ok(());
+        }
+        let sandbox = netns.path().display().to_string();
+        let mut inside = netns.socket()?;
+        cni_net::check_interface(&mut inside, &prev, &req.ifname, &sandbox)
+            .map_err(|e| e.with_code(Code::INTERNAL))?;
+        Ok(())
+    }
+
+    fn status(&self, req: &Req) -> Result<(), BoxError> {
+        if let Some(ipam) = ipam_type(req) {
+            cni_invoke::delegate_status(&ipam, req)?;
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a result the configuration's version cannot hold (0.1.0 and
+/// 0.2.0 have no interfaces, and need an address) before the device
+/// moves: the answer is printed after ADD, too late to move it back.
+fn printable(req: &Req, result: &Result100) -> Result<(), Error> {
+    let Ok(version) = SpecVersion::parse(&req.config_version) else {
+        return Ok(());
+    };
+    match CniResult::from(result.clone()).convert_to(&version) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::new(
+            Code::INCOMPATIBLE_CNI_VERSION,
+            format!("host-device has no result to give at cniVersion {version}"),
+        )
+        .with_details(e.to_string())),
+    }
+}
+
+/// The result's one interface: `CNI_IFNAME` in the sandbox, with the
+/// moved device's MAC.
+fn interface(req: &Req, sandbox: &str, moved: Option<&Link>) -> Interface {
+    Interface {
+        mac: moved
+            .and_then(|l| l.mac)
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        sandbox: sandbox.to_owned(),
+        ..Interface::named(moved.map_or(req.ifname.clone(), |l| l.name.clone()))
+    }
+}
+
+/// The device the configuration names, in the plugin's own namespace;
+/// code 7 naming the field when it is not there.
+///
+/// Go: `getLink`.
+fn find_device(host: &mut Netlink, selector: &Selector) -> Result<Link, Error> {
+    let missing = |field: &str, what: String| {
+        Error::invalid_config(
+            field,
+            format!(
+                "{what} not found in the host network namespace (is it in a container's already?)"
+            ),
+        )
+    };
+    match selector {
+        Selector::Name(name) => host
+            .find_link(name)?
+            .ok_or_else(|| missing("device", format!("link {name:?}"))),
+        Selector::Mac(mac) => host
+            .links()?
+            .into_iter()
+            .find(|l| l.mac == Some(*mac))
+            .ok_or_else(|| missing("hwaddr", format!("a link with MAC {mac}"))),
+        other => {
+            let field = match other {
+                Selector::KernelPath(_) => "kernelpath",
+                Selector::Pci(_) => "pciBusID",
+                _ => "runtimeConfig.deviceID",
+            };
+            let dir = net_dir(other).unwrap_or_default();
+            let mut names: Vec<String> = std::fs::read_dir(&dir)
+                .map_err(|e| {
+                    Error::invalid_config(
+                        field,
+                        format!("failed to read directory {}: {e}", dir.display()),
+                    )
+                })?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            let name = names.into_iter().next().ok_or_else(|| {
+                Error::invalid_config(
+                    field,
+                    format!("failed to find network device in path {}", dir.display()),
+                )
+            })?;
+            host.find_link(&name)?
+                .ok_or_else(|| missing(field, format!("link {name:?}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
