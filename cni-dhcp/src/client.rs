@@ -64,6 +64,8 @@ const FIRST_RESEND: Duration = Duration::from_secs(4);
 /// A DHCP client bound to one interface of one namespace.
 #[derive(Debug)]
 pub struct Client {
+    netns: Netns,
+    index: u32,
     socket: UdpSocket,
     ifname: String,
     mac: [u8; 6],
@@ -99,7 +101,7 @@ impl Client {
         timing: Timing,
         broadcast: bool,
     ) -> Result<Client, DhcpError> {
-        let (socket, mac) = netns.run(|nl| {
+        let (socket, mac, index) = netns.run(|nl| {
             let link = nl.link(ifname)?;
             if !link.up {
                 nl.set_up(link.index)?;
@@ -109,11 +111,13 @@ impl Client {
                 ifname: ifname.to_string(),
                 source,
             })?;
-            Ok::<_, DhcpError>((socket, mac))
+            Ok::<_, DhcpError>((socket, mac, link.index))
         })?;
         let mut id = vec![0u8];
         id.extend_from_slice(client_id.as_bytes());
         Ok(Client {
+            netns: Netns::open(netns.path())?,
+            index,
             socket,
             ifname: ifname.to_string(),
             mac,
@@ -190,7 +194,7 @@ impl Client {
         let to = if rebinding {
             Ipv4Addr::BROADCAST
         } else {
-            lease.server
+            self.server_of(lease)
         };
         let deadline = until.min(Instant::now() + self.timing.resend_timeout);
         let reply = self.exchange(&request, to, deadline, "DHCPACK", |m| {
@@ -209,7 +213,7 @@ impl Client {
         let mut release = self.message(MessageType::Release, new_xid());
         release.ciaddr = lease.address;
         release.set_option(code::SERVER_ID, lease.server.octets().to_vec());
-        self.send(&release, lease.server)
+        self.send(&release, self.server_of(lease))
     }
 
     fn send(&self, m: &Message, to: Ipv4Addr) -> Result<(), DhcpError> {
@@ -220,6 +224,27 @@ impl Client {
                 ifname: self.ifname.clone(),
                 source,
             })
+    }
+
+    /// Where a message about `lease` goes: its server, when the interface
+    /// holds the leased address; otherwise broadcast. Without the address
+    /// the kernel would still send a unicast, from 0.0.0.0 to a server it
+    /// cannot resolve, and the server would never see it; the reference
+    /// writes raw frames instead.
+    fn server_of(&self, lease: &Lease) -> Ipv4Addr {
+        let held = self.netns.run(|nl| {
+            let addresses = nl.addresses(Some(self.index))?;
+            Ok::<_, NetError>(
+                addresses
+                    .iter()
+                    .any(|a| a.network.addr() == std::net::IpAddr::V4(lease.address)),
+            )
+        });
+        if held.unwrap_or(false) {
+            lease.server
+        } else {
+            Ipv4Addr::BROADCAST
+        }
     }
 
     /// Sends `m` to `to` and waits for a reply with its xid that `wanted`

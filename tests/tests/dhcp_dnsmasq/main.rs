@@ -4,6 +4,7 @@
 //! running.
 
 mod server;
+mod vs_reference;
 
 use std::path::Path;
 use std::time::Duration;
