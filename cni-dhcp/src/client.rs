@@ -55,7 +55,14 @@ impl Default for Timing {
     }
 }
 
-/// The first delay before a send is repeated; it doubles up to
+/// The delay of the first [`FAST_RESENDS`] repetitions of a send.
+///
+/// Go: `resendFastDelay`, `resendFastMax`.
+const FAST_RESEND: Duration = Duration::from_secs(2);
+/// How many sends wait [`FAST_RESEND`].
+const FAST_RESENDS: u32 = 4;
+
+/// The delay after the fast repetitions; it doubles up to
 /// [`Timing::resend_max`].
 ///
 /// Go: `resendDelay0`.
@@ -106,6 +113,10 @@ impl Client {
             if !link.up {
                 nl.set_up(link.index)?;
             }
+            // The kernel drops what a link sends until it is operationally
+            // up (its queue is attached a moment after `set up`): wait for
+            // that, then send. A link without carrier gets the retries.
+            let _ = nl.wait_until_up(link.index, timing.timeout);
             let mac = link.mac.map(|m| m.0).unwrap_or_default();
             let socket = bound_socket(ifname).map_err(|source| DhcpError::Socket {
                 ifname: ifname.to_string(),
@@ -248,7 +259,7 @@ impl Client {
     }
 
     /// Sends `m` to `to` and waits for a reply with its xid that `wanted`
-    /// accepts, sending again after 4 s, 8 s ... (at most
+    /// accepts, sending again after 2 s four times, then after 4 s, 8 s ... (at most
     /// [`Timing::resend_max`], each wait at most [`Timing::timeout`])
     /// until `deadline`.
     fn exchange(
@@ -260,7 +271,8 @@ impl Client {
         wanted: impl Fn(&Message) -> bool,
     ) -> Result<Message, DhcpError> {
         let started = Instant::now();
-        let mut delay = FIRST_RESEND.min(self.timing.resend_max);
+        let mut sends = 0u32;
+        let mut delay = FAST_RESEND.min(self.timing.resend_max);
         let mut buf = vec![0u8; MAX_MESSAGE];
         loop {
             self.send(m, to)?;
@@ -303,7 +315,13 @@ impl Client {
                     after: started.elapsed(),
                 });
             }
-            delay = (delay * 2).min(self.timing.resend_max);
+            sends += 1;
+            delay = match sends {
+                s if s < FAST_RESENDS => delay,
+                s if s == FAST_RESENDS => FIRST_RESEND,
+                _ => delay * 2,
+            }
+            .min(self.timing.resend_max);
         }
     }
 }

@@ -17,6 +17,9 @@ use serde_json::json;
 use tests::etcd::Etcd;
 use tests::{in_host_namespace, plugin_bin_dir, reference_plugin_dir, NetNs};
 
+#[path = "dhcp_dnsmasq/server.rs"]
+mod dhcp_server;
+
 /// Where a plugin comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -56,12 +59,21 @@ enum Setup {
     Agent,
     /// A port mapping in `runtimeConfig`, so portmap has rules to add.
     Portmap,
+    /// dnsmasq on the other end of the namespace's `eth0`, and our DHCP
+    /// daemon (tests/tests/dhcp_dnsmasq).
+    Dhcp,
 }
 
 /// A peer process a subject talks to, stopped when dropped.
 enum Peer {
-    Etcd { _running: Etcd },
+    Etcd {
+        _running: Etcd,
+    },
     Agent(std::process::Child),
+    Dhcp {
+        _daemon: dhcp_server::Logged,
+        _net: dhcp_server::DhcpNet,
+    },
 }
 
 impl Drop for Peer {
@@ -113,6 +125,7 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "host-local", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "portmap", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Portmap, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
+    Subject { name: "dhcp", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Dhcp, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
@@ -181,6 +194,23 @@ fn check(subject: &Subject) -> Option<String> {
             let socket = scratch.path().join("agent.sock");
             target.config = Some(json!({"name": "cni-conformance", "socket": socket}));
             Some(start_agent(&socket))
+        }
+        Setup::Dhcp => {
+            // eth0 and the concurrent ADDs' eth0p0..15, all facing dnsmasq.
+            let names: Vec<String> = std::iter::once("eth0".to_string())
+                .chain((0..16).map(|i| format!("eth0p{i}")))
+                .collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let net = dhcp_server::DhcpNet::start(scratch.path(), 60, &names);
+            let socket = scratch.path().join("dhcp.sock");
+            let daemon = dhcp_server::start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+            target.config =
+                Some(json!({"name": "cni-conformance", "ipam": {"daemonSocketPath": socket}}));
+            target.netns = NetnsChoice::Path(net.container.path().to_path_buf());
+            Some(Peer::Dhcp {
+                _daemon: daemon,
+                _net: net,
+            })
         }
     };
     let report = match run(&target, &Selection::all()) {

@@ -26,13 +26,17 @@ fn conf(socket: &Path) -> Vec<u8> {
 }
 
 fn dhcp(command: &str, net: &DhcpNet, socket: &Path) -> Outcome {
+    dhcp_on(command, net, socket, "eth0")
+}
+
+fn dhcp_on(command: &str, net: &DhcpNet, socket: &Path, ifname: &str) -> Outcome {
     let netns = net.container.path().display().to_string();
     let id = net.container.name().to_string();
     let env = [
         ("CNI_COMMAND", command),
         ("CNI_CONTAINERID", id.as_str()),
         ("CNI_NETNS", netns.as_str()),
-        ("CNI_IFNAME", "eth0"),
+        ("CNI_IFNAME", ifname),
         ("CNI_PATH", "/nonexistent"),
     ];
     run_plugin(&plugin_bin_dir().join("dhcp"), &env, &conf(socket))
@@ -47,7 +51,7 @@ fn stdout_json(out: &Outcome) -> Value {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_container_leases_renews_and_releases_its_address_from_a_dhcp_server() {
     let dir = tempfile::tempdir().unwrap();
-    let net = DhcpNet::start(dir.path(), 3);
+    let net = DhcpNet::start(dir.path(), 3, &["eth0"]);
     let socket = dir.path().join("dhcp.sock");
     let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
 
@@ -98,12 +102,12 @@ fn a_container_leases_renews_and_releases_its_address_from_a_dhcp_server() {
         .expect("address on eth0");
     daemon.wait_for("renewed", Duration::from_secs(30));
     net.dnsmasq
-        .wait_for(&format!("DHCPACK(srv0) {ip}"), Duration::from_secs(10));
+        .wait_for(&format!("DHCPACK(br0) {ip}"), Duration::from_secs(10));
 
     // DEL releases the lease: dnsmasq logs the release and forgets it.
     assert!(dhcp("DEL", &net, &socket).success());
     net.dnsmasq
-        .wait_for(&format!("DHCPRELEASE(srv0) {ip}"), Duration::from_secs(10));
+        .wait_for(&format!("DHCPRELEASE(br0) {ip}"), Duration::from_secs(10));
     let leases = net.lease_file();
     assert!(
         !leases.contains(ip),
@@ -121,7 +125,7 @@ fn a_container_leases_renews_and_releases_its_address_from_a_dhcp_server() {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_daemon_that_is_not_running_is_an_error_naming_its_socket_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let net = DhcpNet::start(dir.path(), 60);
+    let net = DhcpNet::start(dir.path(), 60, &["eth0"]);
     let socket = dir.path().join("dhcp.sock");
     let mut daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
     daemon.kill();
@@ -149,4 +153,46 @@ fn a_daemon_that_is_not_running_is_an_error_naming_its_socket_and_changes_nothin
 fn stdout_json_error(out: &Outcome) -> Value {
     assert!(!out.success(), "succeeded: {}", out.stdout_str());
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.excerpts(2000)))
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn concurrent_adds_on_several_interfaces_get_one_lease_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["eth1", "eth2", "eth3", "eth4"];
+    let net = DhcpNet::start(dir.path(), 60, &names);
+    let socket = dir.path().join("dhcp.sock");
+    let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+    let results: Vec<Outcome> = std::thread::scope(|s| {
+        let runs: Vec<_> = names
+            .iter()
+            .map(|ifname| {
+                let (net, socket) = (&net, &socket);
+                s.spawn(move || dhcp_on("ADD", net, socket, ifname))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let mut addresses: Vec<String> = results
+        .iter()
+        .map(|out| {
+            assert!(
+                out.success(),
+                "{}\ndaemon:\n{}\ndnsmasq:\n{}",
+                out.excerpts(2000),
+                daemon.log(),
+                net.dnsmasq.log()
+            );
+            stdout_json(out)["ips"][0]["address"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    addresses.sort();
+    addresses.dedup();
+    assert_eq!(addresses.len(), names.len(), "{addresses:?}");
+    for ifname in names {
+        assert!(dhcp_on("DEL", &net, &socket, ifname).success());
+    }
 }

@@ -20,7 +20,7 @@ pub const SERVER_IP: &str = "10.77.0.1";
 /// when dropped.
 pub struct Logged {
     child: Child,
-    lines: Receiver<String>,
+    lines: Mutex<Receiver<String>>,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
@@ -43,7 +43,11 @@ impl Logged {
                 let _ = tx.send(line);
             }
         });
-        Logged { child, lines, seen }
+        Logged {
+            child,
+            lines: Mutex::new(lines),
+            seen,
+        }
     }
 
     /// Waits until the process logs a line containing `text` (lines
@@ -51,9 +55,10 @@ impl Logged {
     /// everything it logged.
     pub fn wait_for(&self, text: &str, limit: Duration) -> String {
         let end = Instant::now() + limit;
+        let lines = self.lines.lock().unwrap();
         loop {
             let left = end.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            match lines.recv_timeout(left) {
                 Ok(line) if line.contains(text) => return line,
                 Ok(_) => {}
                 Err(_) => panic!(
@@ -82,7 +87,8 @@ impl Drop for Logged {
     }
 }
 
-/// dnsmasq in a namespace of its own, serving 10.77.0.10-50 with a
+/// dnsmasq in a namespace of its own, on a bridge `br0`, serving
+/// 10.77.0.10-50 with a
 /// two-minute lease (dnsmasq's shortest) and a renewal time (T1) of
 /// `t1_secs`, and the container namespace on the other end of the wire.
 pub struct DhcpNet {
@@ -96,21 +102,31 @@ pub struct DhcpNet {
 }
 
 impl DhcpNet {
-    /// Starts it and waits until dnsmasq says it serves the range.
-    pub fn start(dir: &Path, t1_secs: u32) -> DhcpNet {
+    /// Starts it and waits until dnsmasq says it serves the range. Each
+    /// of `ifnames` is a link in the container namespace whose peer is a
+    /// port of the server's bridge `br0`, on which dnsmasq serves.
+    pub fn start(dir: &Path, t1_secs: u32, ifnames: &[&str]) -> DhcpNet {
         let server = TempNetns::new("dhcps").expect("server namespace");
         let container = TempNetns::new("dhcpc").expect("container namespace");
-        server
-            .add_veth("srv0", "eth0", Some(&container))
-            .expect("veth pair");
+        for (i, ifname) in ifnames.iter().enumerate() {
+            server
+                .add_veth(&format!("srv{i}"), ifname, Some(&container))
+                .expect("veth pair");
+        }
         server
             .run(|nl| {
-                let link = nl.link("srv0")?;
+                let bridge = nl.ensure_bridge("br0", None)?;
                 let addr = IpNetwork::new(SERVER_IP.parse().unwrap(), 24).unwrap();
-                nl.add_address(link.index, addr, Dad::Skip)?;
-                nl.set_up(link.index)
+                nl.add_address(bridge.index, addr, Dad::Skip)?;
+                nl.set_up(bridge.index)?;
+                for i in 0..ifnames.len() {
+                    let port = nl.link(format!("srv{i}").as_str())?;
+                    nl.set_master(port.index, Some(bridge.index))?;
+                    nl.set_up(port.index)?;
+                }
+                Ok::<_, cni_net::NetError>(())
             })
-            .expect("server address");
+            .expect("server bridge");
         let leases = dir.join("dnsmasq.leases");
         let mut cmd = Command::new("ip");
         cmd.args([
@@ -129,9 +145,10 @@ impl DhcpNet {
             "--group=root",
         ])
         .args([
-            "--interface=srv0",
+            "--interface=br0",
             "--bind-interfaces",
             "--dhcp-authoritative",
+            "--no-ping",
         ])
         .arg("--dhcp-range=10.77.0.10,10.77.0.50,255.255.255.0,2m")
         .arg(format!("--dhcp-option=option:router,{SERVER_IP}"))

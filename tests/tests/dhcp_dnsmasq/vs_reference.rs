@@ -75,7 +75,7 @@ fn run(
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn dhcp_through_libcni_gives_the_references_results_at_each_version() {
     let dir = tempfile::tempdir().unwrap();
-    let net = DhcpNet::start(dir.path(), 60);
+    let net = DhcpNet::start(dir.path(), 60, &["eth0"]);
     let ours_socket = dir.path().join("ours.sock");
     let reference_socket = dir.path().join("reference.sock");
     let _ours = start_daemon(&plugin_bin_dir().join("dhcp"), &ours_socket);
@@ -105,7 +105,7 @@ fn dhcp_through_libcni_gives_the_references_results_at_each_version() {
         );
         // Both released their lease on DEL, ours first.
         for ip in [ours_ip, reference_ip] {
-            let released = format!("DHCPRELEASE(srv0) {ip}");
+            let released = format!("DHCPRELEASE(br0) {ip}");
             net.dnsmasq.wait_for(&released, Duration::from_secs(10));
         }
     }
