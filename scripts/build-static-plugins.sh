@@ -17,7 +17,7 @@
 # The flags apply to the target only: with an explicit --target, cargo keeps
 # them away from build scripts and proc-macros, which must stay dynamic.
 # Output: target/<target>/plugin/{noop,dns-mac,delegator,veth,ipam-file,ipam-etcd,
-# host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,cnitool},
+# host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,dhcp,cnitool},
 # <target> being x86_64-unknown-linux-musl (or -gnu with LIBC=glibc).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -44,6 +44,9 @@
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
 //!
+//! - `dhcp`: a drop-in for the reference IPAM plugin of that name and its
+//!   daemon (`dhcp daemon`), the binary over the `cni-dhcp` crate.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;

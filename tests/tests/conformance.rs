@@ -17,6 +17,9 @@ use serde_json::json;
 use tests::etcd::Etcd;
 use tests::{in_host_namespace, plugin_bin_dir, reference_plugin_dir, NetNs};
 
+// The dhcp tests' peers (dnsmasq in a namespace, our daemon); this file
+// uses only part of them.
+#[allow(dead_code)]
 #[path = "dhcp_dnsmasq/server.rs"]
 mod dhcp_server;
 
