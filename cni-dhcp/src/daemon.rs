@@ -486,3 +486,44 @@ mod tests {
         assert_eq!(client_id(&"x".repeat(300), "n", "e").len(), 254);
     }
 }
+
+#[cfg(test)]
+mod listen_tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn daemon(dir: &Path) -> Daemon {
+        Daemon::new(DaemonOptions {
+            socket_path: dir.join("sub/dhcp.sock"),
+            pidfile: Some(dir.join("dhcp.pid")),
+            ..DaemonOptions::default()
+        })
+    }
+
+    #[test]
+    fn the_socket_is_private_and_the_pid_file_holds_the_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = daemon(dir.path());
+        let _listener = d.listen().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("sub/dhcp.sock")), 0o600);
+        assert_eq!(mode(&dir.path().join("sub")), 0o700);
+        let pid = std::fs::read_to_string(dir.path().join("dhcp.pid")).unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        d.remove_files();
+        assert!(!dir.path().join("sub/dhcp.sock").exists());
+        assert!(!dir.path().join("dhcp.pid").exists());
+    }
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_a_live_daemons_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = daemon(dir.path());
+        let live = d.listen().unwrap();
+        assert!(matches!(d.listen(), Err(DhcpError::AlreadyRunning(_))));
+        drop(live); // the file stays, nobody answers
+        assert!(dir.path().join("sub/dhcp.sock").exists());
+        d.listen().expect("a stale socket is replaced");
+    }
+}

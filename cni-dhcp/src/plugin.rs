@@ -87,3 +87,87 @@ impl Plugin for DhcpPlugin {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use cni_skel::TestRequest;
+    use cni_version::PluginInfo;
+
+    use super::*;
+    use crate::daemon::{Daemon, DaemonOptions};
+
+    fn conf(version: &str, socket: &Path, ipam: serde_json::Value) -> String {
+        let mut ipam_section = serde_json::json!({"type": "dhcp", "daemonSocketPath": socket});
+        if let (Some(s), Some(extra)) = (ipam_section.as_object_mut(), ipam.as_object()) {
+            s.extend(extra.clone());
+        }
+        serde_json::json!({"cniVersion": version, "name": "net", "type": "macvlan", "ipam": ipam_section})
+            .to_string()
+    }
+
+    /// A daemon serving on `socket` on a thread of this process.
+    fn serve(socket: &Path) {
+        let daemon = Arc::new(Daemon::new(DaemonOptions {
+            socket_path: socket.to_path_buf(),
+            ..DaemonOptions::default()
+        }));
+        let listener = daemon.listen().unwrap();
+        std::thread::spawn(move || daemon.serve(listener));
+    }
+
+    #[test]
+    fn without_a_daemon_add_is_try_again_later_and_status_not_available_naming_the_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("absent.sock");
+        for (req, version, code) in [
+            (TestRequest::add(), "1.0.0", Code::TRY_AGAIN_LATER),
+            (TestRequest::del(), "1.0.0", Code::TRY_AGAIN_LATER),
+            (TestRequest::status(), "1.1.0", Code::PLUGIN_NOT_AVAILABLE),
+        ] {
+            let out = req
+                .stdin(conf(version, &socket, serde_json::json!({})))
+                .run(&DhcpPlugin, &PluginInfo::all());
+            let err = out.error().expect("an error");
+            assert_eq!(err.code, code, "{err}");
+            assert!(err.msg.contains(&socket.display().to_string()), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_running_daemon_answers_status_and_del_of_an_unknown_attachment() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("dhcp.sock");
+        serve(&socket);
+        let status = TestRequest::status()
+            .stdin(conf("1.1.0", &socket, serde_json::json!({})))
+            .run(&DhcpPlugin, &PluginInfo::all());
+        assert_eq!(status.exit_code, 0, "{:?}", status.error());
+        let del = TestRequest::del()
+            .stdin(conf("1.0.0", &socket, serde_json::json!({})))
+            .run(&DhcpPlugin, &PluginInfo::all());
+        assert_eq!(del.exit_code, 0, "{:?}", del.error());
+        let check = TestRequest::check()
+            .stdin(conf("1.0.0", &socket, serde_json::json!({})))
+            .run(&DhcpPlugin, &PluginInfo::all());
+        assert_eq!(check.error().map(|e| e.code), Some(Code::INTERNAL));
+    }
+
+    #[test]
+    fn a_bad_option_is_refused_naming_the_field_before_any_namespace_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("dhcp.sock");
+        serve(&socket);
+        let ipam = serde_json::json!({"provide": [{"option": "host-nam", "value": "x"}]});
+        // The namespace does not exist: refusing the option comes first.
+        let out = TestRequest::add()
+            .stdin(conf("1.0.0", &socket, ipam))
+            .run(&DhcpPlugin, &PluginInfo::all());
+        let err = out.error().expect("an error");
+        assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err}");
+        assert!(err.to_string().contains("ipam.provide[0].option"), "{err}");
+        assert!(err.to_string().contains("host-nam"), "{err}");
+    }
+}

@@ -154,3 +154,65 @@ pub fn serve_one(
     out.push(b'\n');
     stream.write_all(&out)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+
+    use super::*;
+
+    fn ask(path: &Path, version: u32) -> Answer {
+        let c = Call {
+            version,
+            command: "STATUS".into(),
+            container_id: String::new(),
+            netns: String::new(),
+            ifname: String::new(),
+            args: String::new(),
+            config: serde_json::json!({}),
+        };
+        call(path, &c).unwrap()
+    }
+
+    #[test]
+    fn a_call_of_another_protocol_version_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (stream, _) = listener.accept().unwrap();
+                serve_one(stream, |_| Answer::Done(())).unwrap();
+            }
+        });
+        assert!(matches!(ask(&path, VERSION), Answer::Done(())));
+        match ask(&path, 7) {
+            Answer::Error(e) => assert!(e.msg.contains("version 1") && e.msg.contains('7'), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn an_endless_line_is_cut_at_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            read_line(&stream).unwrap().len()
+        });
+        let mut client = UnixStream::connect(&path).unwrap();
+        // More than the bound, no newline; the reader stops at the bound.
+        let chunk = vec![b'x'; 64 * 1024];
+        let writer = std::thread::spawn(move || {
+            for _ in 0..(MAX_MESSAGE as usize / chunk.len() + 2) {
+                if client.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        assert_eq!(server.join().unwrap() as u64, MAX_MESSAGE);
+        writer.join().unwrap();
+    }
+}
