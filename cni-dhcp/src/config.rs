@@ -33,6 +33,9 @@ pub struct NetConfig {
     /// The `ipam` section.
     #[serde(default)]
     pub ipam: Option<IpamConfig>,
+    /// GC's `cni.dev/valid-attachments`: the leases to keep.
+    #[serde(rename = "cni.dev/valid-attachments", default)]
+    pub valid_attachments: cni_types::ValidAttachments,
 }
 
 impl NetConfig {

@@ -154,6 +154,11 @@ fn parse_go_duration(text: &str) -> Option<Duration> {
 
 /// A lease the daemon holds, and the thread that keeps it.
 struct Held {
+    /// The network's name, for GC.
+    network: String,
+    /// The attachment, for GC.
+    container_id: String,
+    ifname: String,
     result: Result100,
     stop: Sender<()>,
     keeper: JoinHandle<()>,
@@ -262,6 +267,7 @@ impl Daemon {
             "ADD" => self.add(&call).map(Answer::Result),
             "DEL" => self.del(&call).map(Answer::Done),
             "CHECK" => self.check(&call).map(Answer::Done),
+            "GC" => self.gc(&call).map(Answer::Done),
             "STATUS" => Ok(Answer::Done(())),
             other => Err(Error::invalid_env(
                 "CNI_COMMAND",
@@ -310,14 +316,24 @@ impl Daemon {
         let keeper_id = id.clone();
         let keeper = std::thread::spawn(move || keep(&keeper_id, client, lease, &stopped));
         let value = serde_json::to_value(&result).map_err(|e| Error::internal(&e))?;
-        self.leases().insert(
-            id,
-            Held {
-                result,
-                stop,
-                keeper,
-            },
-        );
+        let held = Held {
+            network: conf.name,
+            container_id: call.container_id.clone(),
+            ifname: call.ifname.clone(),
+            result,
+            stop,
+            keeper,
+        };
+        // A concurrent ADD of the same attachment got there first: keep
+        // its lease, and give this one back.
+        let mut leases = self.leases();
+        if let Some(first) = leases.get(&id) {
+            let value = serde_json::to_value(&first.result).map_err(|e| Error::internal(&e));
+            drop(leases);
+            stop_keeping(held);
+            return value;
+        }
+        leases.insert(id, held);
         Ok(value)
     }
 
@@ -330,9 +346,29 @@ impl Daemon {
         let id = client_id(&call.container_id, &conf.name, &call.ifname);
         let held = self.leases().remove(&id);
         if let Some(held) = held {
-            let _ = held.stop.send(());
-            let _ = held.keeper.join();
+            stop_keeping(held);
         }
+        Ok(())
+    }
+
+    /// Releases the network's leases whose attachment is not in
+    /// `cni.dev/valid-attachments`; without a list, releases nothing (see
+    /// [`cni_types::ValidAttachments`]).
+    fn gc(&self, call: &Call) -> Result<(), Error> {
+        let conf = Daemon::config(call)?;
+        let stale: Vec<Held> = {
+            let mut leases = self.leases();
+            let ids: Vec<String> = leases
+                .iter()
+                .filter(|(_, h)| {
+                    h.network == conf.name
+                        && !conf.valid_attachments.keeps(&h.container_id, &h.ifname)
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| leases.remove(id)).collect()
+        };
+        stale.into_iter().for_each(stop_keeping);
         Ok(())
     }
 
@@ -349,6 +385,12 @@ impl Daemon {
             ))
         }
     }
+}
+
+/// Stops the thread keeping a lease, which releases it, and waits for it.
+fn stop_keeping(held: Held) {
+    let _ = held.stop.send(());
+    let _ = held.keeper.join();
 }
 
 /// How long to wait after a failed renewal before the next try.

@@ -39,7 +39,9 @@
 //!   on the host either way.
 //! - CHECK succeeds when the daemon holds the attachment's lease and fails
 //!   otherwise; the reference's CHECK asks for a lease, acquiring one when
-//!   none is held. STATUS exists (the reference has none).
+//!   none is held. STATUS exists, and GC releases the network's leases of
+//!   attachments not in `cni.dev/valid-attachments` (none without a list);
+//!   the reference has neither.
 //! - The client receives on a UDP socket bound to the interface, not on a
 //!   raw socket, so DISCOVER and the first REQUEST always set the
 //!   broadcast flag (`-broadcast` also sets it when renewing).

@@ -82,6 +82,13 @@ impl Plugin for DhcpPlugin {
         Ok(())
     }
 
+    /// Releases the leases of this network whose attachments are not in
+    /// `cni.dev/valid-attachments` (the reference has no GC).
+    fn gc(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
+        self.ask(req)?;
+        Ok(())
+    }
+
     fn status(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
         self.ask(req)?;
         Ok(())

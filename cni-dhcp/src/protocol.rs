@@ -32,7 +32,7 @@ pub const MAX_MESSAGE: u64 = 1 << 20;
 pub struct Call {
     /// [`VERSION`] of the sender.
     pub version: u32,
-    /// `ADD`, `DEL`, `CHECK` or `STATUS`.
+    /// `ADD`, `DEL`, `CHECK`, `GC` or `STATUS`.
     pub command: String,
     /// `CNI_CONTAINERID`.
     #[serde(rename = "containerId")]

@@ -196,3 +196,60 @@ fn concurrent_adds_on_several_interfaces_get_one_lease_each() {
         assert!(dhcp_on("DEL", &net, &socket, ifname).success());
     }
 }
+
+/// GC of the test's network with `valid` as `cni.dev/valid-attachments`
+/// (absent when `None`).
+fn gc(socket: &Path, valid: Option<Value>) -> Outcome {
+    let mut conf = json!({
+        "cniVersion": "1.1.0", "name": "dhcpnet", "type": "macvlan",
+        "ipam": {"type": "dhcp", "daemonSocketPath": socket}
+    });
+    if let Some(valid) = valid {
+        conf["cni.dev/valid-attachments"] = valid;
+    }
+    let env = [("CNI_COMMAND", "GC"), ("CNI_PATH", "/nonexistent")];
+    run_plugin(
+        &plugin_bin_dir().join("dhcp"),
+        &env,
+        conf.to_string().as_bytes(),
+    )
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn gc_releases_the_leases_of_attachments_not_listed_and_nothing_without_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = DhcpNet::start(dir.path(), 60, &["eth1", "eth2"]);
+    let socket = dir.path().join("dhcp.sock");
+    let _daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+    let leased = |ifname| {
+        let out = dhcp_on("ADD", &net, &socket, ifname);
+        let address = stdout_json(&out)["ips"][0]["address"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        address.trim_end_matches("/24").to_string()
+    };
+    let (kept, stale) = (leased("eth1"), leased("eth2"));
+
+    assert!(gc(&socket, None).success());
+    assert!(
+        dhcp_on("CHECK", &net, &socket, "eth2").success(),
+        "GC without a list released a lease"
+    );
+
+    let valid = json!([{"containerID": net.container.name(), "ifname": "eth1"}]);
+    let out = gc(&socket, Some(valid));
+    assert!(out.success(), "{}", out.excerpts(2000));
+    net.dnsmasq.wait_for(
+        &format!("DHCPRELEASE(br0) {stale}"),
+        Duration::from_secs(10),
+    );
+    assert!(!dhcp_on("CHECK", &net, &socket, "eth2").success());
+    assert!(dhcp_on("CHECK", &net, &socket, "eth1").success());
+    assert!(!net
+        .dnsmasq
+        .log()
+        .contains(&format!("DHCPRELEASE(br0) {kept}")));
+    assert!(dhcp_on("DEL", &net, &socket, "eth1").success());
+}
