@@ -101,8 +101,11 @@ fn a_container_leases_renews_and_releases_its_address_from_a_dhcp_server() {
         })
         .expect("address on eth0");
     daemon.wait_for("renewed", Duration::from_secs(30));
-    net.dnsmasq
-        .wait_for(&format!("DHCPACK(br0) {ip}"), Duration::from_secs(10));
+    // Two ACKs for the address: the ADD's and the renewal's.
+    let ack = format!("DHCPACK(br0) {ip}");
+    for _ in 0..2 {
+        net.dnsmasq.wait_for(&ack, Duration::from_secs(10));
+    }
 
     // DEL releases the lease: dnsmasq logs the release and forgets it.
     assert!(dhcp("DEL", &net, &socket).success());
