@@ -17,7 +17,9 @@
 # The flags apply to the target only: with an explicit --target, cargo keeps
 # them away from build scripts and proc-macros, which must stay dynamic.
 # Output: target/<target>/plugin/{noop,dns-mac,delegator,veth,ipam-file,ipam-etcd,
-# host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,dhcp,cnitool},
+# host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,cnitool,
+# macvlan,ipvlan,vlan,tap,dummy,dhcp},
+# and target/<target>/plugin/firewall,
 # <target> being x86_64-unknown-linux-musl (or -gnu with LIBC=glibc).
 set -euo pipefail
 cd "$(dirname "$0")/.."

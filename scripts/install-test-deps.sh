@@ -29,6 +29,16 @@
 #   nftables, iptables           `nft` and `iptables-*` (nft and legacy
 #                                variants) that cni-netfilter's root tests
 #                                compare the kernel's state with
+#   containerd                   containerd 1.6, `ctr` and the runc shim:
+#                                tests/tests/containerd_cri.rs runs a
+#                                private daemon whose CRI plugin calls our
+#                                plugins
+#   python3, python3-venv        the CRI client's venv (below)
+#
+# And from PyPI, into the venv ${XDG_CACHE_HOME:-$HOME/.cache}/cni-tests/
+# cri-venv (CNI_TESTS_CRI_VENV overrides the place; the tests look there):
+# grpcio and container-runtime-interface-api (CRI v1 stubs), for the CRI
+# client tests/cri/cri.py.
 #
 # Idempotent and fast: when everything is present it does nothing (no
 # apt-get update). When something is missing and we are not root, it says
@@ -79,8 +89,41 @@ command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 command -v iptables-legacy-restore >/dev/null 2>&1 || missing+=(iptables)
+# --- cri: containerd's CRI and its client's venv (tests/tests/containerd_cri.rs) ---
+command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+[ -x /usr/bin/python3 ] || missing+=(python3)
+/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+CRI_VENV="${CNI_TESTS_CRI_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/cni-tests/cri-venv}"
+# Makes the CRI client's venv unless it already imports its packages.
+ensure_cri_venv() {
+    if "$CRI_VENV/bin/python3" -c 'import grpc, cri_api.v1.api_pb2_grpc' >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "install-test-deps: making the CRI client's venv in $CRI_VENV"
+    mkdir -p "$(dirname "$CRI_VENV")"
+    /usr/bin/python3 -m venv "$CRI_VENV"
+    "$CRI_VENV/bin/pip" install -q 'grpcio>=1.60' 'container-runtime-interface-api==2.0.1'
+    "$CRI_VENV/bin/python3" -c 'import grpc, cri_api.v1.api_pb2_grpc' ||
+        { echo "install-test-deps: the CRI venv $CRI_VENV does not import its packages" >&2; exit 1; }
+}
+# --- end cri ---
+
+# ---- firewalld (tests/tests/firewalld_*.rs, tests/src/firewalld.rs) ----
+# A private firewalld on a private dbus-daemon, in a network namespace of
+# the test's own. Installing the package must not start it on the host:
+# where systemd runs, its unit is masked first (policy-rc.d does that in
+# containers).
+if ! command -v firewalld >/dev/null 2>&1; then
+    missing+=(firewalld)
+    if [ "${EUID}" -eq 0 ] && [ -d /run/systemd/system ]; then
+        ln -sf /dev/null /etc/systemd/system/firewalld.service
+    fi
+fi
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
+# ---- end firewalld ----
 
 if [ "${#missing[@]}" -eq 0 ]; then
+    ensure_cri_venv
     echo "install-test-deps: everything present (go, $LIBCNI_DIR, $HOST_LOCAL)"
     exit 0
 fi
@@ -104,4 +147,5 @@ command -v go >/dev/null 2>&1 || { echo "install-test-deps: go still not on PATH
 for c in podman runc conmon; do
     command -v "$c" >/dev/null 2>&1 || { echo "install-test-deps: $c still not on PATH" >&2; exit 1; }
 done
+ensure_cri_venv
 echo "install-test-deps: done"

@@ -6,7 +6,8 @@ use std::io;
 
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoBridgePort, InfoKind, InfoPortData, InfoPortKind, LinkAttribute, LinkInfo, LinkMessage,
+    InfoBridge, InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, LinkAttribute,
+    LinkInfo, LinkMessage,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
@@ -19,6 +20,30 @@ impl Netlink {
     ///
     /// Go: `ensureBridge` of the reference bridge plugin.
     pub fn ensure_bridge(&mut self, name: &str, mtu: Option<u32>) -> Result<Link, NetError> {
+        self.ensure_bridge_filtering(name, mtu, false)
+    }
+
+    /// [`Netlink::ensure_bridge`], with VLAN filtering on: set as the
+    /// bridge is created, or turned on when it exists. A kernel without
+    /// bridge VLAN filtering refuses before a new bridge exists.
+    ///
+    /// Like `ip link add NAME type bridge vlan_filtering 1`; Go:
+    /// `ensureBridge(.., vlanFiltering)` of the reference bridge plugin,
+    /// which sets it only on a bridge it creates.
+    pub fn ensure_vlan_bridge(&mut self, name: &str, mtu: Option<u32>) -> Result<Link, NetError> {
+        let bridge = self.ensure_bridge_filtering(name, mtu, true)?;
+        if !self.vlan_filtering(bridge.index)? {
+            self.set_vlan_filtering(bridge.index, true)?;
+        }
+        Ok(bridge)
+    }
+
+    fn ensure_bridge_filtering(
+        &mut self,
+        name: &str,
+        mtu: Option<u32>,
+        vlan_filtering: bool,
+    ) -> Result<Link, NetError> {
         if let Some(link) = self.find_link(name)? {
             if link.kind != Some(LinkKind::Bridge) {
                 return Err(NetError::Kernel {
@@ -42,10 +67,13 @@ impl Netlink {
         if let Some(mtu) = mtu {
             msg.attributes.push(LinkAttribute::Mtu(mtu));
         }
-        msg.attributes
-            .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
-                InfoKind::Bridge,
-            )]));
+        let mut info = vec![LinkInfo::Kind(InfoKind::Bridge)];
+        if vlan_filtering {
+            info.push(LinkInfo::Data(InfoData::Bridge(vec![
+                InfoBridge::VlanFiltering(true),
+            ])));
+        }
+        msg.attributes.push(LinkAttribute::LinkInfo(info));
         match self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL) {
             // Another plugin run created it meanwhile: use it.
             Err(e) if e.raw_os_error() != Some(nix::errno::Errno::EEXIST as i32) => {
@@ -73,21 +101,47 @@ impl Netlink {
     /// Like `ip link set PORT type bridge_slave hairpin on`; Go:
     /// `netlink.LinkSetHairpin`.
     pub fn set_hairpin(&mut self, port: u32, on: bool) -> Result<(), NetError> {
-        let mut msg = link_message(port);
-        msg.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::PortKind(InfoPortKind::Bridge),
-            LinkInfo::PortData(InfoPortData::BridgePort(vec![InfoBridgePort::HairpinMode(
-                on,
-            )])),
-        ]));
-        // Port settings go through RTM_NEWLINK on the existing link.
-        let object = self.label(port);
-        self.change(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(NetError::kernel(Op::SetHairpin, object))
+        self.set_port_option(port, InfoBridgePort::HairpinMode(on), Op::SetHairpin)
     }
 
     /// Whether hairpin mode is on for a bridge port.
     pub fn hairpin(&mut self, port: u32) -> Result<bool, NetError> {
+        self.has_port_option(port, InfoBridgePort::HairpinMode(true))
+    }
+
+    /// Isolates a bridge port, or ends its isolation: an isolated port
+    /// exchanges frames only with ports that are not isolated (the
+    /// bridge's uplink, a gateway), never with another isolated one.
+    ///
+    /// Like `ip link set PORT type bridge_slave isolated on` (`bridge link
+    /// set dev PORT isolated on`); Go: `netlink.LinkSetIsolated`.
+    pub fn set_isolated(&mut self, port: u32, on: bool) -> Result<(), NetError> {
+        self.set_port_option(port, InfoBridgePort::Isolated(on), Op::SetIsolated)
+    }
+
+    /// Whether a bridge port is isolated.
+    pub fn isolated(&mut self, port: u32) -> Result<bool, NetError> {
+        self.has_port_option(port, InfoBridgePort::Isolated(true))
+    }
+
+    fn set_port_option(
+        &mut self,
+        port: u32,
+        option: InfoBridgePort,
+        op: Op,
+    ) -> Result<(), NetError> {
+        let mut msg = link_message(port);
+        msg.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::PortKind(InfoPortKind::Bridge),
+            LinkInfo::PortData(InfoPortData::BridgePort(vec![option])),
+        ]));
+        // Port settings go through RTM_NEWLINK on the existing link.
+        let object = self.label(port);
+        self.change(RouteNetlinkMessage::NewLink(msg), 0)
+            .map_err(NetError::kernel(op, object))
+    }
+
+    fn has_port_option(&mut self, port: u32, option: InfoBridgePort) -> Result<bool, NetError> {
         let msg = link_message(port);
         let replies = self
             .get(RouteNetlinkMessage::GetLink(msg))
@@ -96,8 +150,7 @@ impl Netlink {
             RouteNetlinkMessage::NewLink(link) => link.attributes.iter().any(|a| {
                 matches!(a, LinkAttribute::LinkInfo(infos) if infos.iter().any(|i| matches!(
                     i,
-                    LinkInfo::PortData(InfoPortData::BridgePort(opts))
-                        if opts.contains(&InfoBridgePort::HairpinMode(true))
+                    LinkInfo::PortData(InfoPortData::BridgePort(opts)) if opts.contains(&option)
                 )))
             }),
             _ => false,

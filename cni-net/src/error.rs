@@ -96,6 +96,21 @@ pub enum NetError {
         #[source]
         source: io::Error,
     },
+    /// The kernel lacks the module a link kind needs: it refused to
+    /// create one with `EOPNOTSUPP` (no `CONFIG_MACVLAN`, `CONFIG_IPVLAN`,
+    /// `CONFIG_VLAN_8021Q`, `CONFIG_DUMMY`), or has no `/dev/net/tun`.
+    #[error("the kernel has no {feature} support: failed to {op} {object}")]
+    NoKernelSupport {
+        /// The missing feature: `vlan (8021q)`, `ipvlan` ...
+        feature: &'static str,
+        /// What was attempted: [`Op::CreateVlan`] ...
+        op: Op,
+        /// The link: `vlan link "eth0" on link "ens3"`.
+        object: String,
+        /// The kernel's answer.
+        #[source]
+        source: io::Error,
+    },
     /// A result that cannot be applied as it is: an `ips` entry pointing
     /// at another interface, a malformed MAC.
     #[error("invalid result: {0}")]
@@ -113,9 +128,9 @@ impl NetError {
     /// The errno the kernel answered with, when this is a kernel refusal.
     pub fn errno(&self) -> Option<i32> {
         match self {
-            NetError::Kernel { source, .. } | NetError::Netns { source, .. } => {
-                source.raw_os_error()
-            }
+            NetError::Kernel { source, .. }
+            | NetError::Netns { source, .. }
+            | NetError::NoKernelSupport { source, .. } => source.raw_os_error(),
             _ => None,
         }
     }
@@ -147,7 +162,9 @@ impl NetError {
     /// The operation that failed, for a kernel or namespace failure.
     pub fn op(&self) -> Option<Op> {
         match self {
-            NetError::Kernel { op, .. } | NetError::Netns { op, .. } => Some(*op),
+            NetError::Kernel { op, .. }
+            | NetError::Netns { op, .. }
+            | NetError::NoKernelSupport { op, .. } => Some(*op),
             _ => None,
         }
     }
@@ -167,6 +184,29 @@ impl NetError {
             op,
             object: object.to_string(),
             source,
+        }
+    }
+}
+
+impl NetError {
+    /// A refusal to create a link of a kind needing `feature`:
+    /// [`NetError::NoKernelSupport`] for `EOPNOTSUPP`, else
+    /// [`NetError::Kernel`].
+    pub(crate) fn for_new_link(
+        feature: &'static str,
+        op: Op,
+        object: String,
+        source: io::Error,
+    ) -> NetError {
+        if source.raw_os_error() == Some(nix::errno::Errno::EOPNOTSUPP as i32) {
+            NetError::NoKernelSupport {
+                feature,
+                op,
+                object,
+                source,
+            }
+        } else {
+            NetError::Kernel { op, object, source }
         }
     }
 }

@@ -34,7 +34,19 @@ pub enum LinkKind {
     /// redirected to it by a tc action goes through its qdiscs and then
     /// back where it came from; how a plugin shapes what a link receives.
     Ifb,
-    /// Any other kind, by the kernel's name for it (`vxlan`, `macvlan`).
+    /// A link with a MAC of its own on a parent's wire (`ip link add
+    /// link PARENT type macvlan`).
+    Macvlan,
+    /// A link sharing its parent's MAC (`ip link add link PARENT type
+    /// ipvlan`).
+    Ipvlan,
+    /// An 802.1Q tagged link on a parent (`ip link add link PARENT type
+    /// vlan`).
+    Vlan,
+    /// A tun or tap device (`ip tuntap add`): its other side is a file a
+    /// process (a VMM) holds open.
+    Tun,
+    /// Any other kind, by the kernel's name for it (`vxlan`, `bond`).
     Other(String),
 }
 
@@ -46,6 +58,10 @@ impl LinkKind {
             LinkKind::Bridge => "bridge",
             LinkKind::Dummy => "dummy",
             LinkKind::Ifb => "ifb",
+            LinkKind::Macvlan => "macvlan",
+            LinkKind::Ipvlan => "ipvlan",
+            LinkKind::Vlan => "vlan",
+            LinkKind::Tun => "tun",
             LinkKind::Other(name) => name,
         }
     }
@@ -68,6 +84,10 @@ impl FromStr for LinkKind {
             "bridge" => LinkKind::Bridge,
             "dummy" => LinkKind::Dummy,
             "ifb" => LinkKind::Ifb,
+            "macvlan" => LinkKind::Macvlan,
+            "ipvlan" => LinkKind::Ipvlan,
+            "vlan" => LinkKind::Vlan,
+            "tun" => LinkKind::Tun,
             other => LinkKind::Other(other.to_owned()),
         })
     }
@@ -80,6 +100,10 @@ impl From<&InfoKind> for LinkKind {
             InfoKind::Bridge => LinkKind::Bridge,
             InfoKind::Dummy => LinkKind::Dummy,
             InfoKind::Ifb => LinkKind::Ifb,
+            InfoKind::MacVlan => LinkKind::Macvlan,
+            InfoKind::IpVlan => LinkKind::Ipvlan,
+            InfoKind::Vlan => LinkKind::Vlan,
+            InfoKind::Tun => LinkKind::Tun,
             other => LinkKind::Other(other.to_string()),
         }
     }
@@ -96,6 +120,10 @@ mod tests {
             InfoKind::Bridge,
             InfoKind::Dummy,
             InfoKind::Ifb,
+            InfoKind::MacVlan,
+            InfoKind::IpVlan,
+            InfoKind::Vlan,
+            InfoKind::Tun,
             InfoKind::Vxlan,
         ] {
             let typed = LinkKind::from(&kind);

@@ -10,13 +10,20 @@
 //!   grouped by object: links (`link.rs`, like `ip link`, each named by a
 //!   [`LinkId`] and typed by a [`LinkKind`] (`kind.rs`): MTU, MAC, flags;
 //!   `veth.rs`: pairs into another namespace, a container's pair with
-//!   [`ContainerVeth`]; `bridge.rs`: bridges and ports), addresses
+//!   [`ContainerVeth`]; `bridge.rs`: bridges and ports, hairpin and isolation;
+//!   `bridge_vlan.rs`: VLAN filtering and a port's VLANs, [`PortVlan`]), addresses
 //!   (`addr.rs`, like `ip addr`),
 //!   routes (`route.rs`, like `ip route`, with the 1.1.0 route fields)
 //!   (Go: vishvananda/netlink, plugins `pkg/ip`), and traffic control
 //!   ([`tc`], like `tc`: tbf and ingress qdiscs, a u32 filter with a
 //!   mirred redirect, the kernel's clock; an ifb to redirect to is a
 //!   [`LinkKind::Ifb`] link, [`Netlink::add_ifb`]).
+//! - Links on a parent and taps (`link_kinds/`): macvlan, ipvlan and vlan
+//!   links created straight into a namespace ([`Netlink::add_sublink`],
+//!   [`Sublink`], [`SublinkKind`] with [`MacvlanMode`], [`IpvlanMode`],
+//!   [`VlanId`]; read back with [`Netlink::sublink_kind`]), and tap
+//!   devices made with the TUN ioctls ([`Netns::add_tap`], [`Tap`]). A
+//!   kernel without the kind is [`NetError::NoKernelSupport`].
 //! - [`configure_iface`] (`configure.rs`): a `Result100`'s interface into
 //!   the kernel (Go: `ipam.ConfigureIface`); [`check_interface`],
 //!   [`check_addresses`], [`check_routes`] (`check.rs`): CHECK, naming the
@@ -73,11 +80,13 @@
 
 mod addr;
 mod bridge;
+mod bridge_vlan;
 mod check;
 mod configure;
 mod error;
 mod kind;
 mod link;
+mod link_kinds;
 mod netns;
 mod op;
 mod route;
@@ -89,6 +98,7 @@ mod validate;
 mod veth;
 
 pub use addr::{Address, Dad};
+pub use bridge_vlan::{vlan_ranges, PortVlan, VLAN_IDS};
 pub use check::{check_addresses, check_interface, check_routes};
 /// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the
 /// SDK's one MAC type, re-exported from `cni_types`, which configurations
@@ -98,6 +108,10 @@ pub use configure::configure_iface;
 pub use error::NetError;
 pub use kind::LinkKind;
 pub use link::{Link, LinkId};
+pub use link_kinds::{
+    InvalidVlanId, IpvlanMode, MacvlanMode, Sublink, SublinkKind, Tap, UnknownIpvlanMode,
+    UnknownMacvlanMode, VlanId,
+};
 pub use netns::{Netns, NetnsId};
 pub use op::Op;
 pub use route::{LiveRoute, MAIN_TABLE};

@@ -165,7 +165,9 @@ impl Netlink {
                 InfoKind::Dummy,
             )]));
         self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
-            .map_err(NetError::kernel(Op::CreateDummy, format!("{name:?}")))?;
+            .map_err(|e| {
+                NetError::for_new_link("dummy", Op::CreateDummy, format!("{name:?}"), e)
+            })?;
         self.link(name)
     }
 

@@ -32,6 +32,14 @@ pub enum Op {
     CreateDummy,
     /// Create an ifb link (`ip link add type ifb`).
     CreateIfb,
+    /// Create a macvlan link (`ip link add link PARENT type macvlan`).
+    CreateMacvlan,
+    /// Create an ipvlan link (`ip link add link PARENT type ipvlan`).
+    CreateIpvlan,
+    /// Create a vlan link (`ip link add link PARENT type vlan`).
+    CreateVlan,
+    /// Create a tap device (`ip tuntap add mode tap`).
+    CreateTap,
     /// Add a qdisc (`tc qdisc add`).
     AddQdisc,
     /// Delete a qdisc (`tc qdisc del`).
@@ -60,6 +68,15 @@ pub enum Op {
     SetMaster,
     /// Set hairpin mode of a bridge port.
     SetHairpin,
+    /// Isolate a bridge port (`ip link set NAME type bridge_slave isolated on`).
+    SetIsolated,
+    /// Turn a bridge's VLAN filtering on or off
+    /// (`ip link set NAME type bridge vlan_filtering 1`).
+    SetVlanFiltering,
+    /// Add VLANs to a bridge port (`bridge vlan add`).
+    AddPortVlan,
+    /// Remove VLANs from a bridge port (`bridge vlan del`).
+    DeletePortVlan,
     /// Delete a link (`ip link del NAME`).
     DeleteLink,
     /// Add an address (`ip addr add`).
@@ -93,6 +110,7 @@ impl Op {
             Op::CreateBridge => "create bridge",
             Op::CreateDummy => "create dummy link",
             Op::CreateIfb => "create ifb link",
+            Op::CreateMacvlan | Op::CreateIpvlan | Op::CreateVlan | Op::CreateTap => "create",
             Op::AddQdisc => "add qdisc",
             Op::DeleteQdisc => "delete qdisc",
             Op::AddFilter => "add filter",
@@ -107,6 +125,10 @@ impl Op {
             Op::SetMac => "set the MAC address of",
             Op::SetMaster => "set the master of",
             Op::SetHairpin => "set hairpin mode of",
+            Op::SetIsolated => "set port isolation of",
+            Op::SetVlanFiltering => "set VLAN filtering of",
+            Op::AddPortVlan => "add VLANs to",
+            Op::DeletePortVlan => "remove VLANs from",
             Op::DeleteLink => "delete",
             Op::AddAddress => "add address",
             Op::DeleteAddress => "delete address",

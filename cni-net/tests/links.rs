@@ -136,8 +136,11 @@ fn dummy_links_are_created_or_refused_clearly_by_kernels_without_them() {
         Err(err) => {
             // This kernel has no dummy driver (EOPNOTSUPP).
             assert_eq!(err.errno(), Some(95), "{err}");
-            assert_eq!(err.to_string(), "failed to create dummy link \"dummy0\"");
-            assert!(matches!(err, NetError::Kernel { .. }));
+            assert_eq!(
+                err.to_string(),
+                "the kernel has no dummy support: failed to create dummy link \"dummy0\""
+            );
+            assert!(matches!(err, NetError::NoKernelSupport { .. }));
         }
     }
 }

@@ -67,10 +67,10 @@ pub fn delete_by_destination_port(
     let af = match family {
         Family::Ip => libc_af::INET,
         Family::Ip6 => libc_af::INET6,
-        Family::Inet => {
+        Family::Inet | Family::Bridge => {
             return Err(FilterError::invalid(
                 "conntrack family",
-                "inet",
+                family.as_str(),
                 "must be ip or ip6",
             ))
         }

@@ -21,6 +21,14 @@
 //! - [`choose`] (`choose.rs`): the reference's choice between them.
 //! - [`masquerade`]: `ipMasq` of the reference's `bridge` and `ptp`, in
 //!   its iptables and nftables layouts (setup, teardown, check, GC).
+//! - [`firewalld`]: firewalld over D-Bus (a small client of our own):
+//!   container addresses as sources of a zone, the firewall plugin's
+//!   `firewalld` backend.
+//! - [`macspoof`]: `macspoofchk` of the reference's `bridge`, in its
+//!   `bridge nat` table layout (setup, teardown, check).
+//! - [`firewall`]: the `firewall` plugin's forwarding rules and bridge
+//!   isolation, in the reference's iptables layout or a table of our own
+//!   under nftables.
 //! - [`chain_name`] (`chain_name.rs`): the reference's hashed names of
 //!   per-attachment iptables chains (`CNI-DN-<hash>`, `CNI-<hash>`).
 //! - [`conntrack`]: connection tracking entries deleted over netlink
@@ -104,8 +112,11 @@ mod chain_name;
 mod choose;
 pub mod conntrack;
 mod error;
+pub mod firewall;
+pub mod firewalld;
 mod host_lock;
 pub mod iptables;
+pub mod macspoof;
 pub mod masquerade;
 pub mod nft;
 mod rule;

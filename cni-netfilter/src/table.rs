@@ -7,9 +7,11 @@ use crate::FilterError;
 /// An address family of tables, as nftables names them.
 ///
 /// The iptables backend maps [`Family::Ip`] to `iptables` and
-/// [`Family::Ip6`] to `ip6tables`; it has no [`Family::Inet`].
+/// [`Family::Ip6`] to `ip6tables`; it has no [`Family::Inet`] or
+/// [`Family::Bridge`].
 ///
-/// Go: `knftables.Family` (`IPv4Family`, `IPv6Family`, `InetFamily`).
+/// Go: `knftables.Family` (`IPv4Family`, `IPv6Family`, `InetFamily`,
+/// `BridgeFamily`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
     /// `ip`: IPv4 packets.
@@ -18,6 +20,10 @@ pub enum Family {
     Ip6,
     /// `inet`: both; rules that look at an address match one version.
     Inet,
+    /// `bridge`: frames crossing a Linux bridge, seen at layer 2; its rules
+    /// match link-layer fields (the bridge plugin's `macspoofchk`), not
+    /// addresses.
+    Bridge,
 }
 
 impl Family {
@@ -27,6 +33,7 @@ impl Family {
             Family::Ip => "ip",
             Family::Ip6 => "ip6",
             Family::Inet => "inet",
+            Family::Bridge => "bridge",
         }
     }
 
@@ -36,6 +43,9 @@ impl Family {
             Family::Ip => !ipv6,
             Family::Ip6 => ipv6,
             Family::Inet => true,
+            // Address matches would need nft's `meta protocol` guard,
+            // which nothing here asks for yet.
+            Family::Bridge => false,
         }
     }
 }

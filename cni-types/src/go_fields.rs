@@ -30,13 +30,57 @@ pub(crate) fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, serde_
 
 /// The value of the struct field `field` in `map`, found as Go's decoder
 /// finds it: the key spelled exactly, else one equal under case folding;
-/// a `null` counts as absent.
-pub(crate) fn get<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
+/// a `null` counts as absent. For code that reads a configuration section
+/// by hand where the reference decodes it into a Go struct (host-local's
+/// `ipam` keys: `"Ranges"` is `ranges`).
+///
+/// ```
+/// let map = serde_json::json!({"DataDir": "/run/ipam", "routes": null});
+/// let map = map.as_object().unwrap();
+/// assert_eq!(cni_types::go_field(map, "dataDir").unwrap(), "/run/ipam");
+/// assert!(cni_types::go_field(map, "routes").is_none());
+/// ```
+pub fn get<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
     map.get(field).filter(|v| !v.is_null()).or_else(|| {
         map.iter()
             .find(|(k, v)| !v.is_null() && equal_fold(k, field))
             .map(|(_, v)| v)
     })
+}
+
+/// Renames the keys of `map` that spell one of `fields` in another case
+/// to that field, as Go's decoder reads them into a struct: the exact
+/// spelling when present and not `null`, else the first other spelling
+/// that is not `null` (in the map's order: byte order). The other
+/// spellings are removed, since Go gives them to the same field (so they
+/// reach no one else). Keys naming no field are left alone.
+pub(crate) fn fold_keys(map: &mut Map<String, Value>, fields: &[&str]) {
+    for field in fields {
+        let others: Vec<String> = map
+            .keys()
+            .filter(|k| k.as_str() != *field && equal_fold(k, field))
+            .cloned()
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        let mut chosen = map.get(*field).filter(|v| !v.is_null()).cloned();
+        for key in others {
+            let value = map.remove(&key);
+            if chosen.is_none() {
+                chosen = value.filter(|v| !v.is_null());
+            }
+        }
+        if let Some(value) = chosen {
+            map.insert((*field).to_string(), value);
+        }
+    }
+}
+
+/// Whether a key of `keys` spells one of `fields` in another case only
+/// (so [`fold_keys`] would change something).
+pub(crate) fn any_folded<'k>(mut keys: impl Iterator<Item = &'k str>, fields: &[&str]) -> bool {
+    keys.any(|k| !fields.contains(&k) && fields.iter().any(|f| equal_fold(k, f)))
 }
 
 /// Whether `a` and `b` are equal under simple case folding, as Go's

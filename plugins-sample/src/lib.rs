@@ -40,9 +40,24 @@
 //!   forwarded to the container (iptables or nftables, the reference's
 //!   layouts), hairpin and localhost access, stale UDP flows cleared.
 //!
+//! - [`firewall`]: a drop-in for the reference `firewall`: a container's
+//!   traffic let through the host's forwarding filter and bridges isolated
+//!   (`ingressPolicy`), the reference's iptables layout or our nftables
+//!   table.
+//!
 //! - [`bandwidth`]: a drop-in for the reference `bandwidth`: tbf qdiscs
 //!   shaping what a container receives and, through an ifb, what it
 //!   sends.
+//!
+//! - [`macvlan`]: a drop-in for the reference `macvlan`: a macvlan link
+//!   on a host link, straight into the container, IPAM delegated or
+//!   layer 2 only; [`ipvlan`] and [`vlan`] likewise for the reference
+//!   plugins of those names.
+//!
+//! - [`tap`]: a drop-in for the reference `tap`: a persistent tap device
+//!   in the container (made with the TUN ioctls) for a VMM, optionally a
+//!   bridge port; [`dummy`]: the reference `dummy`, IPAM's addresses on a
+//!   dummy link.
 //!
 //! - `dhcp`: a drop-in for the reference IPAM plugin of that name and its
 //!   daemon (`dhcp daemon`), the binary over the `cni-dhcp` crate.
@@ -54,11 +69,18 @@ pub mod bandwidth;
 pub mod bridge;
 pub mod delegator;
 pub mod dns_mac;
+pub mod dummy;
+pub mod firewall;
 mod ipmasq;
+pub mod ipvlan;
+mod link_plugin;
 pub mod loopback;
+pub mod macvlan;
 pub mod noop;
 mod pair;
 pub mod portmap;
 pub mod ptp;
+pub mod tap;
 pub mod tuning;
 pub mod veth;
+pub mod vlan;

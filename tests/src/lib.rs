@@ -23,9 +23,13 @@
 //! `scripts/install-test-deps.sh`; interop tests never skip silently.
 
 pub mod etcd;
+pub mod firewalld;
 pub mod invariants;
+pub mod observe;
 pub mod podman;
+pub mod podman_drivers;
 pub mod sandbox;
+pub mod side_by_side;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -375,6 +379,24 @@ fn child_path() -> OsString {
 /// If the process cannot be started.
 pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
     run_with_clean_env(bin, std::iter::empty::<&OsStr>(), env, stdin)
+}
+
+/// Runs the plugin `bin` inside the network namespace `netns` (`ip netns
+/// exec`), as [`run_plugin`] does on the host: a cleared environment
+/// plus `env`, `stdin` through a pipe.
+///
+/// # Panics
+/// If `ip` cannot be started.
+pub fn run_plugin_in_netns(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns])
+        .arg(bin)
+        .env_clear()
+        .env("PATH", child_path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    output_of(&mut cmd, stdin)
 }
 
 fn run_with_clean_env<I, S>(bin: &Path, args: I, env: &[(&str, &str)], stdin: &[u8]) -> Outcome

@@ -29,6 +29,10 @@ use crate::{require_root_and_ip, Outcome, StdoutJson};
 /// libcni's result cache, a fixed path for Podman's CNI backend.
 pub const LIBCNI_RESULTS: &str = "/var/lib/cni/results";
 
+/// Where `host-local` keeps the reservations of a network whose
+/// configuration names no `dataDir`, as Podman's lists do.
+pub const HOST_LOCAL_DIR: &str = "/var/lib/cni/networks";
+
 /// Where `scripts/install-test-deps.sh` puts what Podman needs.
 const PODMAN_HINT: &str = "run `scripts/install-test-deps.sh` (as root) to install podman, \
      runc, conmon and busybox-static";
@@ -161,6 +165,38 @@ impl Podman {
         name
     }
 
+    /// `podman network create [OPTIONS...] NAME` for the network `short`:
+    /// the list Podman writes itself. Returns the network's full name; it
+    /// is removed (`podman network rm -f`, its `host-local` directory under
+    /// [`HOST_LOCAL_DIR`]) on drop at the latest.
+    ///
+    /// # Panics
+    /// If Podman refuses.
+    pub fn create_network(&self, short: &str, options: &[&str]) -> String {
+        let name = self.network_name(short);
+        self.networks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.clone());
+        let mut args = vec!["network", "create"];
+        args.extend(options);
+        args.push(&name);
+        let out = self.podman(&args);
+        assert!(out.success(), "podman network create failed: {out:?}");
+        name
+    }
+
+    /// The list Podman keeps for `network` (`net.d/<network>.conflist`).
+    pub fn network_list(&self, network: &str) -> Value {
+        crate::read_json(
+            &self
+                .tmp
+                .path()
+                .join("net.d")
+                .join(format!("{network}.conflist")),
+        )
+    }
+
     /// A host link name unique to this instance (`tag` at most 4 bytes),
     /// deleted on drop: for the bridge a network creates and keeps.
     pub fn host_link(&self, tag: &str) -> String {
@@ -268,6 +304,8 @@ impl Drop for Podman {
             for entry in self.cache_entries(network) {
                 let _ = fs::remove_file(entry);
             }
+            let _ = self.podman(&["network", "rm", "-f", network]);
+            let _ = fs::remove_dir_all(Path::new(HOST_LOCAL_DIR).join(network));
         }
         for link in self
             .host_links

@@ -62,6 +62,9 @@ enum Setup {
     Agent,
     /// A port mapping in `runtimeConfig`, so portmap has rules to add.
     Portmap,
+    /// A master link `cnicm0` (a veth end, up) in the subject's own host
+    /// namespace, for macvlan.
+    Master,
     /// dnsmasq on the other end of the namespace's `eth0`, and our DHCP
     /// daemon (tests/tests/dhcp_dnsmasq).
     Dhcp,
@@ -127,11 +130,15 @@ const SUBJECTS: &[Subject] = &[
     Subject { name: "ptp", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "portmap", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Portmap, fails: &[], warns: OUR_WARNS },
+    Subject { name: "macvlan", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::Master, fails: &[], warns: OUR_WARNS },
+    Subject { name: "tap", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
+    Subject { name: "firewall", from: Source::Ours, kind: Kind::Chained, own_host: true, setup: Setup::Minimal, fails: &[], warns: OUR_WARNS },
     Subject { name: "agent-forward", from: Source::Ours, kind: Kind::Interface, own_host: false, setup: Setup::Agent, fails: &[], warns: OUR_WARNS },
     Subject { name: "dhcp", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Dhcp, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
+    Subject { name: "macvlan", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Master, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "tuning", from: Source::Reference, kind: Kind::Chained, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     // Results of 0.1.0 to 0.4.0 in the 1.0.0 layout (README: findings).
     Subject { name: "loopback", from: Source::Reference, kind: Kind::Interface, own_host: false, setup: Setup::Loopback,
@@ -190,6 +197,26 @@ fn check(subject: &Subject) -> Option<String> {
                 "runtimeConfig": {"portMappings": [
                     {"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}
                 ]}
+            }));
+            None
+        }
+        Setup::Master => {
+            let host = host.as_ref().expect("macvlan has its own host namespace");
+            let ns = host.name();
+            for args in [
+                &[
+                    "-n", ns, "link", "add", "cnicm0", "type", "veth", "peer", "cnicm1",
+                ][..],
+                &["-n", ns, "link", "set", "cnicm0", "up"],
+                &["-n", ns, "link", "set", "cnicm1", "up"],
+            ] {
+                let out = tests::ip(args);
+                assert!(out.success(), "ip {args:?}: {out:?}");
+            }
+            target.config = Some(json!({
+                "name": "cni-conformance", "master": "cnicm0",
+                "ipam": {"type": target.ipam, "subnet": cni_conformance::TEST_SUBNET,
+                         "dataDir": scratch.path().join("ipam")}
             }));
             None
         }

@@ -13,6 +13,7 @@ mod save;
 
 pub use command::STDERR_LIMIT;
 pub use render::MAX_COMMENT_LEN;
+pub use save::Saved;
 
 use crate::host_lock::host_lock;
 use crate::table::validate_name;
@@ -26,7 +27,7 @@ use crate::{
 const SAVE_LIMIT: usize = 64 << 20;
 /// The longest chain name iptables takes (`XT_EXTENSION_MAXNAMELEN` less
 /// its NUL).
-const MAX_CHAIN_LEN: usize = 28;
+pub(crate) const MAX_CHAIN_LEN: usize = 28;
 /// How often a transaction built from a listing is tried when the
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
@@ -167,6 +168,59 @@ impl IptablesBackend {
 }
 
 impl IptablesBackend {
+    /// Lists `table` once and applies the transaction `build` makes from
+    /// that listing, in one `iptables-restore`, our processes taking turns
+    /// on the host lock as in [`Backend::apply`]. When the restore fails,
+    /// in case another writer changed the table in between, the table is
+    /// listed again and `build` called again (three tries in all).
+    ///
+    /// For changes that depend on what is there (DEL: the rules that jump
+    /// to a chain, the chain if it exists): one `iptables-save` instead of
+    /// one per question and another for the transaction. An error before
+    /// `build` was called is the listing's: iptables is not usable for
+    /// this table.
+    ///
+    /// Go: what go-iptables' `ListChains`, `List` and `Delete` calls do
+    /// one command each.
+    pub fn apply_listed(
+        &mut self,
+        table: &Table,
+        mut build: impl FnMut(&Saved) -> Transaction,
+    ) -> Result<(), FilterError> {
+        let program = self.variant.program(table.family, "restore");
+        let _turn = host_lock(HOST_LOCK);
+        let mut attempt = 1;
+        loop {
+            let saved = self.save(table)?;
+            let tx = build(&saved);
+            if tx.table().family != table.family || tx.table().name != table.name {
+                return Err(FilterError::invalid(
+                    "iptables table",
+                    tx.table().name.clone(),
+                    format!(
+                        "the transaction is not for the table listed, {}",
+                        table.name
+                    ),
+                ));
+            }
+            validate(&tx)?;
+            let script = self.script(&tx, Some(&saved))?;
+            if script.lines().count() == 2 {
+                // Only `*table` and `COMMIT`: nothing to change.
+                return Ok(());
+            }
+            match command::run(
+                &program,
+                &["--noflush", "-w"],
+                Some(script.as_bytes()),
+                1 << 16,
+            ) {
+                Err(FilterError::Command { .. }) if attempt < ATTEMPTS => attempt += 1,
+                result => return result.map(drop),
+            }
+        }
+    }
+
     /// The rules of `rules` that `table` lacks, compared as
     /// `iptables-save` prints them, from one listing (the reference checks
     /// each with `iptables -C`).
@@ -216,7 +270,7 @@ impl Backend for IptablesBackend {
     fn apply(&mut self, tx: &Transaction) -> Result<(), FilterError> {
         validate(tx)?;
         // Checks every rule before anything runs.
-        self.script(tx, None)?;
+        let script = self.script(tx, None)?;
         let lists = tx.ops().iter().any(|op| {
             matches!(
                 op,
@@ -226,35 +280,26 @@ impl Backend for IptablesBackend {
                     | Op::EnsureRule { .. }
             )
         });
-        let program = self.variant.program(tx.table().family, "restore");
         // A listing is stale once another restore commits, and
         // iptables-nft's restore then retries against the new ruleset
         // itself: a rule ensured by two concurrent ADDs can land twice.
-        // Our own processes take turns; other writers are caught by the
-        // retry below only when their change makes ours fail.
-        let _turn = if lists { host_lock(HOST_LOCK) } else { None };
-        let mut attempt = 1;
-        loop {
-            let saved = if lists {
-                Some(self.save(tx.table())?)
-            } else {
-                None
-            };
-            let script = self.script(tx, saved.as_ref())?;
-            if script.lines().count() == 2 {
-                // Only `*table` and `COMMIT`: nothing to change.
-                return Ok(());
-            }
-            match command::run(
-                &program,
-                &["--noflush", "-w"],
-                Some(script.as_bytes()),
-                1 << 16,
-            ) {
-                Err(FilterError::Command { .. }) if lists && attempt < ATTEMPTS => attempt += 1,
-                result => return result.map(drop),
-            }
+        // Our own processes take turns (in `apply_listed`); other writers
+        // are caught by its retry only when their change makes ours fail.
+        if lists {
+            return self.apply_listed(tx.table(), |_| tx.clone());
         }
+        if script.lines().count() == 2 {
+            // Only `*table` and `COMMIT`: nothing to change.
+            return Ok(());
+        }
+        let program = self.variant.program(tx.table().family, "restore");
+        command::run(
+            &program,
+            &["--noflush", "-w"],
+            Some(script.as_bytes()),
+            1 << 16,
+        )
+        .map(drop)
     }
 
     fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {
@@ -282,12 +327,24 @@ pub(crate) fn is_listed_as(
     Ok(listed.chain == rule.chain && save::words(spec) == render::render(rule, family)?)
 }
 
+/// The words of a listed rule after `-A CHAIN`, as iptables would read
+/// them (`iptables-save`'s quoting undone); none for an nftables rule.
+pub(crate) fn listed_words(listed: &ListedRule) -> Vec<String> {
+    match &listed.handle {
+        RuleHandle::Iptables(spec) => save::words(spec),
+        RuleHandle::Nft(_) => Vec::new(),
+    }
+}
+
 /// The tables iptables has.
 const TABLES: [&str; 5] = ["filter", "nat", "mangle", "raw", "security"];
 
 fn check_table(table: &Table) -> Result<(), FilterError> {
-    if table.family == Family::Inet {
-        return Err(unsupported(format!("the inet table {}", table.name)));
+    if matches!(table.family, Family::Inet | Family::Bridge) {
+        return Err(unsupported(format!(
+            "the {} table {}",
+            table.family, table.name
+        )));
     }
     if !TABLES.contains(&table.name.as_str()) {
         return Err(FilterError::invalid(

@@ -40,8 +40,8 @@
 //! - A comment cut to 128 bytes is cut at a character boundary.
 
 mod iptables;
-mod names;
-mod nftables;
+pub(crate) mod names;
+pub(crate) mod nftables;
 
 use cni_types::{Error, IpNetwork, ValidAttachments};
 
@@ -138,7 +138,7 @@ pub fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterError> {
 
 /// Runs both teardowns; an error counts only when its backend is usable
 /// on this host.
-fn both(
+pub(crate) fn both(
     iptables: impl FnOnce() -> Result<(), FilterError>,
     nftables: impl FnOnce() -> Result<(), FilterError>,
 ) -> Result<(), FilterError> {

@@ -109,8 +109,28 @@ pub(super) fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterEr
         return Ok(());
     };
     let mut nft = NftBackend::open()?;
+    let mut tx = Transaction::new(table());
+    for rule in unkept_rules(&mut nft, &table(), CHECKS, network, list)? {
+        tx.delete_rule(rule);
+    }
+    if tx.is_empty() {
+        return Ok(());
+    }
+    nft.apply(&tx)
+}
+
+/// The rules of `chain` that carry the comment of one of `network`'s
+/// attachments ([`nft_comment`]) but of none in `kept`: what a GC
+/// removes.
+pub(crate) fn unkept_rules(
+    nft: &mut NftBackend,
+    table: &Table,
+    chain: &str,
+    network: &str,
+    kept: &[cni_types::Attachment],
+) -> Result<Vec<crate::ListedRule>, FilterError> {
     let ours = CommentMatch::Prefix(network_hash(network));
-    let kept: Vec<String> = list
+    let kept: Vec<String> = kept
         .iter()
         .map(|a| {
             nft_comment(&Attachment {
@@ -120,14 +140,7 @@ pub(super) fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterEr
             })
         })
         .collect();
-    let mut tx = Transaction::new(table());
-    for rule in nft.find_rules(&table(), CHECKS, &ours)? {
-        if !rule.comment.as_ref().is_some_and(|c| kept.contains(c)) {
-            tx.delete_rule(rule);
-        }
-    }
-    if tx.is_empty() {
-        return Ok(());
-    }
-    nft.apply(&tx)
+    let mut rules = nft.find_rules(table, chain, &ours)?;
+    rules.retain(|rule| !rule.comment.as_ref().is_some_and(|c| kept.contains(c)));
+    Ok(rules)
 }

@@ -73,6 +73,7 @@ pub(crate) fn nfproto(family: Family) -> u8 {
         Family::Inet => 1,
         Family::Ip => 2,
         Family::Ip6 => 10,
+        Family::Bridge => 7,
     }
 }
 

@@ -16,14 +16,28 @@
 //! subnets ([`cni_netfilter::masquerade`], under `ipMasqBackend` or the
 //! reference's default backend).
 //!
+//! Layer 2: `vlan` makes the port a member of that VLAN (native: untagged
+//! in and out) and `vlanTrunk` (`[{"id": 5}, {"minID": 10, "maxID": 20}]`)
+//! adds VLANs it carries tagged (native VLAN 1 unless `vlan` names one);
+//! either turns on the bridge's VLAN filtering and removes the port's
+//! default VLAN 1 unless `preserveDefaultVlan`. `portIsolation` isolates
+//! the port (isolated ports reach the non-isolated ones, never each
+//! other); with `isGateway` and `vlan`, the gateway goes on a veth
+//! `BRIDGE.VLAN` that is a port of the VLAN (listed fourth in the result,
+//! shared by the VLAN's containers and left by DEL, as the reference); `macspoofchk` drops frames from the container with another
+//! source MAC than its interface's ([`cni_netfilter::macspoof`], table
+//! `bridge nat` as the reference); `disableContainerInterface` leaves the
+//! container end down (no IPAM then, code 7); `enabledad` turns IPv6
+//! duplicate address detection on in the container (`accept_dad`,
+//! `enhanced_dad`).
+//!
 //! DEL deletes the container end, releases the IPAM reservation and
-//! removes the masquerading; a namespace or link already gone is success.
-//! CHECK compares the bridge, the port and the container end with
-//! `prevResult`, and with `ipMasq` the masquerading rules. GC and STATUS
-//! go to IPAM; GC also removes the masquerading of attachments
-//! `cni.dev/valid-attachments` does not list. A reference field this
-//! plugin does not implement (`vlan`, `macspoofchk`, ...) is code 2
-//! naming it, never ignored.
+//! removes the masquerading and the spoof check; a namespace or link
+//! already gone is success. CHECK compares the bridge, the port and the
+//! container end with `prevResult`, with `ipMasq` the masquerading rules,
+//! and each layer-2 field above with the kernel. GC and STATUS go to
+//! IPAM; GC also removes the masquerading of attachments
+//! `cni.dev/valid-attachments` does not list.
 //!
 //! ```json
 //! {"cniVersion": "1.0.0", "name": "pods", "type": "bridge", "bridge": "cni0",
@@ -44,12 +58,18 @@
 //! the host's route to the subnet leaves by the other link. DEL removes
 //! the masquerading even when the namespace is gone (the reference
 //! leaves the rules then); CHECK verifies it and GC collects it (the
-//! reference does neither).
+//! reference does neither). CHECK also verifies the layer-2 fields,
+//! which the reference's does not. `vlan` on an existing bridge turns its
+//! VLAN filtering on (the reference sets it only on a bridge it creates,
+//! so the VLAN would isolate nothing); the port's VLANs go in one request,
+//! a trunk as ranges (the reference sends one per VLAN). A kernel without bridge VLAN filtering
+//! (this project's CI kernel) fails `vlan` and `vlanTrunk` before a new
+//! bridge exists, saying so.
 //!
 //! Go: containernetworking/plugins `plugins/main/bridge`.
 
 use cni_net::{ContainerVeth, Netlink, Netns};
-use cni_netfilter::masquerade;
+use cni_netfilter::{macspoof, masquerade};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, NetConf};
@@ -60,10 +80,11 @@ use crate::pair::add_container_pair;
 mod check;
 mod config;
 mod setup;
+mod vlan_gateway;
 
-pub use self::config::Fields;
 use self::config::{ipam_type, plan, Plan};
-use self::setup::{ensure_bridge, Attachment};
+pub use self::config::{Fields, VlanTrunk};
+use self::setup::{ensure_bridge, ref_id, Attachment};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI bridge sample plugin v0.1.0";
@@ -86,7 +107,7 @@ impl Plugin for Bridge {
         let netns = Netns::of(req)?;
         let f = &req.config.plugin;
         let mut host = Netlink::open()?;
-        let bridge = ensure_bridge(&mut host, &plan.bridge, plan.mtu, f.promisc_mode)?;
+        let bridge = ensure_bridge(&mut host, &plan, f.promisc_mode)?;
         let mut inside = netns.socket()?;
         let port = add_container_pair(
             &mut host,
@@ -108,6 +129,7 @@ impl Plugin for Bridge {
             inside,
             bridge,
             port,
+            vlan_gateway: None,
         };
         // Anything failing from here removes the pair; after the IPAM ADD,
         // add_with_cleanup also runs the IPAM DEL.
@@ -133,14 +155,17 @@ impl Plugin for Bridge {
             Ok(result) => Ok(result.into()),
             Err(err) => {
                 let _ = at.host.delete_link_if_present(port_index);
+                if f.macspoofchk {
+                    let _ = macspoof::teardown(&ref_id(req));
+                }
                 Err(err)
             }
         }
     }
 
-    /// DEL needs only the namespace and `ipam.type`: a configuration that
-    /// ADD would refuse (a field not implemented, hairpin with promisc)
-    /// still lets the runtime clean up.
+    /// DEL needs only the namespace, `ipam.type`, `ipMasq` and
+    /// `macspoofchk`: a configuration that ADD would refuse (a bad VLAN,
+    /// hairpin with promisc) still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
         // A namespace that is gone took the pair with it.
         let removed = Netns::of_for_del(req).and_then(|netns| match netns {
@@ -149,8 +174,12 @@ impl Plugin for Bridge {
                 .delete_link_returning_addresses(&req.ifname)?),
             None => Ok(Vec::new()),
         });
-        // The reservation and the masquerading go whatever became of the
-        // pair.
+        // The spoof check, the reservation and the masquerading go whatever
+        // became of the pair; the rules are found by comment.
+        let unchecked = match req.config.plugin.macspoofchk {
+            true => macspoof::teardown(&ref_id(req)).map_err(Error::from),
+            false => Ok(()),
+        };
         if let Some(ipam) = &ipam_type(req) {
             let released = cni_invoke::delegate_del(ipam, req);
             if req.config.plugin.ip_masq {
@@ -159,6 +188,7 @@ impl Plugin for Bridge {
             }
             released?;
         }
+        unchecked?;
         removed?;
         Ok(())
     }
@@ -222,17 +252,31 @@ mod tests {
     }
 
     #[test]
-    fn a_field_it_does_not_implement_is_code_2_naming_it() {
-        for (key, value) in [
-            ("vlan", serde_json::json!(100)),
-            ("macspoofchk", serde_json::json!(true)),
+    fn a_vlan_gateway_whose_link_name_would_be_too_long_is_code_7_naming_vlan() {
+        let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
+                                      "bridge": "a-long-bridge0", "vlan": 4094,
+                                      "isGateway": true});
+        let err = add(conf);
+        assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+        assert_eq!(err.msg, "invalid vlan", "{err:?}");
+    }
+
+    #[test]
+    fn the_layer_2_fields_are_taken_past_the_configuration() {
+        for conf in [
+            serde_json::json!({"vlan": 10, "preserveDefaultVlan": true}),
+            serde_json::json!({"vlanTrunk": [{"id": 5}, {"minID": 10, "maxID": 20}]}),
+            serde_json::json!({"macspoofchk": true, "portIsolation": true, "enabledad": true}),
+            serde_json::json!({"disableContainerInterface": true}),
         ] {
-            let mut conf =
+            let mut full =
                 serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge"});
-            conf[key] = value;
-            let err = add(conf);
-            assert_eq!(err.code, Code::UNSUPPORTED_FIELD, "{err:?}");
-            assert!(err.msg.contains(key), "{err:?}");
+            full.as_object_mut()
+                .unwrap()
+                .extend(conf.as_object().unwrap().clone());
+            // Past the configuration: the (absent) namespace is what fails.
+            let err = add(full);
+            assert_eq!(err.code, Code::INVALID_NETNS, "{conf}: {err:?}");
         }
     }
 
@@ -251,6 +295,21 @@ mod tests {
             (
                 serde_json::json!({"ipMasq": true, "ipMasqBackend": "pf"}),
                 "invalid ipMasqBackend",
+            ),
+            (serde_json::json!({"vlan": 4095}), "invalid vlan"),
+            (serde_json::json!({"vlan": -1}), "invalid vlan"),
+            (
+                serde_json::json!({"vlanTrunk": [{"minID": 10}]}),
+                "invalid vlanTrunk",
+            ),
+            (
+                serde_json::json!({"vlanTrunk": [{"id": 0}]}),
+                "invalid vlanTrunk",
+            ),
+            (
+                serde_json::json!({"disableContainerInterface": true,
+                                   "ipam": {"type": "host-local"}}),
+                "disableContainerInterface",
             ),
         ] {
             let mut full =
@@ -276,7 +335,7 @@ mod tests {
     #[test]
     fn del_of_a_configuration_add_refuses_still_succeeds() {
         let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge",
-                                      "vlan": 4, "hairpinMode": true, "promiscMode": true});
+                                      "vlan": 5000, "hairpinMode": true, "promiscMode": true});
         let out = TestRequest::new("DEL")
             .env("CNI_CONTAINERID", "c1")
             .env("CNI_NETNS", "/run/netns/cni-rs-bridge-does-not-exist")

@@ -4,22 +4,33 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use cni_net::{sysctl_for_ifname, Dad, Link, Netlink, Netns};
+use cni_net::{sysctl_for_ifname, vlan_ranges, Dad, Link, Netlink, Netns, PortVlan};
+use cni_netfilter::macspoof;
 use cni_skel::BoxError;
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
 
+use super::config::Vlans;
+use super::vlan_gateway::ensure_vlan_gateway;
 use super::{Plan, Req};
 
-/// The bridge, created when missing, promiscuous when asked, up.
+/// The bridge, created when missing, filtering by VLAN when the port has
+/// VLANs, promiscuous when asked, up.
 ///
 /// Go: `ensureBridge`.
-pub(super) fn ensure_bridge(
-    host: &mut Netlink,
-    name: &str,
-    mtu: Option<u32>,
-    promisc: bool,
-) -> Result<Link, Error> {
-    let bridge = host.ensure_bridge(name, mtu)?;
+pub(super) fn ensure_bridge(host: &mut Netlink, plan: &Plan, promisc: bool) -> Result<Link, Error> {
+    let (name, mtu) = (plan.bridge.as_str(), plan.mtu);
+    let bridge = match plan.vlans {
+        Some(_) => host.ensure_vlan_bridge(name, mtu),
+        None => host.ensure_bridge(name, mtu),
+    }
+    .map_err(|e| match e.errno() {
+        Some(errno) if errno == nix::errno::Errno::EOPNOTSUPP as i32 => Error::from(e)
+            .with_details(
+                "vlan, vlanTrunk: this kernel has no bridge VLAN filtering \
+                 (CONFIG_BRIDGE_VLAN_FILTERING)",
+            ),
+        _ => Error::from(e),
+    })?;
     if promisc {
         host.set_promisc(bridge.index, true)?;
     }
@@ -48,22 +59,46 @@ pub(super) struct Attachment<'a, 'r> {
     pub inside: Netlink,
     pub bridge: Link,
     pub port: Link,
+    /// With `isGateway` and `vlan`: the link holding the gateways.
+    pub vlan_gateway: Option<Link>,
 }
 
 impl Attachment<'_, '_> {
-    /// Makes the host end a port of the bridge, with hairpin mode, and up.
+    /// Makes the host end a port of the bridge, with hairpin mode, port
+    /// isolation and its VLANs, and up; then checks the container's
+    /// source MAC on it with `macspoofchk`.
     pub fn attach(&mut self) -> Result<(), BoxError> {
-        let (port, hairpin) = (self.port.index, self.req.config.plugin.hairpin_mode);
+        let f = &self.req.config.plugin;
+        let port = self.port.index;
         self.host.set_master(port, Some(self.bridge.index))?;
-        self.host.set_hairpin(port, hairpin)?;
+        self.host.set_hairpin(port, f.hairpin_mode)?;
+        if f.port_isolation {
+            self.host.set_isolated(port, true)?;
+        }
+        if let Some(vlans) = &self.plan.vlans {
+            set_port_vlans(&mut self.host, port, vlans)?;
+        }
         self.host.set_up(port)?;
+        if f.macspoofchk {
+            let container = self.inside.link(&self.req.ifname)?;
+            let mac = container.mac.ok_or_else(|| {
+                Error::new(
+                    Code::INTERNAL,
+                    format!("macspoofchk: {} has no MAC address", container.name),
+                )
+            })?;
+            macspoof::setup(&self.port.name, mac, &ref_id(self.req)).map_err(Error::from)?;
+        }
         Ok(())
     }
 
-    /// Without IPAM: the container end up, nothing more.
+    /// Without IPAM: the container end up (unless
+    /// `disableContainerInterface`), nothing more.
     pub fn layer2(&mut self) -> Result<Result100, BoxError> {
-        let eth = self.inside.link(&self.req.ifname)?;
-        self.inside.set_up(eth.index)?;
+        if !self.req.config.plugin.disable_container_interface {
+            let eth = self.inside.link(&self.req.ifname)?;
+            self.inside.set_up(eth.index)?;
+        }
         Ok(Result100::new(SpecVersion::V1_0_0))
     }
 
@@ -77,8 +112,19 @@ impl Attachment<'_, '_> {
         }
         let f = &req.config.plugin;
         let gateways = calc_gateways(&mut result, plan.gateway, f.is_default_gateway);
+        if let Some(vid) = plan.vlans.as_ref().and_then(|v| v.vlan) {
+            if plan.gateway && !gateways.is_empty() {
+                let preserve = f.preserve_default_vlan;
+                let link = ensure_vlan_gateway(&mut self.host, &self.bridge, vid, preserve)?;
+                self.vlan_gateway = Some(link);
+            }
+        }
+        let holder = self
+            .vlan_gateway
+            .clone()
+            .unwrap_or_else(|| self.bridge.clone());
         if plan.gateway {
-            refuse_subnet_elsewhere(&mut self.host, &self.bridge, &gateways)?;
+            refuse_subnet_elsewhere(&mut self.host, &holder, &gateways)?;
         }
         // The interface list configure_iface reads: the container end at 2.
         let mut view = result.clone();
@@ -104,7 +150,7 @@ impl Attachment<'_, '_> {
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
             for gw in &gateways {
-                ensure_address(&mut self.host, &self.bridge, *gw, f.force_address)?;
+                ensure_address(&mut self.host, &holder, *gw, f.force_address)?;
             }
             // Pin the bridge's MAC, or it follows the lowest port's.
             let current = self.host.link(&self.bridge.name)?;
@@ -119,7 +165,11 @@ impl Attachment<'_, '_> {
     /// Waits for the port to carry traffic, then fills in the reference's
     /// interfaces (bridge, host end, container end) and DNS.
     pub fn describe(&mut self, mut result: Result100) -> Result<Result100, BoxError> {
-        let port = self.host.wait_until_up(self.port.index, PORT_UP_TIMEOUT)?;
+        // A container end left down keeps the port down: no wait then.
+        let port = match self.req.config.plugin.disable_container_interface {
+            true => self.host.link(self.port.index)?,
+            false => self.host.wait_until_up(self.port.index, PORT_UP_TIMEOUT)?,
+        };
         // The bridge's MAC may have changed as the first port joined.
         let bridge = self.host.link(&self.plan.bridge)?;
         let container = self.inside.link(&self.req.ifname)?;
@@ -140,12 +190,45 @@ impl Attachment<'_, '_> {
                 ..Interface::named(container.name.clone())
             },
         ];
+        if let Some(gateway) = &self.vlan_gateway {
+            let gateway = self.host.link(gateway.index)?;
+            result.interfaces.push(Interface {
+                mac: mac_of(&gateway),
+                ..Interface::named(gateway.name.clone())
+            });
+        }
         let dns = self.req.config.dns.clone();
         if let Some(dns) = dns.filter(|d| !d.is_empty()) {
             result.dns = dns;
         }
         Ok(result)
     }
+}
+
+/// The port's VLANs as the reference sets them: the ones it had on joining
+/// removed (unless `preserveDefaultVlan`), then `vlan` native and the
+/// trunk tagged in one request, then a trunk's native VLAN 1 when `vlan`
+/// names none.
+///
+/// Go: the VLAN half of bridge `setupVeth`, and `removeDefaultVlan`.
+pub(super) fn set_port_vlans(host: &mut Netlink, port: u32, vlans: &Vlans) -> Result<(), BoxError> {
+    if vlans.remove_default {
+        let joined = host.port_vlans(port)?;
+        if !joined.is_empty() {
+            host.delete_port_vlans(port, &joined)?;
+        }
+    }
+    let native: Vec<PortVlan> = vlans.vlan.into_iter().map(PortVlan::native).collect();
+    host.add_port_vlans(port, &native, &vlan_ranges(&vlans.trunk))?;
+    if let Some(vid) = vlans.trunk_native() {
+        host.add_port_vlans(port, &[PortVlan::native(vid)], &[])?;
+    }
+    Ok(())
+}
+
+/// The attachment's `macspoofchk` reference ID.
+pub(super) fn ref_id(req: &Req) -> String {
+    macspoof::ref_id(&req.container_id, &req.ifname)
 }
 
 /// Points each address at the container end (interface 2), gives it its
@@ -204,21 +287,22 @@ fn first_host(net: IpNetwork) -> IpAddr {
     }
 }
 
-/// Refuses a gateway whose subnet another host link already holds: the
+/// Refuses a gateway whose subnet a host link other than `holder` (the
+/// bridge, or a VLAN's gateway link) already holds: the
 /// host's route to that subnet would leave by the other link, so the
 /// containers' gateway could not answer them. Code 7, naming the link.
 ///
 /// Go: none; the reference bridge adds the address regardless.
 fn refuse_subnet_elsewhere(
     host: &mut Netlink,
-    bridge: &Link,
+    holder: &Link,
     gateways: &[IpNetwork],
 ) -> Result<(), Error> {
     let addresses = host.addresses(None)?;
     for gw in gateways {
         let clash = addresses.iter().find(|a| {
             let net = a.network;
-            a.index != bridge.index
+            a.index != holder.index
                 && net.is_ipv4() == gw.is_ipv4()
                 && (net.contains(gw.addr()) || gw.contains(net.addr()))
         });
@@ -235,8 +319,8 @@ fn refuse_subnet_elsewhere(
                 ),
             )
             .with_details(format!(
-                "bridge {:?} cannot be the gateway of a subnet another link routes",
-                bridge.name
+                "{:?} cannot be the gateway of a subnet another link routes",
+                holder.name
             )));
         }
     }

@@ -1,0 +1,222 @@
+//! The firewall under nftables, in a table of our own (the reference has
+//! no nftables backend): the module docs give the layout.
+
+use cni_types::{IpNetwork, ValidAttachments};
+
+use super::{host, IngressPolicy, Rules};
+use crate::masquerade::names::{instance_hash, nft_comment};
+use crate::masquerade::nftables::unkept_rules;
+use crate::masquerade::Attachment;
+use crate::nft::NftBackend;
+use crate::{
+    priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, CtState, FilterError,
+    Hook, Match, Rule, Table, Transaction,
+};
+
+/// The table's name.
+pub const TABLE: &str = "cni_plugins_firewall";
+const FORWARD: &str = "forward";
+const ADMIN: &str = "admin";
+const ACCEPTS: &str = "cni_forward";
+const STAGE_1: &str = "isolation_stage_1";
+const STAGE_2: &str = "isolation_stage_2";
+
+/// Our table, `inet cni_plugins_firewall`, with its comment.
+pub fn table() -> Table {
+    Table::new(crate::Family::Inet, TABLE).with_comment("CNI firewall plugin (cni-rs)")
+}
+
+/// The comment of the rules that isolate `bridge` from the others.
+fn bridge_comment(bridge: &str) -> String {
+    format!("ingressPolicy same-bridge|isolated: {bridge}")
+}
+
+/// The comment of the rule that isolates `bridge`'s ports from each other.
+fn isolated_comment(bridge: &str) -> String {
+    format!("ingressPolicy isolated: {bridge}")
+}
+
+fn iif(bridge: &str) -> Match {
+    Match::InInterface {
+        name: bridge.into(),
+        negate: false,
+    }
+}
+
+fn oif(bridge: &str, negate: bool) -> Match {
+    Match::OutInterface {
+        name: bridge.into(),
+        negate,
+    }
+}
+
+/// The attachment's two rules per address, with its comment.
+fn address_rules(net: &IpNetwork, at: &Attachment) -> [Rule; 2] {
+    let comment = nft_comment(at);
+    [
+        Rule::new(ACCEPTS)
+            .matching(Match::destination(host(net)))
+            .matching(Match::CtState(vec![CtState::Established, CtState::Related]))
+            .then(Action::Accept)
+            .comment(comment.clone()),
+        Rule::new(ACCEPTS)
+            .matching(Match::source(host(net)))
+            .then(Action::Accept)
+            .comment(comment),
+    ]
+}
+
+/// The rules that isolate `bridge` under `policy`.
+fn isolation_rules(bridge: &str, policy: IngressPolicy) -> Vec<Rule> {
+    let mut rules = vec![
+        Rule::new(STAGE_1)
+            .matching(iif(bridge))
+            .matching(oif(bridge, true))
+            .then(Action::Jump(STAGE_2.into()))
+            .comment(bridge_comment(bridge)),
+        Rule::new(STAGE_2)
+            .matching(oif(bridge, false))
+            .then(Action::Drop)
+            .comment(bridge_comment(bridge)),
+    ];
+    if policy == IngressPolicy::Isolated {
+        rules.push(
+            Rule::new(STAGE_1)
+                .matching(iif(bridge))
+                .matching(oif(bridge, false))
+                .then(Action::Drop)
+                .comment(isolated_comment(bridge)),
+        );
+    }
+    rules
+}
+
+/// Ensures the table and chains, writes `forward` again, replaces the
+/// attachment's rules, and adds the bridge's isolation rules that are
+/// missing (a bridge may carry networks of both policies, as under
+/// iptables). One batch.
+pub(super) fn add(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError> {
+    let mut nft = NftBackend::open()?;
+    let at = &rules.attachment;
+    let mut tx = Transaction::new(table());
+    let forward = BaseChain::new(ChainType::Filter, Hook::Forward, priority::FILTER);
+    tx.ensure_table()
+        .ensure_chain(Chain::new(ADMIN).with_comment("Rules of the administrator, run first"))
+        .ensure_chain(Chain::new(STAGE_1))
+        .ensure_chain(Chain::new(STAGE_2))
+        .ensure_chain(Chain::new(ACCEPTS))
+        .ensure_chain(Chain::base(FORWARD, forward))
+        .flush_chain(FORWARD);
+    for chain in [STAGE_1, ADMIN, ACCEPTS] {
+        tx.add_rule(Rule::new(FORWARD).then(Action::Jump(chain.into())));
+    }
+    tx.delete_rules_by_comment(ACCEPTS, CommentMatch::Prefix(instance_hash(at)));
+    for net in rules.addresses {
+        for rule in address_rules(net, at) {
+            tx.add_rule(rule);
+        }
+    }
+    if let Some(bridge) = bridge {
+        for rule in isolation_rules(bridge, rules.policy) {
+            let comment = CommentMatch::Exact(rule.comment.clone().unwrap_or_default());
+            if nft.find_rules(&table(), &rule.chain, &comment)?.is_empty() {
+                tx.add_rule(rule);
+            }
+        }
+    }
+    nft.apply(&tx)
+}
+
+/// Fails naming the first chain or rule that is missing.
+pub(super) fn check(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError> {
+    let mut nft = NftBackend::open()?;
+    let chains = nft.list_chains(&table())?;
+    for chain in [FORWARD, ADMIN, ACCEPTS, STAGE_1, STAGE_2] {
+        if !chains.iter().any(|c| c == chain) {
+            return Err(FilterError::Missing {
+                what: format!("the nftables chain inet {TABLE} {chain}"),
+            });
+        }
+    }
+    let at = &rules.attachment;
+    let mine = CommentMatch::Exact(nft_comment(at));
+    let found = nft.find_rules(&table(), ACCEPTS, &mine)?.len();
+    let wanted = 2 * rules.addresses.len();
+    if found < wanted {
+        return Err(FilterError::Missing {
+            what: format!(
+                "{} of the {wanted} nftables rules of {} in inet {TABLE} {ACCEPTS}",
+                wanted - found,
+                at.container_id
+            ),
+        });
+    }
+    if let Some(bridge) = bridge {
+        for rule in isolation_rules(bridge, rules.policy) {
+            let comment = CommentMatch::Exact(rule.comment.clone().unwrap_or_default());
+            if nft.find_rules(&table(), &rule.chain, &comment)?.is_empty() {
+                return Err(FilterError::Missing {
+                    what: format!(
+                        "the nftables rule {comment:?} in inet {TABLE} {}",
+                        rule.chain
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The deletions of every isolation rule of `bridge`.
+fn unisolate(tx: &mut Transaction, bridge: &str) {
+    for chain in [STAGE_1, STAGE_2] {
+        for comment in [bridge_comment(bridge), isolated_comment(bridge)] {
+            tx.delete_rules_by_comment(chain, CommentMatch::Exact(comment));
+        }
+    }
+}
+
+/// Deletes the attachment's rules (found by comment: no addresses
+/// needed) and, given a bridge, its isolation rules.
+pub(super) fn del(at: Option<&Attachment>, bridge: Option<&str>) -> Result<(), FilterError> {
+    let mut tx = Transaction::new(table());
+    if let Some(at) = at {
+        tx.delete_rules_by_comment(ACCEPTS, CommentMatch::Prefix(instance_hash(at)));
+    }
+    if let Some(bridge) = bridge {
+        unisolate(&mut tx, bridge);
+    }
+    NftBackend::open()?.apply(&tx)
+}
+
+/// Deletes the rules of `network`'s attachments that `valid` does not
+/// keep, and the isolation rules of bridges that no longer exist.
+pub(super) fn gc(
+    network: &str,
+    valid: &ValidAttachments,
+    bridge_exists: &dyn Fn(&str) -> bool,
+) -> Result<(), FilterError> {
+    let mut nft = NftBackend::open()?;
+    let mut tx = Transaction::new(table());
+    if let ValidAttachments::List(list) = valid {
+        for rule in unkept_rules(&mut nft, &table(), ACCEPTS, network, list)? {
+            tx.delete_rule(rule);
+        }
+    }
+    let prefix = CommentMatch::Prefix(bridge_comment(""));
+    for rule in nft.find_rules(&table(), STAGE_2, &prefix)? {
+        let bridge = rule
+            .comment
+            .as_deref()
+            .and_then(|c| c.strip_prefix(bridge_comment("").as_str()))
+            .unwrap_or_default()
+            .to_string();
+        if !bridge.is_empty() && !bridge_exists(&bridge) {
+            unisolate(&mut tx, &bridge);
+        }
+    }
+    if tx.is_empty() {
+        return Ok(());
+    }
+    nft.apply(&tx)
+}

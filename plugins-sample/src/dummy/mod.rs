@@ -1,0 +1,95 @@
+//! `dummy`: the container gets a dummy link carrying IPAM's addresses (a
+//! stable local address that no wire can take down), a drop-in
+//! replacement for the reference `dummy` plugin.
+//!
+//! ADD creates link `CNI_IFNAME` of kind dummy inside `CNI_NETNS` and
+//! configures IPAM's addresses and routes on it (an `ipam` section is
+//! required). The result: the one interface (name, MAC, sandbox), `ips`
+//! on interface 0, and IPAM's routes and DNS.
+//!
+//! DEL releases the IPAM reservation and deletes `CNI_IFNAME`; a
+//! namespace or link already gone is success. CHECK compares the link
+//! with `prevResult` (a dummy, its MAC, addresses and routes). STATUS and
+//! GC go to IPAM.
+//!
+//! ```json
+//! {"cniVersion": "1.0.0", "name": "local", "type": "dummy",
+//!  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.1.2.0/24"}]]}}
+//! ```
+//!
+//! Where we deliberately differ: no `ipam` is code 7 naming `ipam.type`
+//! (the reference: 999). A kernel without the dummy driver is an error
+//! saying so. DEL deletes the link even when IPAM's DEL fails; GC goes to
+//! IPAM.
+//!
+//! Go: containernetworking/plugins `plugins/main/dummy`.
+
+use cni_net::{LinkKind, Netns};
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::{Error, NetConf};
+
+use crate::link_plugin::{self, Addressing, Expected};
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI dummy sample plugin v0.1.0";
+
+/// The plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Dummy;
+
+type Req<'a> = Request<'a, NetConf>;
+
+fn ipam(req: &Req) -> Result<String, Error> {
+    link_plugin::ipam_type(req).ok_or_else(|| {
+        Error::invalid_config(
+            "ipam.type",
+            "missing: dummy interface requires an IPAM configuration",
+        )
+    })
+}
+
+impl Plugin for Dummy {
+    type Config = NetConf;
+
+    fn add(&self, req: &Req) -> Result<Reply, BoxError> {
+        let addressing = Addressing {
+            ipam: Some(ipam(req)?),
+            chained: None,
+            ipam_dns: true,
+        };
+        let netns = Netns::of(req)?;
+        let mut inside = netns.socket()?;
+        let dummy = inside.add_dummy(&req.ifname)?;
+        let done = link_plugin::attach(req, &addressing, &netns, &mut inside);
+        if done.is_err() {
+            let _ = inside.delete_link(dummy.index);
+        }
+        done
+    }
+
+    /// DEL needs only the namespace and `ipam.type`.
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
+        link_plugin::del(req)
+    }
+
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
+        let expected = Expected {
+            kind: Some(LinkKind::Dummy),
+            settings: None,
+            ipam: Some(ipam(req)?),
+            mtu: None,
+        };
+        link_plugin::check(req, &expected)
+    }
+
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
+        link_plugin::gc(req)
+    }
+
+    fn status(&self, req: &Req) -> Result<(), BoxError> {
+        link_plugin::status(req)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,248 @@
+//! `tap`: the container gets a persistent tap device (a VMM such as
+//! Kata's attaches to it), a drop-in replacement for the reference `tap`
+//! plugin.
+//!
+//! ADD makes the tap inside `CNI_NETNS` with the TUN ioctls (the only
+//! way the kernel makes one) under a temporary name: `multiQueue`, and
+//! `owner` and `group` allowed to attach; sets `mtu` and the requested
+//! MAC (`runtimeConfig.mac`, `args.cni.mac`, `CNI_ARGS` `MAC`, then
+//! `mac`), renames it `CNI_IFNAME`, makes it a port of `bridge` (a bridge
+//! in the container's namespace) when set, and with an `ipam` section
+//! configures IPAM's addresses and routes on it (else sets it up). The
+//! result: the one interface (name, MAC, sandbox), `ips` on interface 0,
+//! IPAM's routes, and the configuration's `dns`.
+//!
+//! DEL releases the IPAM reservation and deletes `CNI_IFNAME`; a
+//! namespace or link already gone is success. CHECK compares the link
+//! with `prevResult` (its MAC, addresses and routes). STATUS and GC go
+//! to IPAM.
+//!
+//! The device's flags are the reference's, which makes it one of two
+//! ways: with both `owner` and `group`, through netlink's `Tuntap`
+//! (`vnet_hdr`; packet information unless `multiQueue`); otherwise
+//! through `ip tuntap add` (no packet information, no `vnet_hdr`).
+//!
+//! ```json
+//! {"cniVersion": "1.0.0", "name": "vm", "type": "tap", "multiQueue": true,
+//!  "owner": 107, "group": 107, "bridge": "br0"}
+//! ```
+//!
+//! Where we deliberately differ: `selinuxContext` is refused (code 2):
+//! the reference labels the `ip` command it runs, and this plugin runs
+//! none. With both `owner` and `group`, `mtu` and the MAC are applied
+//! too: the reference's netlink path drops them silently (vishvananda
+//! netlink's `Tuntap` creation sets only the TUN ioctls). A device is
+//! never attached to an existing one of the name (`IFF_TUN_EXCL`). Bad
+//! input (`mtu`, `bridge` missing or not a bridge, a MAC) is code 7
+//! naming the field before anything changes. A kernel without
+//! tun/tap is an error saying so. The temporary name is derived rather
+//! than random; DEL deletes the link even when IPAM's DEL fails; GC goes
+//! to IPAM.
+//!
+//! Go: containernetworking/plugins `plugins/main/tap`.
+
+use cni_net::{LinkKind, Netns, Tap as TapDevice};
+use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_types::conventions::{requested_mac, MacPrecedence};
+use cni_types::{Code, Error, Mac, NetConf};
+use serde::Deserialize;
+
+use crate::link_plugin::{self, Addressing, Expected};
+
+/// Printed to stderr when run by hand.
+pub const ABOUT: &str = "CNI tap sample plugin v0.1.0";
+
+/// The plugin's own configuration keys, as the reference names them.
+#[derive(Debug, Default, Deserialize)]
+pub struct Fields {
+    /// Several queues, one file per vCPU.
+    #[serde(rename = "multiQueue", default)]
+    pub multi_queue: bool,
+    /// MTU of the tap; 0 or absent: the kernel's default.
+    #[serde(default)]
+    pub mtu: Option<i64>,
+    /// The tap's MAC, unless the runtime asks for another.
+    #[serde(default)]
+    pub mac: Option<String>,
+    /// The user allowed to attach to the tap.
+    #[serde(default)]
+    pub owner: Option<u32>,
+    /// The group allowed to attach to the tap.
+    #[serde(default)]
+    pub group: Option<u32>,
+    /// An SELinux label for the device's creation (refused, see above).
+    #[serde(rename = "selinuxContext", default)]
+    pub selinux_context: String,
+    /// A bridge in the container's namespace to make the tap a port of.
+    #[serde(default)]
+    pub bridge: String,
+}
+
+/// The plugin.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tap;
+
+type Req<'a> = Request<'a, NetConf<Fields>>;
+
+/// The validated configuration.
+#[derive(Debug)]
+struct Plan {
+    mtu: Option<u32>,
+    mac: Option<Mac>,
+    /// The bridge's index in the container's namespace.
+    bridge: Option<u32>,
+}
+
+/// Validates the configuration for ADD and opens the namespace: code 7
+/// naming the field (2 for `selinuxContext`), before anything changes.
+fn plan(req: &Req) -> Result<(Plan, Netns), Error> {
+    let f = &req.config.plugin;
+    if !f.selinux_context.is_empty() {
+        return Err(Error::new(
+            Code::UNSUPPORTED_FIELD,
+            "selinuxContext is not supported: this plugin runs no `ip` command to label",
+        ));
+    }
+    let mtu = match f.mtu.unwrap_or(0) {
+        0 => None,
+        m => Some(
+            u32::try_from(m)
+                .ok()
+                .filter(|m| cni_net::validate_mtu(*m).is_ok())
+                .ok_or_else(|| {
+                    Error::invalid_config("mtu", format!("{m}: must be between 68 and 65535"))
+                })?,
+        ),
+    };
+    let mac = requested_mac(
+        &req.config,
+        &req.args,
+        f.mac.as_deref(),
+        MacPrecedence::Interface,
+    )?;
+    let netns = Netns::of(req)?;
+    let bridge = match f.bridge.as_str() {
+        "" => None,
+        name => {
+            let link = netns
+                .socket()?
+                .find_link(name)
+                .map_err(|e| Error::invalid_config("bridge", e))?;
+            match link {
+                Some(l) if l.kind == Some(LinkKind::Bridge) => Some(l.index),
+                Some(_) => {
+                    return Err(Error::invalid_config(
+                        "bridge",
+                        format!("link {name:?} in the container's namespace is not a bridge"),
+                    ))
+                }
+                None => {
+                    return Err(Error::invalid_config(
+                        "bridge",
+                        format!("link {name:?} not found in the container's namespace"),
+                    ))
+                }
+            }
+        }
+    };
+    let plan = Plan {
+        mtu,
+        mac: mac.map(|m| m.mac),
+        bridge,
+    };
+    Ok((plan, netns))
+}
+
+/// The device as the reference makes it (see the module's docs).
+fn device<'a>(f: &Fields, name: &'a str) -> TapDevice<'a> {
+    let through_netlink = f.owner.is_some() && f.group.is_some();
+    TapDevice {
+        name,
+        multi_queue: f.multi_queue,
+        vnet_hdr: through_netlink,
+        packet_info: through_netlink && !f.multi_queue,
+        owner: f.owner,
+        group: f.group,
+    }
+}
+
+impl Plugin for Tap {
+    type Config = NetConf<Fields>;
+
+    fn add(&self, req: &Req) -> Result<Reply, BoxError> {
+        let (plan, netns) = plan(req)?;
+        let temporary = cni_net::host_veth_name(&req.container_id, &req.ifname);
+        let tap = netns.add_tap(&device(&req.config.plugin, &temporary))?;
+        let mut inside = netns.socket()?;
+        let addressing = Addressing {
+            ipam: link_plugin::ipam_type(req),
+            ..Addressing::default()
+        };
+        let done = finish(
+            req,
+            &plan,
+            &netns,
+            &mut inside,
+            tap.index,
+            &temporary,
+            &addressing,
+        );
+        if done.is_err() {
+            // By index: `CNI_IFNAME` may be a live attachment's link that
+            // the rename ran into.
+            let _ = inside.delete_link(tap.index);
+        }
+        done
+    }
+
+    /// DEL needs only the namespace and `ipam.type`.
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
+        link_plugin::del(req)
+    }
+
+    /// CHECK compares what the reference does: the interface's MAC,
+    /// addresses and routes, not its kind.
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
+        let expected = Expected {
+            kind: None,
+            settings: None,
+            ipam: link_plugin::ipam_type(req),
+            mtu: None,
+        };
+        link_plugin::check(req, &expected)
+    }
+
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
+        link_plugin::gc(req)
+    }
+
+    fn status(&self, req: &Req) -> Result<(), BoxError> {
+        link_plugin::status(req)
+    }
+}
+
+/// After the tap exists: MTU, MAC, name, bridge port, then addresses.
+fn finish(
+    req: &Req,
+    plan: &Plan,
+    netns: &Netns,
+    inside: &mut cni_net::Netlink,
+    index: u32,
+    temporary: &str,
+    addressing: &Addressing,
+) -> Result<Reply, BoxError> {
+    if let Some(mtu) = plan.mtu {
+        inside.set_mtu(index, mtu)?;
+    }
+    if let Some(mac) = plan.mac {
+        inside.set_mac(index, mac)?;
+    }
+    link_plugin::rename(req, inside, temporary)?;
+    if let Some(bridge) = plan.bridge {
+        inside.set_master(index, Some(bridge))?;
+    }
+    link_plugin::attach(req, addressing, netns, inside)
+}
+
+#[cfg(test)]
+mod tests;

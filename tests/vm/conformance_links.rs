@@ -1,0 +1,81 @@
+//! Our `ipvlan`, `vlan` and `dummy` through `cni-conformance` with its
+//! default scenarios, in the VM (this host's kernel lacks the three link
+//! kinds; `scripts/vm/run-tests.sh vm_conformance_links`): no check
+//! fails, and the warnings are the one every plugin of ours has (run by
+//! hand, it says what it is: ENV-NO-COMMAND), as in
+//! `tests/tests/conformance.rs` for the others, and for `vlan`
+//! CONCURRENT-ADD: the kernel holds one link per VLAN id and master, so
+//! of concurrent attachments to one VLAN only the first gets it (the
+//! reference's the same, `EEXIST`).
+
+use cni_conformance::{run, Kind, Selection, Status, Target};
+use serde_json::json;
+use tests::{in_host_namespace, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
+
+/// The findings of `plugin` run in a host namespace of its own holding
+/// the master `cnicm0` (a veth end, up), with `extra` configuration.
+fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>, String) {
+    let ours = plugin_bin_dir();
+    let scratch = tempfile::tempdir().unwrap();
+    let host = NetNs::create(&format!("conf-{plugin}"));
+    let ns = host.name();
+    for args in [
+        &[
+            "-n", ns, "link", "add", "cnicm0", "type", "veth", "peer", "cnicm1",
+        ][..],
+        &["-n", ns, "link", "set", "cnicm0", "up"],
+        &["-n", ns, "link", "set", "cnicm1", "up"],
+    ] {
+        let out = ip(args);
+        assert!(out.success(), "ip {args:?}: {out:?}");
+    }
+    let executable = in_host_namespace(scratch.path(), &ours.join(plugin), &host);
+    let mut target = Target::new(executable, Kind::Interface);
+    target.cni_path = vec![ours, reference_plugin_dir()];
+    // host-local stops at 1.0.0; ours covers 1.1.0 (GC, STATUS) too.
+    target.ipam = "ipam-file".into();
+    let mut config = json!({
+        "name": "cni-conformance",
+        "ipam": {"type": target.ipam, "subnet": cni_conformance::TEST_SUBNET,
+                 "dataDir": scratch.path().join("ipam")}
+    });
+    config
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    target.config = Some(config);
+    let report = run(&target, &Selection::all()).unwrap_or_else(|e| panic!("{plugin}: {e}"));
+    let ids = |status| {
+        report
+            .ids(status)
+            .into_iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    (ids(Status::Failed), ids(Status::Warning), report.text())
+}
+
+#[test]
+fn ipvlan_vlan_and_dummy_fail_no_conformance_check() {
+    for (plugin, extra, warns) in [
+        (
+            "ipvlan",
+            json!({"master": "cnicm0"}),
+            &["ENV-NO-COMMAND"][..],
+        ),
+        (
+            "vlan",
+            json!({"master": "cnicm0", "vlanId": 42}),
+            &["CONCURRENT-ADD", "ENV-NO-COMMAND"],
+        ),
+        ("dummy", json!({}), &["ENV-NO-COMMAND"]),
+    ] {
+        let (failed, mut warned, text) = findings(plugin, extra);
+        warned.sort();
+        assert_eq!(
+            (failed, warned),
+            (vec![], warns.iter().map(|w| w.to_string()).collect()),
+            "{plugin}:\n{text}"
+        );
+    }
+}
