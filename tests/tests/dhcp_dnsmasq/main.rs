@@ -3,6 +3,7 @@
 //! router and routes; renewal at T1; release on DEL; a daemon that is not
 //! running.
 
+mod podman;
 mod server;
 mod vs_reference;
 

@@ -106,12 +106,36 @@ impl DhcpNet {
     /// of `ifnames` is a link in the container namespace whose peer is a
     /// port of the server's bridge `br0`, on which dnsmasq serves.
     pub fn start(dir: &Path, t1_secs: u32, ifnames: &[&str]) -> DhcpNet {
+        DhcpNet::start_with_host_link(dir, t1_secs, ifnames, None)
+    }
+
+    /// [`DhcpNet::start`], and a link `host_link` in the test's own
+    /// namespace (up) that is one more port of the server's bridge: a
+    /// master for macvlan.
+    pub fn start_with_host_link(
+        dir: &Path,
+        t1_secs: u32,
+        ifnames: &[&str],
+        host_link: Option<&str>,
+    ) -> DhcpNet {
         let server = TempNetns::new("dhcps").expect("server namespace");
         let container = TempNetns::new("dhcpc").expect("container namespace");
+        let mut ports = Vec::new();
         for (i, ifname) in ifnames.iter().enumerate() {
             server
                 .add_veth(&format!("srv{i}"), ifname, Some(&container))
                 .expect("veth pair");
+            ports.push(format!("srv{i}"));
+        }
+        if let Some(name) = host_link {
+            let host = cni_net::Netns::current().expect("the test's namespace");
+            server
+                .add_veth("srvh", name, Some(&host))
+                .expect("veth pair to the host");
+            let mut nl = host.socket().expect("netlink");
+            let link = nl.link(name).expect("the host end");
+            nl.set_up(link.index).expect("host end up");
+            ports.push("srvh".to_string());
         }
         server
             .run(|nl| {
@@ -119,8 +143,8 @@ impl DhcpNet {
                 let addr = IpNetwork::new(SERVER_IP.parse().unwrap(), 24).unwrap();
                 nl.add_address(bridge.index, addr, Dad::Skip)?;
                 nl.set_up(bridge.index)?;
-                for i in 0..ifnames.len() {
-                    let port = nl.link(format!("srv{i}").as_str())?;
+                for port in &ports {
+                    let port = nl.link(port.as_str())?;
                     nl.set_master(port.index, Some(bridge.index))?;
                     nl.set_up(port.index)?;
                 }
