@@ -18,7 +18,7 @@
 # them away from build scripts and proc-macros, which must stay dynamic.
 # Output: target/<target>/plugin/{noop,dns-mac,delegator,veth,ipam-file,ipam-etcd,
 # host-local,bridge,ptp,tuning,loopback,portmap,bandwidth,cnitool,
-# macvlan,ipvlan,vlan,tap,dummy},
+# macvlan,ipvlan,vlan,tap,dummy,dhcp},
 # and target/<target>/plugin/firewall,
 # plus host-device,vrf,sbr,static,
 # <target> being x86_64-unknown-linux-musl (or -gnu with LIBC=glibc).

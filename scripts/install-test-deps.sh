@@ -51,6 +51,18 @@ set -euo pipefail
 "$(dirname "$0")/vm/install-deps.sh"
 # ---- end vm ----
 
+# ---- dhcp: Debian's dnsmasq, the DHCP server of tests/tests/dhcp_* ----
+# (run by the tests in a namespace they create; the -base package has no
+# service that would start on the host).
+if ! command -v dnsmasq >/dev/null 2>&1; then
+    if [ "${EUID}" -ne 0 ]; then
+        echo "install-test-deps: missing Debian package: dnsmasq-base (run as root)" >&2
+        exit 1
+    fi
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends dnsmasq-base
+fi
+# ---- end dhcp ----
+
 LIBCNI_DIR=/usr/share/gocode/src/github.com/containernetworking/cni/libcni
 HOST_LOCAL=/usr/lib/cni/host-local
 

@@ -20,6 +20,7 @@ crates=(
     cni-net
     cni-netfilter
     cni-ipam
+    cni-dhcp
     cni-invoke
     cnitool
     cni-conformance

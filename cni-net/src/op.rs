@@ -120,7 +120,11 @@ impl Op {
             Op::CreateBridge => "create bridge",
             Op::CreateDummy => "create dummy link",
             Op::CreateIfb => "create ifb link",
-            Op::CreateMacvlan | Op::CreateIpvlan | Op::CreateVlan | Op::CreateTap | Op::CreateVrf => "create",
+            Op::CreateMacvlan
+            | Op::CreateIpvlan
+            | Op::CreateVlan
+            | Op::CreateTap
+            | Op::CreateVrf => "create",
             Op::AddQdisc => "add qdisc",
             Op::DeleteQdisc => "delete qdisc",
             Op::AddFilter => "add filter",

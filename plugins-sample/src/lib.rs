@@ -71,6 +71,9 @@
 //! - [`vrf`]: a drop-in for the reference `vrf`: the container's
 //!   interface in a VRF of its namespace.
 //!
+//! - `dhcp`: a drop-in for the reference IPAM plugin of that name and its
+//!   daemon (`dhcp daemon`), the binary over the `cni-dhcp` crate.
+//!
 //! The binaries in `src/bin` are thin `main`s over these modules.
 
 pub mod agent;

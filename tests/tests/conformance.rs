@@ -17,6 +17,12 @@ use serde_json::json;
 use tests::etcd::Etcd;
 use tests::{in_host_namespace, plugin_bin_dir, reference_plugin_dir, NetNs};
 
+// The dhcp tests' peers (dnsmasq in a namespace, our daemon); this file
+// uses only part of them.
+#[allow(dead_code)]
+#[path = "dhcp_dnsmasq/server.rs"]
+mod dhcp_server;
+
 /// Where a plugin comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -69,6 +75,9 @@ enum Setup {
     /// no addresses, so a default route through `prevResult`'s gateway
     /// could not be added.
     Sbr,
+    /// dnsmasq on the other end of the namespace's `eth0`, and our DHCP
+    /// daemon (tests/tests/dhcp_dnsmasq).
+    Dhcp,
 }
 
 /// A peer process a subject talks to, stopped when dropped.
@@ -79,6 +88,10 @@ enum Peer {
     Agent(std::process::Child),
     /// A container namespace of the test's, removed when dropped.
     Namespace(#[allow(dead_code)] NetNs),
+    Dhcp {
+        _daemon: dhcp_server::Logged,
+        _net: dhcp_server::DhcpNet,
+    },
 }
 
 impl Drop for Peer {
@@ -140,6 +153,7 @@ const SUBJECTS: &[Subject] = &[
     // One device goes to one container: of concurrent ADDs one succeeds.
     Subject { name: "host-device", from: Source::Ours, kind: Kind::Interface, own_host: true, setup: Setup::HostDevice, fails: &[], warns: &["ENV-NO-COMMAND", "CONCURRENT-ADD"] },
     // vrf: this host's kernel has no VRF support; tests/vm/vrf.rs runs the checker on it.
+    Subject { name: "dhcp", from: Source::Ours, kind: Kind::Ipam, own_host: false, setup: Setup::Dhcp, fails: &[], warns: OUR_WARNS },
     Subject { name: "host-local", from: Source::Reference, kind: Kind::Ipam, own_host: false, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "bridge", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Bridge, fails: &[], warns: REFERENCE_WARNS },
     Subject { name: "ptp", from: Source::Reference, kind: Kind::Interface, own_host: true, setup: Setup::Minimal, fails: &[], warns: REFERENCE_WARNS },
@@ -267,6 +281,23 @@ fn check(subject: &Subject) -> Option<String> {
             let socket = scratch.path().join("agent.sock");
             target.config = Some(json!({"name": "cni-conformance", "socket": socket}));
             Some(start_agent(&socket))
+        }
+        Setup::Dhcp => {
+            // eth0 and the concurrent ADDs' eth0p0..15, all facing dnsmasq.
+            let names: Vec<String> = std::iter::once("eth0".to_string())
+                .chain((0..16).map(|i| format!("eth0p{i}")))
+                .collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let net = dhcp_server::DhcpNet::start(scratch.path(), 60, &names);
+            let socket = scratch.path().join("dhcp.sock");
+            let daemon = dhcp_server::start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+            target.config =
+                Some(json!({"name": "cni-conformance", "ipam": {"daemonSocketPath": socket}}));
+            target.netns = NetnsChoice::Path(net.container.path().to_path_buf());
+            Some(Peer::Dhcp {
+                _daemon: daemon,
+                _net: net,
+            })
         }
     };
     let report = match run(&target, &Selection::all()) {

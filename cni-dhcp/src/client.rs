@@ -1,0 +1,351 @@
+//! The DHCPv4 client of one interface in one namespace: DISCOVER, OFFER,
+//! REQUEST, ACK; RENEW, REBIND and RELEASE (RFC 2131 section 4.4).
+//!
+//! The socket is a UDP socket opened inside the container's namespace and
+//! bound to port 68 on the interface (`SO_BINDTODEVICE`), so it keeps
+//! working from any thread of the daemon. Before the interface has an
+//! address, a unicast reply to the offered address would be dropped by the
+//! kernel, so DISCOVER and the first REQUEST always set the broadcast
+//! flag; the reference reads raw frames instead (an `AF_PACKET` socket).
+//!
+//! Go: `nclient4` (insomniacslk/dhcp), `AcquireLease`, `acquire`, `renew`,
+//! `release` and `backoffRetry` (plugins `plugins/ipam/dhcp/lease.go`).
+
+use std::ffi::OsString;
+use std::hash::{BuildHasher, Hasher};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+
+use cni_net::{NetError, Netns};
+use nix::sys::socket::{
+    bind, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn,
+};
+
+use crate::config::ClientOptions;
+use crate::lease::Lease;
+use crate::message::{code, Message, MessageType, BROADCAST_FLAG};
+use crate::DhcpError;
+
+const CLIENT_PORT: u16 = 68;
+const SERVER_PORT: u16 = 67;
+/// The largest DHCP message read (an Ethernet frame's payload fits).
+const MAX_MESSAGE: usize = 1500;
+
+/// How long the client waits and retries.
+///
+/// Go: the daemon's `-timeout`, `-resendmax` and `-resendtimeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// The longest wait for one reply before sending again (`-timeout`,
+    /// default 10 s).
+    pub timeout: Duration,
+    /// The longest delay between two sends (`-resendmax`, default 62 s).
+    pub resend_max: Duration,
+    /// No more sends after this long (`-resendtimeout`, default 208 s).
+    pub resend_timeout: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            timeout: Duration::from_secs(10),
+            resend_max: Duration::from_secs(62),
+            resend_timeout: Duration::from_secs(208),
+        }
+    }
+}
+
+/// The delay of the first [`FAST_RESENDS`] repetitions of a send.
+///
+/// Go: `resendFastDelay`, `resendFastMax`.
+const FAST_RESEND: Duration = Duration::from_secs(2);
+/// How many sends wait [`FAST_RESEND`].
+const FAST_RESENDS: u32 = 4;
+
+/// The delay after the fast repetitions; it doubles up to
+/// [`Timing::resend_max`].
+///
+/// Go: `resendDelay0`.
+const FIRST_RESEND: Duration = Duration::from_secs(4);
+
+/// A DHCP client bound to one interface of one namespace.
+#[derive(Debug)]
+pub struct Client {
+    netns: Netns,
+    index: u32,
+    socket: UdpSocket,
+    ifname: String,
+    mac: [u8; 6],
+    client_id: Vec<u8>,
+    options: ClientOptions,
+    timing: Timing,
+    broadcast: bool,
+}
+
+/// A new transaction id: std's randomly keyed hasher over the time.
+fn new_xid() -> u32 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    h.finish() as u32
+}
+
+impl Client {
+    /// Opens the client's socket on `ifname` inside `netns`, bringing the
+    /// interface up first when it is down (as the reference does).
+    /// `client_id` is sent as option 61 with type 0 (RFC 2132: "a type
+    /// field whose value is normally 0 when a non-hardware identifier is
+    /// used"); `broadcast` also asks for broadcast replies when renewing.
+    pub fn open(
+        netns: &Netns,
+        ifname: &str,
+        client_id: &str,
+        options: ClientOptions,
+        timing: Timing,
+        broadcast: bool,
+    ) -> Result<Client, DhcpError> {
+        let (socket, mac, index) = netns.run(|nl| {
+            let link = nl.link(ifname)?;
+            if !link.up {
+                nl.set_up(link.index)?;
+            }
+            // The kernel drops what a link sends until it is operationally
+            // up (its queue is attached a moment after `set up`): wait for
+            // that, then send. A link without carrier gets the retries.
+            let _ = nl.wait_until_up(link.index, timing.timeout);
+            let mac = link.mac.map(|m| m.0).unwrap_or_default();
+            let socket = bound_socket(ifname).map_err(|source| DhcpError::Socket {
+                ifname: ifname.to_string(),
+                source,
+            })?;
+            Ok::<_, DhcpError>((socket, mac, link.index))
+        })?;
+        let mut id = vec![0u8];
+        id.extend_from_slice(client_id.as_bytes());
+        Ok(Client {
+            netns: Netns::open(netns.path())?,
+            index,
+            socket,
+            ifname: ifname.to_string(),
+            mac,
+            client_id: id,
+            options,
+            timing,
+            broadcast,
+        })
+    }
+
+    /// A client message with the client id, the parameter request list and
+    /// the provided options.
+    fn message(&self, kind: MessageType, xid: u32) -> Message {
+        let mut m = Message::client(kind, xid, self.mac);
+        m.set_option(code::CLIENT_ID, self.client_id.clone());
+        if !matches!(kind, MessageType::Release) {
+            if !self.options.request.is_empty() {
+                m.set_option(code::PARAMETER_REQUEST_LIST, self.options.request.clone());
+            }
+            for (c, v) in &self.options.provide {
+                m.set_option(*c, v.clone());
+            }
+        }
+        m
+    }
+
+    /// A new lease: DISCOVER, the first OFFER, REQUEST, ACK. A NAK starts
+    /// over until [`Timing::resend_timeout`].
+    pub fn acquire(&self) -> Result<Lease, DhcpError> {
+        let deadline = Instant::now() + self.timing.resend_timeout;
+        loop {
+            let xid = new_xid();
+            let mut discover = self.message(MessageType::Discover, xid);
+            discover.flags = BROADCAST_FLAG;
+            let offer =
+                self.exchange(&discover, Ipv4Addr::BROADCAST, deadline, "DHCPOFFER", |m| {
+                    m.kind == MessageType::Offer
+                })?;
+            let server = offer
+                .ipv4_option(code::SERVER_ID)
+                .ok_or(DhcpError::MissingOption("server identifier (54)"))?;
+            let mut request = self.message(MessageType::Request, xid);
+            request.flags = BROADCAST_FLAG;
+            request.set_option(code::REQUESTED_IP, offer.yiaddr.octets().to_vec());
+            request.set_option(code::SERVER_ID, server.octets().to_vec());
+            let reply = self.exchange(&request, Ipv4Addr::BROADCAST, deadline, "DHCPACK", |m| {
+                matches!(m.kind, MessageType::Ack | MessageType::Nak)
+            })?;
+            if reply.kind == MessageType::Ack {
+                return Lease::from_ack(reply, Instant::now());
+            }
+            if Instant::now() >= deadline {
+                return Err(DhcpError::Nak {
+                    ifname: self.ifname.clone(),
+                });
+            }
+        }
+    }
+
+    /// Extends `lease`: a REQUEST with its address, unicast to the server
+    /// that granted it (renewing) or broadcast (`rebinding`), until
+    /// `until`. A NAK is [`DhcpError::Nak`].
+    pub fn extend(
+        &self,
+        lease: &Lease,
+        rebinding: bool,
+        until: Instant,
+    ) -> Result<Lease, DhcpError> {
+        let mut request = self.message(MessageType::Request, new_xid());
+        request.ciaddr = lease.address;
+        if self.broadcast {
+            request.flags = BROADCAST_FLAG;
+        }
+        let to = if rebinding {
+            Ipv4Addr::BROADCAST
+        } else {
+            self.server_of(lease)
+        };
+        let deadline = until.min(Instant::now() + self.timing.resend_timeout);
+        let reply = self.exchange(&request, to, deadline, "DHCPACK", |m| {
+            matches!(m.kind, MessageType::Ack | MessageType::Nak)
+        })?;
+        match reply.kind {
+            MessageType::Ack => Lease::from_ack(reply, Instant::now()),
+            _ => Err(DhcpError::Nak {
+                ifname: self.ifname.clone(),
+            }),
+        }
+    }
+
+    /// Gives `lease` back: one DHCPRELEASE to its server, no reply.
+    pub fn release(&self, lease: &Lease) -> Result<(), DhcpError> {
+        let mut release = self.message(MessageType::Release, new_xid());
+        release.ciaddr = lease.address;
+        release.set_option(code::SERVER_ID, lease.server.octets().to_vec());
+        self.send(&release, self.server_of(lease))
+    }
+
+    fn send(&self, m: &Message, to: Ipv4Addr) -> Result<(), DhcpError> {
+        self.socket
+            .send_to(&m.encode(), SocketAddrV4::new(to, SERVER_PORT))
+            .map(drop)
+            .map_err(|source| DhcpError::Socket {
+                ifname: self.ifname.clone(),
+                source,
+            })
+    }
+
+    /// Where a message about `lease` goes: its server, when the interface
+    /// holds the leased address; otherwise broadcast. Without the address
+    /// the kernel would still send a unicast, from 0.0.0.0 to a server it
+    /// cannot resolve, and the server would never see it; the reference
+    /// writes raw frames instead.
+    fn server_of(&self, lease: &Lease) -> Ipv4Addr {
+        let held = self.netns.run(|nl| {
+            let addresses = nl.addresses(Some(self.index))?;
+            Ok::<_, NetError>(
+                addresses
+                    .iter()
+                    .any(|a| a.network.addr() == std::net::IpAddr::V4(lease.address)),
+            )
+        });
+        if held.unwrap_or(false) {
+            lease.server
+        } else {
+            Ipv4Addr::BROADCAST
+        }
+    }
+
+    /// Sends `m` to `to` and waits for a reply with its xid that `wanted`
+    /// accepts, sending again after 2 s four times, then after 4 s, 8 s ... (at most
+    /// [`Timing::resend_max`], each wait at most [`Timing::timeout`])
+    /// until `deadline`.
+    fn exchange(
+        &self,
+        m: &Message,
+        to: Ipv4Addr,
+        deadline: Instant,
+        what: &'static str,
+        wanted: impl Fn(&Message) -> bool,
+    ) -> Result<Message, DhcpError> {
+        let started = Instant::now();
+        let mut sends = 0u32;
+        let mut delay = FAST_RESEND.min(self.timing.resend_max);
+        let mut buf = vec![0u8; MAX_MESSAGE];
+        loop {
+            self.send(m, to)?;
+            let wait_end = (Instant::now() + delay.min(self.timing.timeout)).min(deadline);
+            loop {
+                let now = Instant::now();
+                if now >= wait_end {
+                    break;
+                }
+                let io = |source| DhcpError::Socket {
+                    ifname: self.ifname.clone(),
+                    source,
+                };
+                self.socket
+                    .set_read_timeout(Some(wait_end - now))
+                    .map_err(io)?;
+                match self.socket.recv(&mut buf) {
+                    Ok(n) => {
+                        let Ok(reply) = Message::decode(&buf[..n]) else {
+                            continue;
+                        };
+                        if reply.op == 2 && reply.xid == m.xid && wanted(&reply) {
+                            return Ok(reply);
+                        }
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock
+                                | std::io::ErrorKind::TimedOut
+                                | std::io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => return Err(io(e)),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(DhcpError::NoAnswer {
+                    what,
+                    ifname: self.ifname.clone(),
+                    after: started.elapsed(),
+                });
+            }
+            sends += 1;
+            delay = match sends {
+                s if s < FAST_RESENDS => delay,
+                s if s == FAST_RESENDS => FIRST_RESEND,
+                _ => delay * 2,
+            }
+            .min(self.timing.resend_max);
+        }
+    }
+}
+
+/// A UDP socket on port 68 of `ifname`, in the calling thread's namespace.
+fn bound_socket(ifname: &str) -> std::io::Result<UdpSocket> {
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    setsockopt(&fd, sockopt::Broadcast, &true)?;
+    setsockopt(&fd, sockopt::BindToDevice, &OsString::from(ifname))?;
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::new(0, 0, 0, 0, CLIENT_PORT),
+    )?;
+    Ok(UdpSocket::from(fd))
+}
+
+impl From<NetError> for DhcpError {
+    fn from(e: NetError) -> DhcpError {
+        DhcpError::Net(e)
+    }
+}

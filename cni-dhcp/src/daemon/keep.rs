@@ -1,0 +1,80 @@
+//! The thread that keeps one lease: renewal at T1, rebinding at T2,
+//! release when told to stop.
+
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cni_types::Result100;
+
+use crate::client::Client;
+use crate::lease::Lease;
+
+/// A lease the daemon holds, and the thread that keeps it.
+pub(super) struct Held {
+    /// The network's name, for GC.
+    pub(super) network: String,
+    /// The attachment, for GC.
+    pub(super) container_id: String,
+    pub(super) ifname: String,
+    pub(super) result: Result100,
+    pub(super) stop: Sender<()>,
+    pub(super) keeper: JoinHandle<()>,
+}
+
+/// Stops the thread keeping a lease, which releases it, and waits for it.
+pub(super) fn stop_keeping(held: Held) {
+    let _ = held.stop.send(());
+    let _ = held.keeper.join();
+}
+
+/// How long to wait after a failed renewal before the next try.
+const RETRY_PAUSE: Duration = Duration::from_secs(5);
+
+/// Keeps `lease` until told to stop, then releases it: renews at T1
+/// (unicast to its server), rebinds at T2 (broadcast), and gives up when
+/// it expires.
+///
+/// Go: `DHCPLease.maintain`.
+pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Receiver<()>) {
+    let mut next = lease.renew_at();
+    loop {
+        let wait = next.saturating_duration_since(Instant::now());
+        match stop.recv_timeout(wait) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                eprintln!("dhcp daemon: {id}: releasing lease {}", lease.address);
+                if let Err(e) = client.release(&lease) {
+                    eprintln!("dhcp daemon: {id}: failed to release: {e}");
+                }
+                return;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        if now >= lease.expires_at() {
+            eprintln!("dhcp daemon: {id}: lease {} expired", lease.address);
+            return;
+        }
+        let rebinding = now >= lease.rebind_at();
+        let until = if rebinding {
+            lease.expires_at()
+        } else {
+            lease.rebind_at()
+        };
+        match client.extend(&lease, rebinding, until) {
+            Ok(extended) => {
+                lease = extended;
+                next = lease.renew_at();
+                let verb = if rebinding { "rebound" } else { "renewed" };
+                eprintln!(
+                    "dhcp daemon: {id}: lease {} {verb}, expires in {:?}",
+                    lease.address, lease.lease_time
+                );
+            }
+            Err(e) => {
+                eprintln!("dhcp daemon: {id}: {e}");
+                next = Instant::now() + RETRY_PAUSE;
+            }
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! The lease daemon (`dhcp daemon`): holds one lease per attachment,
+//! renews it at T1, rebinds at T2, releases it on DEL, and answers the
+//! plugin over its Unix socket ([`crate::protocol`]).
+//!
+//! One thread per lease keeps its timers; one thread per connection
+//! answers the plugin.
+//!
+//! Go: `DHCP`, `runDaemon` (plugins `plugins/ipam/dhcp/daemon.go`) and
+//! `DHCPLease.maintain` (`lease.go`).
+
+mod keep;
+mod options;
+
+use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
+
+use cni_net::Netns;
+use cni_types::{Code, Error};
+
+use crate::client::Client;
+use crate::config::NetConfig;
+use crate::protocol::{self, Answer, Call};
+use crate::DhcpError;
+use keep::{keep, stop_keeping, Held};
+pub use options::DaemonOptions;
+
+/// The daemon: its options and the leases it holds, by client id.
+pub struct Daemon {
+    options: DaemonOptions,
+    leases: Mutex<HashMap<String, Held>>,
+}
+
+/// The client id of an attachment: `CONTAINERID/NETNAME/IFNAME`, cut to
+/// 254 bytes (option 61's length is one byte, with its type byte).
+///
+/// Go: `generateClientID`.
+pub fn client_id(container_id: &str, network: &str, ifname: &str) -> String {
+    let mut id = format!("{container_id}/{network}/{ifname}");
+    if id.len() > 254 {
+        let mut cut = 254;
+        while !id.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        id.truncate(cut);
+    }
+    id
+}
+
+impl Daemon {
+    /// A daemon holding no lease.
+    pub fn new(options: DaemonOptions) -> Daemon {
+        Daemon {
+            options,
+            leases: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Opens the socket: its directory is created (0700) when missing, a
+    /// stale socket nobody answers on is replaced, one a live daemon
+    /// answers on is [`DhcpError::AlreadyRunning`]; the socket is 0600.
+    /// Writes the pid file when one is configured.
+    pub fn listen(&self) -> Result<UnixListener, DhcpError> {
+        let path = self.options.listen_path();
+        let io = |op: &'static str, source| DhcpError::Io {
+            op,
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| io("create the directory of", e))?;
+        }
+        if path.exists() {
+            if UnixStream::connect(&path).is_ok() {
+                return Err(DhcpError::AlreadyRunning(path));
+            }
+            std::fs::remove_file(&path).map_err(|e| io("remove the stale socket", e))?;
+        }
+        let listener = UnixListener::bind(&path).map_err(|e| io("listen on", e))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| io("restrict", e))?;
+        if let Some(pidfile) = &self.options.pidfile {
+            std::fs::write(pidfile, std::process::id().to_string()).map_err(|source| {
+                DhcpError::Io {
+                    op: "write the pid file",
+                    path: pidfile.clone(),
+                    source,
+                }
+            })?;
+        }
+        Ok(listener)
+    }
+
+    /// Answers connections on `listener` until it fails, each on a
+    /// thread of its own.
+    pub fn serve(self: &Arc<Self>, listener: UnixListener) -> std::io::Result<()> {
+        for stream in listener.incoming() {
+            let stream = match stream {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let daemon = Arc::clone(self);
+            std::thread::spawn(move || {
+                if let Err(e) = protocol::serve_one(stream, |call| daemon.handle(call)) {
+                    eprintln!("dhcp daemon: a plugin's connection failed: {e}");
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Removes what [`Daemon::listen`] created (the socket, the pid file).
+    pub fn remove_files(&self) {
+        let _ = std::fs::remove_file(self.options.listen_path());
+        if let Some(pidfile) = &self.options.pidfile {
+            let _ = std::fs::remove_file(pidfile);
+        }
+    }
+
+    /// Answers one call.
+    pub fn handle(&self, call: Call) -> Answer {
+        let outcome = match call.command.as_str() {
+            "ADD" => self.add(&call).map(Answer::Result),
+            "DEL" => self.del(&call).map(Answer::Done),
+            "CHECK" => self.check(&call).map(Answer::Done),
+            "GC" => self.gc(&call).map(Answer::Done),
+            "STATUS" => Ok(Answer::Done(())),
+            other => Err(Error::invalid_env(
+                "CNI_COMMAND",
+                format!("the DHCP daemon does not serve {other:?}"),
+            )),
+        };
+        outcome.unwrap_or_else(Answer::Error)
+    }
+
+    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+        self.leases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn config(call: &Call) -> Result<NetConfig, Error> {
+        serde_json::from_value(call.config.clone())
+            .map_err(|e| Error::decoding("the network configuration", e))
+    }
+
+    /// A lease for the attachment: the one held, or a new one from the
+    /// server; the result's routes get the configuration's `priority`.
+    ///
+    /// Go: `DHCP.Allocate`.
+    fn add(&self, call: &Call) -> Result<serde_json::Value, Error> {
+        let conf = Daemon::config(call)?;
+        let ipam = conf.ipam.clone().unwrap_or_default();
+        let options = ipam.client_options(&call.args)?;
+        let id = client_id(&call.container_id, &conf.name, &call.ifname);
+        if let Some(held) = self.leases().get(&id) {
+            return serde_json::to_value(&held.result).map_err(|e| Error::internal(&e));
+        }
+        let netns_path = format!("{}{}", self.options.host_prefix, call.netns);
+        let netns = Netns::open(&netns_path).map_err(Error::from)?;
+        let client = Client::open(
+            &netns,
+            &call.ifname,
+            &id,
+            options,
+            self.options.timing,
+            self.options.broadcast,
+        )?;
+        eprintln!("dhcp daemon: {id}: acquiring lease");
+        let lease = client.acquire()?;
+        let result = lease.result(ipam.priority)?;
+        eprintln!("dhcp daemon: {id}: lease acquired: {}", lease.address);
+        let (stop, stopped) = mpsc::channel();
+        let keeper_id = id.clone();
+        let keeper = std::thread::spawn(move || keep(&keeper_id, client, lease, &stopped));
+        let value = serde_json::to_value(&result).map_err(|e| Error::internal(&e))?;
+        let held = Held {
+            network: conf.name,
+            container_id: call.container_id.clone(),
+            ifname: call.ifname.clone(),
+            result,
+            stop,
+            keeper,
+        };
+        // A concurrent ADD of the same attachment got there first: keep
+        // its lease, and give this one back.
+        let mut leases = self.leases();
+        if let Some(first) = leases.get(&id) {
+            let value = serde_json::to_value(&first.result).map_err(|e| Error::internal(&e));
+            drop(leases);
+            stop_keeping(held);
+            return value;
+        }
+        leases.insert(id, held);
+        Ok(value)
+    }
+
+    /// Stops keeping the attachment's lease and releases it; nothing held
+    /// is success.
+    ///
+    /// Go: `DHCP.Release`.
+    fn del(&self, call: &Call) -> Result<(), Error> {
+        let conf = Daemon::config(call)?;
+        let id = client_id(&call.container_id, &conf.name, &call.ifname);
+        let held = self.leases().remove(&id);
+        if let Some(held) = held {
+            stop_keeping(held);
+        }
+        Ok(())
+    }
+
+    /// Releases the network's leases whose attachment is not in
+    /// `cni.dev/valid-attachments`; without a list, releases nothing (see
+    /// [`cni_types::ValidAttachments`]).
+    fn gc(&self, call: &Call) -> Result<(), Error> {
+        let conf = Daemon::config(call)?;
+        let stale: Vec<Held> = {
+            let mut leases = self.leases();
+            let ids: Vec<String> = leases
+                .iter()
+                .filter(|(_, h)| {
+                    h.network == conf.name
+                        && !conf.valid_attachments.keeps(&h.container_id, &h.ifname)
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| leases.remove(id)).collect()
+        };
+        stale.into_iter().for_each(stop_keeping);
+        Ok(())
+    }
+
+    /// Succeeds when the daemon holds a lease for the attachment.
+    fn check(&self, call: &Call) -> Result<(), Error> {
+        let conf = Daemon::config(call)?;
+        let id = client_id(&call.container_id, &conf.name, &call.ifname);
+        if self.leases().contains_key(&id) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                Code::INTERNAL,
+                format!("the DHCP daemon holds no lease for {id}"),
+            ))
+        }
+    }
+}
+
+/// Runs the daemon until SIGTERM or SIGINT: listens, serves, and on the
+/// signal removes its socket and pid file (leases are left to expire, as
+/// in the reference).
+///
+/// Go: `runDaemon`.
+pub fn run(options: DaemonOptions) -> Result<(), DhcpError> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGTERM);
+    signals.add(Signal::SIGINT);
+    // Blocked before any thread starts, so every thread inherits the mask
+    // and only the sigwait below receives them.
+    signals
+        .thread_block()
+        .map_err(|e| DhcpError::Signal(e.into()))?;
+    let daemon = Arc::new(Daemon::new(options));
+    let listener = daemon.listen()?;
+    eprintln!(
+        "dhcp daemon: listening on {}",
+        daemon.options.listen_path().display()
+    );
+    let server = Arc::clone(&daemon);
+    std::thread::spawn(move || {
+        if let Err(e) = server.serve(listener) {
+            eprintln!("dhcp daemon: stopped accepting: {e}");
+        }
+    });
+    let signal = signals.wait().map_err(|e| DhcpError::Signal(e.into()));
+    daemon.remove_files();
+    signal.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_id_is_the_references_cut_to_254_bytes() {
+        assert_eq!(client_id("c1", "net", "eth0"), "c1/net/eth0");
+        assert_eq!(client_id(&"x".repeat(300), "n", "e").len(), 254);
+    }
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    use super::*;
+
+    fn daemon(dir: &Path) -> Daemon {
+        Daemon::new(DaemonOptions {
+            socket_path: dir.join("sub/dhcp.sock"),
+            pidfile: Some(dir.join("dhcp.pid")),
+            ..DaemonOptions::default()
+        })
+    }
+
+    #[test]
+    fn the_socket_is_private_and_the_pid_file_holds_the_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = daemon(dir.path());
+        let _listener = d.listen().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("sub/dhcp.sock")), 0o600);
+        assert_eq!(mode(&dir.path().join("sub")), 0o700);
+        let pid = std::fs::read_to_string(dir.path().join("dhcp.pid")).unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        d.remove_files();
+        assert!(!dir.path().join("sub/dhcp.sock").exists());
+        assert!(!dir.path().join("dhcp.pid").exists());
+    }
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_a_live_daemons_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = daemon(dir.path());
+        let live = d.listen().unwrap();
+        assert!(matches!(d.listen(), Err(DhcpError::AlreadyRunning(_))));
+        drop(live); // the file stays, nobody answers
+        assert!(dir.path().join("sub/dhcp.sock").exists());
+        d.listen().expect("a stale socket is replaced");
+    }
+}
