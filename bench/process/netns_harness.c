@@ -3,19 +3,30 @@
  * a fresh network namespace at /run/netns/NAME, runs the case's plugin
  * with CNI_COMMAND=ADD, then with DEL, each the way a runtime does (fork,
  * exec with an environment, config on a stdin pipe, stdout read until
- * EOF, wait4), then removes the namespace. Only the two executions are
- * timed. Prints one line per execution: case index, 0 for ADD or 1 for
+ * EOF, wait4), then removes the namespace. Only the executions are
+ * timed. Prints one line per command: case index, 0 for ADD or 1 for
  * DEL, wall nanoseconds, peak RSS (KiB, from wait4).
+ *
+ * A case may be a chain, as a runtime runs a network list: BINARY and
+ * STDIN_FILE are then comma-separated lists of the same length. ADD runs
+ * them in order, each configuration's marker @PREV@ replaced by
+ * `,"prevResult":` and the previous plugin's output (by nothing for the
+ * first); DEL runs them in reverse order with the marker removed (libcni
+ * sends no prevResult on DEL before cniVersion 0.4.0). The line then has
+ * the whole chain's wall time, its largest peak RSS, and each plugin's
+ * wall time in the order it ran.
  *
  * Everything happens inside namespaces the harness creates: it first
  * moves itself into a new network namespace (the "host" side the plugins
- * see, with the host ends of their pairs, their routes and addresses), and
- * each container namespace is made from there, as `ip netns add` does
- * (unshare, bind mount, switch back). The harness is single-threaded, so
- * switching its own namespace is safe.
+ * see, with the host ends of their pairs, their routes and addresses, and
+ * their packet filter tables), and each container namespace is made from
+ * there, as `ip netns add` does (unshare, bind mount, switch back). The
+ * harness is single-threaded, so switching its own namespace is safe.
+ * With --setup, COMMAND (run by /bin/sh) prepares that host namespace
+ * first, e.g. prefills its tables.
  *
- * usage: netns_harness ROUNDS NETNS_NAME CASE...
- *   CASE = BINARY:STDIN_FILE:ADD_ENV_FILE:DEL_ENV_FILE
+ * usage: netns_harness [--setup COMMAND] ROUNDS NETNS_NAME CASE...
+ *   CASE = BINARY[,BINARY...]:STDIN_FILE[,STDIN_FILE...]:ADD_ENV_FILE:DEL_ENV_FILE
  *   (env files: one NAME=VALUE per line; CNI_NETNS=/run/netns/NETNS_NAME)
  */
 #define _GNU_SOURCE
@@ -34,7 +45,10 @@
 
 #include "common.h"
 
-struct bench_case { char *bin; char *stdin_data; size_t stdin_len; char **env[2]; };
+#define MAX_CHAIN 8
+#define MARKER "@PREV@"
+
+struct bench_case { int n; char *bin[MAX_CHAIN]; char *stdin_data[MAX_CHAIN]; char **env[2]; };
 
 static void die(const char *what) { perror(what); exit(2); }
 
@@ -53,9 +67,11 @@ static void remove_netns(const char *path) {
     if (unlink(path)) die(path);
 }
 
-/* Runs one plugin execution; returns its wall time, sets *rss. */
-static long long run(struct bench_case *c, int del, long *rss) {
-    static char out[65536];
+/* Runs one plugin execution; returns its wall time, sets *rss and leaves
+ * its stdout in `out` (at most `cap` - 1 bytes, NUL-terminated). */
+static long long run(const char *bin, const char *stdin_data, char **env, const char *what,
+                     char *out, size_t cap, long *rss) {
+    size_t stdin_len = strlen(stdin_data);
     int in[2], outp[2];
     if (pipe(in) || pipe(outp)) die("pipe");
     long long t0 = now_ns();
@@ -63,35 +79,85 @@ static long long run(struct bench_case *c, int del, long *rss) {
     if (pid == 0) {
         dup2(in[0], 0); dup2(outp[1], 1);
         close(in[0]); close(in[1]); close(outp[0]); close(outp[1]);
-        char *args[] = { c->bin, NULL };
-        execve(c->bin, args, c->env[del]);
+        char *args[] = { (char *)bin, NULL };
+        execve(bin, args, env);
         _exit(127);
     }
     close(in[0]); close(outp[1]);
     size_t off = 0;
-    while (off < c->stdin_len) {
-        ssize_t w = write(in[1], c->stdin_data + off, c->stdin_len - off);
+    while (off < stdin_len) {
+        ssize_t w = write(in[1], stdin_data + off, stdin_len - off);
         if (w <= 0) break;
         off += w;
     }
     close(in[1]);
     size_t got = 0; ssize_t r;
-    while ((r = read(outp[0], out + got, sizeof out - 1 - got)) > 0) got += r;
+    while ((r = read(outp[0], out + got, cap - 1 - got)) > 0) got += r;
     out[got] = 0;
     close(outp[0]);
     int status; struct rusage ru;
     wait4(pid, &status, 0, &ru);
     long long t = now_ns() - t0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "%s %s failed with status %d: %s\n", c->bin, del ? "DEL" : "ADD", status, out);
+        fprintf(stderr, "%s %s failed with status %d: %s\n", bin, what, status, out);
         exit(1);
     }
     *rss = ru.ru_maxrss;
     return t;
 }
 
+/* `template` with its marker replaced by `,"prevResult":PREV` (PREV's
+ * trailing whitespace dropped), or removed when `prev` is NULL. */
+static char *with_prev(const char *template, const char *prev) {
+    const char *at = strstr(template, MARKER);
+    if (!at) return strdup(template);
+    size_t plen = prev ? strlen(prev) : 0;
+    while (plen && strchr(" \t\r\n", prev[plen - 1])) plen--;
+    const char *key = prev ? ",\"prevResult\":" : "";
+    size_t n = (at - template) + strlen(key) + plen + strlen(at + strlen(MARKER)) + 1;
+    char *s = malloc(n);
+    snprintf(s, n, "%.*s%s%.*s%s", (int)(at - template), template, key, (int)plen,
+             prev ? prev : "", at + strlen(MARKER));
+    return s;
+}
+
+/* One command of a case: its chain in order (ADD) or reverse (DEL).
+ * Prints the line described above. */
+static void run_case(int index, struct bench_case *c, int del) {
+    static char out[2][65536];
+    long long step[MAX_CHAIN], total = 0;
+    long max_rss = 0;
+    const char *prev = NULL;
+    for (int k = 0; k < c->n; k++) {
+        int i = del ? c->n - 1 - k : k;
+        char *input = with_prev(c->stdin_data[i], del ? NULL : prev);
+        long rss;
+        step[k] = run(c->bin[i], input, c->env[del], del ? "DEL" : "ADD", out[k % 2], sizeof out[0], &rss);
+        free(input);
+        prev = out[k % 2];
+        total += step[k];
+        if (rss > max_rss) max_rss = rss;
+    }
+    printf("%d %d %lld %ld", index, del, total, max_rss);
+    if (c->n > 1)
+        for (int k = 0; k < c->n; k++) printf(" %lld", step[k]);
+    printf("\n");
+}
+
+/* Splits `text` at commas into at most MAX_CHAIN parts; returns how many. */
+static int split(char *text, char **parts) {
+    int n = 0;
+    for (char *part = strtok(text, ","); part; part = strtok(NULL, ",")) {
+        if (n == MAX_CHAIN) { fprintf(stderr, "a chain has at most %d plugins\n", MAX_CHAIN); exit(2); }
+        parts[n++] = part;
+    }
+    return n;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: netns_harness ROUNDS NETNS_NAME CASE...\n"); return 2; }
+    const char *setup = NULL;
+    if (argc > 2 && strcmp(argv[1], "--setup") == 0) { setup = argv[2]; argv += 2; argc -= 2; }
+    if (argc < 4) { fprintf(stderr, "usage: netns_harness [--setup COMMAND] ROUNDS NETNS_NAME CASE...\n"); return 2; }
     int rounds = atoi(argv[1]);
     char path[256];
     snprintf(path, sizeof path, "/run/netns/%s", argv[2]);
@@ -99,11 +165,13 @@ int main(int argc, char **argv) {
     struct bench_case *cases = calloc(ncases, sizeof *cases);
     for (int i = 0; i < ncases; i++) {
         char *spec = strdup(argv[3 + i]);
-        char *bin = strtok(spec, ":"), *in = strtok(NULL, ":");
+        char *bins = strtok(spec, ":"), *ins = strtok(NULL, ":");
         char *add = strtok(NULL, ":"), *del = strtok(NULL, ":");
-        if (!bin || !in || !add || !del) { fprintf(stderr, "bad case %s\n", argv[3 + i]); return 2; }
-        cases[i].bin = bin;
-        cases[i].stdin_data = slurp(in, &cases[i].stdin_len);
+        if (!bins || !ins || !add || !del) { fprintf(stderr, "bad case %s\n", argv[3 + i]); return 2; }
+        char *files[MAX_CHAIN];
+        cases[i].n = split(bins, cases[i].bin);
+        if (split(ins, files) != cases[i].n) { fprintf(stderr, "case %s: one stdin file per binary\n", argv[3 + i]); return 2; }
+        for (int k = 0; k < cases[i].n; k++) cases[i].stdin_data[k] = slurp(files[k], NULL);
         cases[i].env[0] = env_lines(slurp(add, NULL));
         cases[i].env[1] = env_lines(slurp(del, NULL));
     }
@@ -111,14 +179,14 @@ int main(int argc, char **argv) {
     if (unshare(CLONE_NEWNET)) die("unshare (the harness needs root)");
     int home = open("/proc/thread-self/ns/net", O_RDONLY);
     if (home < 0) die("open own netns");
+    if (setup) {
+        int status = system(setup);
+        if (status != 0) { fprintf(stderr, "setup command failed with status %d: %s\n", status, setup); return 1; }
+    }
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < ncases; i++) {
             make_netns(path, home);
-            for (int del = 0; del < 2; del++) {
-                long rss;
-                long long t = run(&cases[i], del, &rss);
-                printf("%d %d %lld %ld\n", i, del, t, rss);
-            }
+            for (int del = 0; del < 2; del++) run_case(i, &cases[i], del);
             remove_netns(path);
         }
     }

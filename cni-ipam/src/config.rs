@@ -74,8 +74,7 @@ impl IpamConfig {
         let runtime_ranges = conf
             .runtime_config
             .as_ref()
-            .and_then(|rc| rc.0.get("ipRanges"))
-            .filter(|v| !v.is_null());
+            .and_then(|rc| rc.value("ipRanges"));
         let range_sets = match runtime_ranges {
             Some(v) if v.as_array().is_none_or(|a| !a.is_empty()) => {
                 read_range_sets(v, "runtimeConfig.ipRanges")?

@@ -30,6 +30,7 @@ use std::net::IpAddr;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::{Error, Extra, IpNetwork};
 
@@ -170,6 +171,12 @@ impl RuntimeConfig {
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<Result<T, Error>> {
         typed("runtimeConfig", &self.0, key)
     }
+    /// The value of a capability as given, its key found with Go's rules
+    /// ([`crate::go_fields`]: the exact spelling, else another case;
+    /// `null` as absent), for a caller that reads it by hand.
+    pub fn value(&self, key: &str) -> Option<&Value> {
+        crate::go_fields::get(&self.0, key)
+    }
 }
 
 impl Args {
@@ -182,6 +189,13 @@ impl Args {
             Err(e) => Some(Err(e)),
             Ok(cni) => typed("args.cni", &cni, key),
         }
+    }
+
+    /// The value of `args.cni.<key>` as given, keys found with Go's rules
+    /// ([`crate::go_fields`]), for a caller that reads it by hand.
+    pub fn cni_value(&self, key: &str) -> Option<&Value> {
+        let cni = crate::go_fields::get(&self.0, "cni")?.as_object()?;
+        crate::go_fields::get(cni, key)
     }
 
     /// `args.cni.ips`: "Request static IPs", `"<ip>[/<prefix>]"` each.

@@ -39,6 +39,41 @@ pub(crate) fn get<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Va
     })
 }
 
+/// Renames the keys of `map` that spell one of `fields` in another case
+/// to that field, as Go's decoder reads them into a struct: the exact
+/// spelling when present and not `null`, else the first other spelling
+/// that is not `null` (in the map's order: byte order). The other
+/// spellings are removed, since Go gives them to the same field (so they
+/// reach no one else). Keys naming no field are left alone.
+pub(crate) fn fold_keys(map: &mut Map<String, Value>, fields: &[&str]) {
+    for field in fields {
+        let others: Vec<String> = map
+            .keys()
+            .filter(|k| k.as_str() != *field && equal_fold(k, field))
+            .cloned()
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        let mut chosen = map.get(*field).filter(|v| !v.is_null()).cloned();
+        for key in others {
+            let value = map.remove(&key);
+            if chosen.is_none() {
+                chosen = value.filter(|v| !v.is_null());
+            }
+        }
+        if let Some(value) = chosen {
+            map.insert((*field).to_string(), value);
+        }
+    }
+}
+
+/// Whether a key of `keys` spells one of `fields` in another case only
+/// (so [`fold_keys`] would change something).
+pub(crate) fn any_folded<'k>(mut keys: impl Iterator<Item = &'k str>, fields: &[&str]) -> bool {
+    keys.any(|k| !fields.contains(&k) && fields.iter().any(|f| equal_fold(k, f)))
+}
+
 /// Whether `a` and `b` are equal under simple case folding, as Go's
 /// `strings.EqualFold` (so `K`, the Kelvin sign, matches `k`, and `ſ` `s`).
 fn equal_fold(a: &str, b: &str) -> bool {

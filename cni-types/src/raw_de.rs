@@ -35,6 +35,16 @@ impl<'a> RawObject<'a> {
         serde_json::from_str(json)
     }
 
+    /// The members' keys, in order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(k, _)| k.as_ref())
+    }
+
+    /// The text of the member `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
     /// The same object without the members named in `keys`.
     pub(crate) fn without(mut self, keys: &[&str]) -> RawObject<'a> {
         self.entries.retain(|(k, _)| !keys.contains(&k.as_ref()));

@@ -4,7 +4,6 @@
 use std::net::IpAddr;
 
 use cni_types::{Error, IpNetwork, NetConf};
-use serde_json::Value;
 
 use crate::error::ConfigError;
 
@@ -32,13 +31,9 @@ pub fn requested_ips(conf: &NetConf, cni_args: &str) -> Result<Vec<Requested>, E
 
 fn read(conf: &NetConf, cni_args: &str) -> Result<Vec<Requested>, ConfigError> {
     let mut out: Vec<Requested> = Vec::new();
-    let args_ips = conf
-        .args
-        .as_ref()
-        .and_then(|a| a.0.get("cni"))
-        .and_then(Value::as_object)
-        .and_then(|cni| cni.get("ips"));
-    let runtime_ips = conf.runtime_config.as_ref().and_then(|rc| rc.0.get("ips"));
+    // Keys found as host-local's Go structs find them: "IPs" is "ips".
+    let args_ips = conf.args.as_ref().and_then(|a| a.cni_value("ips"));
+    let runtime_ips = conf.runtime_config.as_ref().and_then(|rc| rc.value("ips"));
     for (field, list) in [
         ("args.cni.ips", args_ips),
         ("runtimeConfig.ips", runtime_ips),
@@ -112,5 +107,19 @@ mod tests {
         assert_eq!(err.code, Code::INVALID_ENVIRONMENT_VARIABLES, "{err:?}");
         assert_eq!(err.msg, "invalid CNI_ARGS IP");
         assert!(err.details.contains("nonsense"), "{err:?}");
+    }
+
+    #[test]
+    fn requested_addresses_are_found_under_go_spelled_keys_as_host_local_finds_them() {
+        let conf: NetConf = NetConf::from_json(
+            br#"{"cniVersion": "1.1.0", "name": "n",
+                "runtimeConfig": {"IPs": ["10.1.2.7/24"], "ipRanges": null},
+                "args": {"CNI": {"Ips": ["10.1.2.8"]}}}"#,
+        )
+        .unwrap();
+        let got = requested_ips(&conf, "").unwrap();
+        let ips: Vec<String> = got.iter().map(|r| r.ip.to_string()).collect();
+        assert_eq!(ips, ["10.1.2.8", "10.1.2.7"]);
+        assert_eq!(got[1].source, "runtimeConfig.ips[0]");
     }
 }

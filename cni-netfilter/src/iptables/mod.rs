@@ -13,6 +13,7 @@ mod save;
 
 pub use command::STDERR_LIMIT;
 pub use render::MAX_COMMENT_LEN;
+pub use save::Saved;
 
 use crate::host_lock::host_lock;
 use crate::table::validate_name;
@@ -167,6 +168,59 @@ impl IptablesBackend {
 }
 
 impl IptablesBackend {
+    /// Lists `table` once and applies the transaction `build` makes from
+    /// that listing, in one `iptables-restore`, our processes taking turns
+    /// on the host lock as in [`Backend::apply`]. When the restore fails,
+    /// in case another writer changed the table in between, the table is
+    /// listed again and `build` called again (three tries in all).
+    ///
+    /// For changes that depend on what is there (DEL: the rules that jump
+    /// to a chain, the chain if it exists): one `iptables-save` instead of
+    /// one per question and another for the transaction. An error before
+    /// `build` was called is the listing's: iptables is not usable for
+    /// this table.
+    ///
+    /// Go: what go-iptables' `ListChains`, `List` and `Delete` calls do
+    /// one command each.
+    pub fn apply_listed(
+        &mut self,
+        table: &Table,
+        mut build: impl FnMut(&Saved) -> Transaction,
+    ) -> Result<(), FilterError> {
+        let program = self.variant.program(table.family, "restore");
+        let _turn = host_lock(HOST_LOCK);
+        let mut attempt = 1;
+        loop {
+            let saved = self.save(table)?;
+            let tx = build(&saved);
+            if tx.table().family != table.family || tx.table().name != table.name {
+                return Err(FilterError::invalid(
+                    "iptables table",
+                    tx.table().name.clone(),
+                    format!(
+                        "the transaction is not for the table listed, {}",
+                        table.name
+                    ),
+                ));
+            }
+            validate(&tx)?;
+            let script = self.script(&tx, Some(&saved))?;
+            if script.lines().count() == 2 {
+                // Only `*table` and `COMMIT`: nothing to change.
+                return Ok(());
+            }
+            match command::run(
+                &program,
+                &["--noflush", "-w"],
+                Some(script.as_bytes()),
+                1 << 16,
+            ) {
+                Err(FilterError::Command { .. }) if attempt < ATTEMPTS => attempt += 1,
+                result => return result.map(drop),
+            }
+        }
+    }
+
     /// The rules of `rules` that `table` lacks, compared as
     /// `iptables-save` prints them, from one listing (the reference checks
     /// each with `iptables -C`).

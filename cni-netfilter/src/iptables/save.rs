@@ -5,11 +5,11 @@ use crate::{ListedRule, RuleHandle};
 
 /// One table as `iptables-save -t TABLE` prints it.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Saved {
+pub struct Saved {
     /// Chain names, built-in ones included, in order.
-    pub(crate) chains: Vec<String>,
+    pub chains: Vec<String>,
     /// Rules, in order.
-    pub(crate) rules: Vec<ListedRule>,
+    pub rules: Vec<ListedRule>,
 }
 
 /// Parses the section of `table` in `text`; other tables and `#` lines

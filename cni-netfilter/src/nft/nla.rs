@@ -89,6 +89,48 @@ pub(crate) fn parse(payload: &[u8]) -> Result<Vec<(u16, &[u8])>, FilterError> {
     Ok(attrs)
 }
 
+/// Whether the attributes `ours` (as we encode them: nested ones
+/// flagged `NLA_F_NESTED`) say what `theirs` (as the kernel dumps them:
+/// not flagged, and in its own order of attributes) says: the same
+/// attributes at each level in any order, attributes of one type in the
+/// same order (a list's elements), nested ones compared the same way,
+/// others byte for byte. Anything that does not parse is unequal.
+pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
+    let level = |bytes: &[u8]| -> Option<Vec<(u16, Vec<u8>)>> {
+        let mut attrs = Vec::new();
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            if rest.len() < 4 {
+                return None;
+            }
+            let len = usize::from(u16::from_ne_bytes([rest[0], rest[1]]));
+            if len < 4 || len > rest.len() {
+                return None;
+            }
+            attrs.push((
+                u16::from_ne_bytes([rest[2], rest[3]]),
+                rest[4..len].to_vec(),
+            ));
+            rest = &rest[len.next_multiple_of(4).min(rest.len())..];
+        }
+        attrs.sort_by_key(|(kind, _)| kind & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER));
+        Some(attrs)
+    };
+    let (Some(ours), Some(theirs)) = (level(ours), level(theirs)) else {
+        return false;
+    };
+    let flags = NLA_F_NESTED | NLA_F_NET_BYTEORDER;
+    ours.len() == theirs.len()
+        && ours.iter().zip(&theirs).all(|((ok, ov), (tk, tv))| {
+            ok & !flags == tk & !flags
+                && if ok & NLA_F_NESTED != 0 {
+                    same_attrs(ov, tv)
+                } else {
+                    ov == tv
+                }
+        })
+}
+
 /// A NUL-terminated string attribute.
 pub(crate) fn string(value: &[u8]) -> Result<String, FilterError> {
     let text = value.strip_suffix(&[0]).unwrap_or(value);
@@ -114,6 +156,50 @@ pub(crate) fn malformed(reason: impl Into<String>) -> FilterError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Clears the nested flag where we set it, as the kernel dumps.
+    fn unflagged(attrs: &[u8]) -> Vec<u8> {
+        let mut out = attrs.to_vec();
+        let mut at = 0;
+        while at + 4 <= out.len() {
+            let len = usize::from(u16::from_ne_bytes([out[at], out[at + 1]]));
+            let kind = u16::from_ne_bytes([out[at + 2], out[at + 3]]);
+            out[at + 2..at + 4].copy_from_slice(&(kind & !NLA_F_NESTED).to_ne_bytes());
+            // Into a nested attribute's content, else past the value.
+            at += if kind & NLA_F_NESTED != 0 {
+                4
+            } else {
+                len.next_multiple_of(4)
+            };
+        }
+        out
+    }
+
+    #[test]
+    fn a_dump_compares_equal_in_any_attribute_order_but_not_list_order() {
+        let expr = |order: &[u16]| {
+            let mut a = Attrs::default();
+            a.nested(1, |elem| {
+                elem.str(1, "fib");
+                elem.nested(2, |data| {
+                    order.iter().for_each(|k| data.u32(*k, u32::from(*k)))
+                });
+            });
+            a.buf
+        };
+        let ours = expr(&[3, 2, 1]);
+        assert!(same_attrs(&ours, &unflagged(&expr(&[1, 2, 3]))));
+        assert!(!same_attrs(&ours, &unflagged(&expr(&[1, 2]))));
+        let two = |first: &str, second: &str| {
+            let mut a = Attrs::default();
+            a.nested(1, |e| e.str(1, first));
+            a.nested(1, |e| e.str(1, second));
+            a.buf
+        };
+        assert!(same_attrs(&two("a", "b"), &unflagged(&two("a", "b"))));
+        assert!(!same_attrs(&two("a", "b"), &unflagged(&two("b", "a"))));
+        assert!(!same_attrs(&ours, &ours[..ours.len() - 1]));
+    }
 
     #[test]
     fn an_attribute_too_long_for_its_length_field_is_flagged_not_wrapped() {

@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Extra, NetConf};
+use crate::go_fields;
 use crate::raw_de::RawObject;
 use crate::result::ResultError;
 use crate::{CniResult, Code, Error};
@@ -62,12 +63,16 @@ impl<T: DeserializeOwned> NetConf<T> {
 
     fn direct(json: &[u8]) -> Result<NetConf<T>, Box<dyn std::error::Error>> {
         let text = std::str::from_utf8(json)?;
+        let raw = RawObject::parse(text)?;
+        if go_spelled(&raw)? {
+            return Err("a standard key in another case: read through a value".into());
+        }
         // `()`: the plugin's keys are read below, from their text; serde
         // skips them here rather than building a map to throw away.
         let mut base: NetConf<()> = serde_json::from_str(text)?;
         base.resolve()?;
         // The plugin's keys from their text: numbers reach it as written.
-        let plugin = T::deserialize(RawObject::parse(text)?.without(&STANDARD_KEYS))?;
+        let plugin = T::deserialize(raw.without(&STANDARD_KEYS))?;
         Ok(base.with_plugin(plugin))
     }
 
@@ -81,6 +86,7 @@ impl<T: DeserializeOwned> NetConf<T> {
                 "expected a JSON object, got {value}"
             )));
         };
+        fold_standard_keys(&mut standard);
         let plugin: Extra = standard
             .keys()
             .filter(|k| !STANDARD_KEYS.contains(&k.as_str()))
@@ -121,6 +127,43 @@ const STANDARD_KEYS: [&str; 11] = [
     "cni.dev/valid-attachments",
     "cni.dev/attachments",
 ];
+
+/// The keys of `dns` (Go: `types.DNS`).
+const DNS_KEYS: [&str; 4] = ["nameservers", "domain", "search", "options"];
+
+/// Go's rule for the standard keys, which the reference decodes into
+/// `types.NetConf` with `encoding/json`: a key naming a field in another
+/// case (`"CNIVersion"`, `"Type"`, `"IPAM"`) is that field, the exact
+/// spelling winning when both are there; the same inside `ipam` (its
+/// `type`) and `dns`. See [`crate::go_fields`] for the rule.
+fn fold_standard_keys(map: &mut serde_json::Map<String, Value>) {
+    go_fields::fold_keys(map, &STANDARD_KEYS);
+    if let Some(Value::Object(ipam)) = map.get_mut("ipam") {
+        go_fields::fold_keys(ipam, &["type"]);
+    }
+    if let Some(Value::Object(dns)) = map.get_mut("dns") {
+        go_fields::fold_keys(dns, &DNS_KEYS);
+    }
+}
+
+/// Whether [`fold_standard_keys`] would change the configuration `raw`,
+/// so the fast path must leave it to the value path.
+fn go_spelled(raw: &RawObject<'_>) -> Result<bool, serde_json::Error> {
+    if go_fields::any_folded(raw.keys(), &STANDARD_KEYS) {
+        return Ok(true);
+    }
+    for (section, fields) in [("ipam", &["type"][..]), ("dns", &DNS_KEYS[..])] {
+        let Some(text) = raw.get(section) else {
+            continue;
+        };
+        if text.get().starts_with('{')
+            && go_fields::any_folded(RawObject::parse(text.get())?.keys(), fields)
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
 
 impl<T> NetConf<T> {
     fn resolve(&mut self) -> Result<(), ConfigError> {
@@ -351,5 +394,54 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("10.0.0.1"), "{err}");
         assert_eq!(Error::from(err).code, Code::DECODING_FAILURE);
+    }
+
+    #[test]
+    fn standard_keys_in_another_case_are_read_as_go_reads_them() {
+        let json = br#"{"CNIVersion": "1.0.0", "Name": "n", "TYPE": "bridge", "mtu": 1400,
+            "IPAM": {"Type": "host-local", "subnet": "10.1.0.0/16"},
+            "DNS": {"Nameservers": ["10.1.0.1"], "SEARCH": ["example.com"]},
+            "Capabilities": {"portMappings": true},
+            "RuntimeConfig": {"portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp"}]},
+            "PrevResult": {"cniVersion": "1.0.0", "ips": [{"address": "10.1.0.5/16"}]}}"#;
+        let conf = NetConf::<Mine>::from_json(json).unwrap();
+        assert_eq!(conf.cni_version, "1.0.0");
+        assert_eq!(
+            (conf.name.as_str(), conf.plugin_type.as_str()),
+            ("n", "bridge")
+        );
+        let ipam = conf.ipam.as_ref().unwrap();
+        assert_eq!(ipam.ipam_type, "host-local");
+        assert_eq!(ipam.extra["subnet"], "10.1.0.0/16");
+        let dns = conf.dns.as_ref().unwrap();
+        assert_eq!(dns.nameservers, ["10.1.0.1"]);
+        assert_eq!(dns.search, ["example.com"]);
+        assert_eq!(conf.capabilities.as_ref().unwrap()["portMappings"], true);
+        let ports = conf.runtime_config.as_ref().unwrap().port_mappings();
+        assert_eq!(ports.unwrap().unwrap()[0].host_port, 8080);
+        assert!(conf.prev_result.is_some());
+        // The standard keys reach no plugin as its own.
+        assert_eq!(conf.plugin.mtu, Some(1400));
+        assert!(conf.plugin.extra.is_empty(), "{:?}", conf.plugin.extra);
+    }
+
+    #[test]
+    fn the_exact_spelling_of_a_standard_key_wins_and_null_counts_as_absent() {
+        for json in [
+            &br#"{"Name": "folded", "name": "exact", "Type": "a", "type": null}"#[..],
+            br#"{"name": "exact", "NAME": "folded", "type": null, "TYPE": "a"}"#,
+        ] {
+            let conf = NetConf::<Mine>::from_json(json).unwrap();
+            assert_eq!(conf.name, "exact");
+            assert_eq!(conf.plugin_type, "a");
+            assert!(conf.plugin.extra.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_plugin_key_that_merely_resembles_a_standard_one_stays_the_plugins() {
+        let conf =
+            NetConf::<Mine>::from_json(br#"{"name": "n", "names": 1, "ipam_type": 2}"#).unwrap();
+        assert_eq!(conf.plugin.extra.len(), 2);
     }
 }

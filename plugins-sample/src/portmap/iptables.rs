@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use cni_netfilter::iptables::IptablesBackend;
+use cni_netfilter::iptables::{IptablesBackend, Saved};
 use cni_netfilter::{
     chain_name, Action, Backend, Chain, Family, FilterError, ListedRule, Match, Op, Rule,
     RuleHandle, Table, Transaction,
@@ -255,6 +255,11 @@ fn family_command(table: &Table) -> &'static str {
 
 /// DEL for one family: the jumps to the container's chain (and to an old
 /// version's SNAT chain), then the chains. Nothing when they are absent.
+/// One `iptables-save` and at most one `iptables-restore`.
+///
+/// `Ok(false)` when the family's table cannot be listed (its iptables is
+/// not usable), with the error in `unusable`; DEL then goes on with the
+/// other family.
 ///
 /// Go: `portMapperIPTables.unforwardPorts` (`chain.teardown`).
 pub fn unforward(
@@ -262,31 +267,40 @@ pub fn unforward(
     network: &str,
     container_id: &str,
     ipv6: bool,
-) -> Result<(), FilterError> {
+) -> Result<Result<(), FilterError>, FilterError> {
     let table = table(ipv6);
-    let chains = backend.list_chains(&table)?;
+    let mut listed = false;
+    let applied = backend.apply_listed(&table, |saved| {
+        listed = true;
+        teardown(&table, saved, network, container_id)
+    });
+    match applied {
+        Err(e) if !listed => Ok(Err(e)),
+        other => other.map(Ok),
+    }
+}
+
+/// The transaction removing a container's chains and the jumps to them,
+/// from a listing of the table.
+fn teardown(table: &Table, saved: &Saved, network: &str, container_id: &str) -> Transaction {
     let mut tx = Transaction::new(table.clone());
     for (chain, entered_from) in [
         (dnat_chain(network, container_id), DNAT_CHAIN),
         (chain_name("SN-", network, container_id), OLD_SNAT_CHAIN),
     ] {
-        if !chains.contains(&chain) {
+        if !saved.chains.contains(&chain) {
             continue;
         }
-        if chains.iter().any(|c| c == entered_from) {
-            for rule in backend.list_rules(&table, entered_from)? {
-                if jumps_to(&rule, &chain) {
-                    tx.delete_rule(rule);
-                }
+        for rule in saved.rules.iter().filter(|r| r.chain == entered_from) {
+            if jumps_to(rule, &chain) {
+                tx.delete_rule(rule.clone());
             }
         }
         tx.delete_chain(chain);
     }
-    backend.apply(&tx)
+    tx
 }
 
-/// Whether a listed rule ends with `-j CHAIN`, as the reference finds the
-/// references to a chain it deletes.
 fn jumps_to(rule: &ListedRule, chain: &str) -> bool {
     matches!(&rule.handle, RuleHandle::Iptables(spec) if spec.ends_with(&format!("-j {chain}")))
 }

@@ -64,7 +64,7 @@ use std::net::IpAddr;
 
 use cni_netfilter::iptables::IptablesBackend;
 use cni_netfilter::nft::NftBackend;
-use cni_netfilter::{BackendKind, Family, Protocol};
+use cni_netfilter::{Backend, BackendKind, Family, Protocol};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpNetwork, NetConf, ValidAttachments};
 
@@ -82,50 +82,72 @@ impl Portmap {
     fn setup(req: &Request<NetConf<Fields>>) -> Result<Setup, Error> {
         Setup::read(&req.config, &req.ifname, cni_netfilter::choose)
     }
+
+    /// ADD's and DEL's setup: with no `backend` configured, iptables
+    /// without running the probe first (one `iptables` process of the
+    /// three an ADD ran, bench/process/kind.sh); `true` when the probe
+    /// was left out, so the caller asks it once iptables fails to list
+    /// ([`Portmap::nftables_instead`]). A configuration that only
+    /// nftables takes is read with the probe, as before.
+    fn setup_unprobed(req: &Request<NetConf<Fields>>) -> Result<(Setup, bool), Error> {
+        if req.config.plugin.backend.is_some() {
+            return Ok((Self::setup(req)?, false));
+        }
+        match Setup::read(&req.config, &req.ifname, |_| BackendKind::Iptables) {
+            Ok(setup) => Ok((setup, true)),
+            Err(_) => Ok((Self::setup(req)?, false)),
+        }
+    }
+
+    /// The setup with nftables when the probe, asked late, picks it
+    /// (iptables unusable, nftables usable): what
+    /// [`cni_netfilter::choose`] would have chosen up front.
+    fn nftables_instead(req: &Request<NetConf<Fields>>) -> Option<Setup> {
+        if cni_netfilter::choose(None) != BackendKind::Nftables {
+            return None;
+        }
+        Setup::read(&req.config, &req.ifname, |_| BackendKind::Nftables).ok()
+    }
+}
+
+/// Whether an iptables failure is its table not being listable (the
+/// command missing or failing to save): nothing was changed, and iptables
+/// may be unusable here.
+fn cannot_list(e: &cni_netfilter::FilterError) -> bool {
+    use cni_netfilter::FilterError;
+    match e {
+        FilterError::Spawn { .. } => true,
+        FilterError::Command { command, .. } => command.contains("-save "),
+        _ => false,
+    }
 }
 
 impl Plugin for Portmap {
     type Config = NetConf<Fields>;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        let setup = Self::setup(req)?;
+        let (setup, unprobed) = Self::setup_unprobed(req)?;
         let prev = req.config.prev_result.clone().ok_or_else(not_chained)?;
         if setup.mappings.is_empty() {
             return Ok(prev.into());
         }
-        let mut backend = cni_netfilter::open(setup.backend).map_err(Error::from)?;
-        for container in setup.addresses() {
-            let ipv6 = !container.is_ipv4();
-            let tx = match setup.backend {
-                BackendKind::Iptables => iptables::forward(&setup, &req.container_id, container),
-                BackendKind::Nftables => nftables::forward(&setup, &req.container_id, container),
-            };
-            backend.apply(&tx).map_err(|e| {
-                let mut err = Error::from(e);
-                err.msg = format!("unable to set up port mappings: {}", err.msg);
-                err
-            })?;
-            // After the rules, so new flows take them. Informative only, as
-            // in the reference.
-            if let Err(e) = delete_stale_udp(&setup, ipv6) {
-                req.log(format_args!(
-                    "portmap: failed to delete stale UDP conntrack entries for {}: {e}",
-                    container.addr()
-                ));
-            }
-            if setup.snat && !ipv6 {
-                enable_route_localnet(container.addr())?;
-            }
+        if let Some(unlisted) = forward(&setup, req, unprobed)? {
+            let nftables = Self::nftables_instead(req).ok_or_else(|| setup_failed(unlisted))?;
+            forward(&nftables, req, false)?;
         }
         Ok(prev.into())
     }
 
     fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
-        let setup = Self::setup(req)?;
+        let (setup, unprobed) = Self::setup_unprobed(req)?;
         if setup.mappings.is_empty() {
             return Ok(());
         }
-        unforward(&setup, &req.container_id)?;
+        let mut instead = || match unprobed {
+            true => Self::nftables_instead(req),
+            false => None,
+        };
+        unforward(&setup, &req.container_id, &mut instead)?;
         Ok(())
     }
 
@@ -183,8 +205,9 @@ impl Plugin for Portmap {
                 Err(e) => return Err(Error::from(e).into()),
             };
             for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
-                if let Err(e) = iptables::unforward(&mut backend, &setup.network, id, ipv6) {
-                    failures.push(format!("{id}: {e}"));
+                match iptables::unforward(&mut backend, &setup.network, id, ipv6) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) | Err(e) => failures.push(format!("{id}: {e}")),
                 }
             }
         }
@@ -201,6 +224,59 @@ impl Plugin for Portmap {
     }
 }
 
+/// ADD's work for each container address: the rules, stale UDP flows,
+/// `route_localnet`. `Ok(Some(e))` when `unprobed` and iptables could
+/// not list the first table, before anything changed.
+fn forward(
+    setup: &Setup,
+    req: &Request<NetConf<Fields>>,
+    unprobed: bool,
+) -> Result<Option<cni_netfilter::FilterError>, Error> {
+    let mut backend = match setup.backend {
+        BackendKind::Iptables => Forwarder::Iptables(IptablesBackend::new()),
+        BackendKind::Nftables => Forwarder::Nftables(NftBackend::open().map_err(Error::from)?),
+    };
+    for (i, container) in setup.addresses().enumerate() {
+        let ipv6 = !container.is_ipv4();
+        let applied = match &mut backend {
+            Forwarder::Iptables(ipt) => {
+                ipt.apply(&iptables::forward(setup, &req.container_id, container))
+            }
+            Forwarder::Nftables(nft) => {
+                nftables::forward_on(nft, setup, &req.container_id, container)
+            }
+        };
+        match applied {
+            Err(e) if unprobed && i == 0 && cannot_list(&e) => return Ok(Some(e)),
+            other => other.map_err(setup_failed)?,
+        }
+        // After the rules, so new flows take them. Informative only, as
+        // in the reference.
+        if let Err(e) = delete_stale_udp(setup, ipv6) {
+            req.log(format_args!(
+                "portmap: failed to delete stale UDP conntrack entries for {}: {e}",
+                container.addr()
+            ));
+        }
+        if setup.snat && !ipv6 {
+            enable_route_localnet(container.addr())?;
+        }
+    }
+    Ok(None)
+}
+
+fn setup_failed(e: cni_netfilter::FilterError) -> Error {
+    let mut err = Error::from(e);
+    err.msg = format!("unable to set up port mappings: {}", err.msg);
+    err
+}
+
+/// The backend ADD forwards with.
+enum Forwarder {
+    Iptables(IptablesBackend),
+    Nftables(NftBackend),
+}
+
 fn family_name(container: IpNetwork) -> &'static str {
     if container.is_ipv4() {
         "ipv4 dnat"
@@ -210,10 +286,16 @@ fn family_name(container: IpNetwork) -> &'static str {
 }
 
 /// DEL's teardown: nftables in both families; iptables in each family
-/// whose iptables works, an error only when neither does.
+/// whose iptables works, an error only when neither does. When iptables
+/// could not list the IPv4 table, the setup `instead` gives (nftables, as
+/// the late probe chose it) is torn down in its place.
 ///
 /// Go: `unforwardPorts` of each backend.
-fn unforward(setup: &Setup, container_id: &str) -> Result<(), Error> {
+fn unforward(
+    setup: &Setup,
+    container_id: &str,
+    instead: &mut dyn FnMut() -> Option<Setup>,
+) -> Result<(), Error> {
     match setup.backend {
         BackendKind::Nftables => {
             let mut nft = NftBackend::open().map_err(Error::from)?;
@@ -227,18 +309,21 @@ fn unforward(setup: &Setup, container_id: &str) -> Result<(), Error> {
             let mut backend = IptablesBackend::new();
             let mut unusable = Vec::new();
             for ipv6 in [false, true] {
-                if let Err(e) = iptables::usable(&mut backend, ipv6) {
-                    unusable.push(e.to_string());
-                    continue;
-                }
-                iptables::unforward(&mut backend, &setup.network, container_id, ipv6).map_err(
-                    |e| {
+                let torn = iptables::unforward(&mut backend, &setup.network, container_id, ipv6)
+                    .map_err(|e| {
                         let mut err = Error::from(e);
                         let family = if ipv6 { "ipv6" } else { "ipv4" };
                         err.msg = format!("could not teardown {family} dnat: {}", err.msg);
                         err
-                    },
-                )?;
+                    })?;
+                if let Err(e) = torn {
+                    if !ipv6 {
+                        if let Some(other) = instead() {
+                            return unforward(&other, container_id, &mut || None);
+                        }
+                    }
+                    unusable.push(e.to_string());
+                }
             }
             if unusable.len() == 2 {
                 return Err(
@@ -281,9 +366,14 @@ fn enable_route_localnet(container: IpAddr) -> Result<(), Error> {
     };
     let name = cni_net::sysctl_for_ifname("net.ipv4.conf.IFNAME.route_localnet", &ifname)
         .map_err(failed)?;
-    cni_net::Netns::current()
-        .and_then(|host| host.set_sysctl(&name, "1"))
-        .map_err(failed)
+    // Written from this thread, which is in the host's namespace: a
+    // thread that joins it first (`Netns::set_sysctl`) cost a few
+    // milliseconds of an ADD of about ten (bench/process/kind.sh).
+    let path = cni_net::sysctl_path(&name).map_err(failed)?;
+    std::fs::write(&path, "1").map_err(|e| {
+        Error::new(Code::INTERNAL, "unable to enable route_localnet")
+            .with_details(format!("{}: {e}", path.display()))
+    })
 }
 
 /// The interface of the longest matching main-table route to `ip`.

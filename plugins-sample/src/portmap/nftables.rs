@@ -15,6 +15,7 @@
 //!
 //! Go: plugins `plugins/meta/portmap/portmap_nftables.go`.
 
+use cni_netfilter::nft::NftBackend;
 use cni_netfilter::{
     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,
     Hook, Match, Rule, Table, Transaction,
@@ -50,7 +51,9 @@ fn host(ip: std::net::IpAddr) -> IpNetwork {
     IpNetwork::new(ip, len).unwrap_or_else(|| unreachable!("a full-length prefix is valid"))
 }
 
-/// ADD for one container address, in one batch.
+/// ADD for one container address, in one batch: the layout (table,
+/// chains, their jumps, re-laid as the reference does so new conditions
+/// apply) and the container's rules.
 ///
 /// masqAll makes one masquerading rule from every source (`0.0.0.0/0`,
 /// `::/0`), as upstream does since v1.9.1 (3d27709f); v1.9.1 itself
@@ -59,31 +62,91 @@ fn host(ip: std::net::IpAddr) -> IpNetwork {
 /// Go: `portMapperNFTables.forwardPorts`.
 pub fn forward(setup: &Setup, container_id: &str, container: IpNetwork) -> Transaction {
     let ipv6 = !container.is_ipv4();
+    let mut tx = Transaction::new(table(ipv6));
+    tx.ensure_table()
+        .ensure_chain(Chain::new(HOSTPORTS))
+        .ensure_chain(Chain::new(HOSTIP_HOSTPORTS));
+    for (chain, rules) in layout(setup, ipv6) {
+        tx.ensure_chain(chain.clone()).flush_chain(&chain.name);
+        for rule in rules {
+            tx.add_rule(rule);
+        }
+    }
+    if setup.snat {
+        tx.ensure_chain(nat(MASQUERADING, Hook::Postrouting, priority::SRCNAT));
+    }
+    container_rules(setup, container_id, container, &mut tx);
+    tx
+}
+
+/// ADD as [`forward`] does it, but when the table already holds the
+/// layout `forward` would lay, exactly (as the previous ADD left it), only
+/// the container's rules are added: re-laying deletes rules, and a
+/// process that deleted rules waits for the kernel to retire them when it
+/// exits (bench/process/kind.sh). Anything else, or a batch that fails
+/// because the ruleset changed since the look, gets the whole of
+/// [`forward`].
+pub fn forward_on(
+    nft: &mut NftBackend,
+    setup: &Setup,
+    container_id: &str,
+    container: IpNetwork,
+) -> Result<(), FilterError> {
+    let ipv6 = !container.is_ipv4();
+    let table = table(ipv6);
+    let mut laid = setup.snat.then_some(MASQUERADING).into_iter();
+    let chains = nft.list_chains(&table)?;
+    let mut present = [HOSTPORTS, HOSTIP_HOSTPORTS]
+        .into_iter()
+        .chain(&mut laid)
+        .all(|name| chains.iter().any(|c| c == name));
+    for (chain, rules) in layout(setup, ipv6) {
+        present = present && nft.chain_holds(&table, &chain.name, &rules)?;
+    }
+    if present {
+        let mut tx = Transaction::new(table);
+        container_rules(setup, container_id, container, &mut tx);
+        if nft.apply(&tx).is_ok() {
+            return Ok(());
+        }
+    }
+    nft.apply(&forward(setup, container_id, container))
+}
+
+/// The chains ADD lays afresh each time, with their rules: `hostports_all`
+/// and the two base chains jumping to it.
+fn layout(setup: &Setup, ipv6: bool) -> [(Chain, Vec<Rule>); 3] {
     let conditions = setup.conditions(ipv6);
     let jump = |chain: &str, to: &str| Rule::new(chain).then(Action::Jump(to.into()));
     let local = |chain: &str| {
         let mut rule = Rule::new(chain);
         rule.matches.extend(conditions.iter().cloned());
-        rule.matching(Match::LocalDestination)
-            .then(Action::Jump(HOSTPORTS_ALL.into()))
+        vec![rule
+            .matching(Match::LocalDestination)
+            .then(Action::Jump(HOSTPORTS_ALL.into()))]
     };
-    let mut tx = Transaction::new(table(ipv6));
-    tx.ensure_table()
-        .ensure_chain(Chain::new(HOSTPORTS))
-        .ensure_chain(Chain::new(HOSTIP_HOSTPORTS))
-        .ensure_chain(Chain::new(HOSTPORTS_ALL))
-        .flush_chain(HOSTPORTS_ALL)
-        .add_rule(jump(HOSTPORTS_ALL, HOSTIP_HOSTPORTS))
-        .add_rule(jump(HOSTPORTS_ALL, HOSTPORTS))
-        .ensure_chain(nat("prerouting", Hook::Prerouting, priority::DSTNAT))
-        .flush_chain("prerouting")
-        .add_rule(local("prerouting"))
-        .ensure_chain(nat("output", Hook::Output, priority::DSTNAT))
-        .flush_chain("output")
-        .add_rule(local("output"));
-    if setup.snat {
-        tx.ensure_chain(nat(MASQUERADING, Hook::Postrouting, priority::SRCNAT));
-    }
+    [
+        (
+            Chain::new(HOSTPORTS_ALL),
+            vec![
+                jump(HOSTPORTS_ALL, HOSTIP_HOSTPORTS),
+                jump(HOSTPORTS_ALL, HOSTPORTS),
+            ],
+        ),
+        (
+            nat("prerouting", Hook::Prerouting, priority::DSTNAT),
+            local("prerouting"),
+        ),
+        (
+            nat("output", Hook::Output, priority::DSTNAT),
+            local("output"),
+        ),
+    ]
+}
+
+/// The container's own rules: its DNAT rules and its masquerading.
+fn container_rules(setup: &Setup, container_id: &str, container: IpNetwork, tx: &mut Transaction) {
+    let ipv6 = !container.is_ipv4();
     for m in setup.mappings.iter().filter(|m| m.applies_to(ipv6)) {
         let mut rule = Rule::new(HOSTPORTS);
         if let Some(ip) = m.host_ip {
@@ -118,7 +181,6 @@ pub fn forward(setup: &Setup, container_id: &str, container: IpNetwork) -> Trans
             tx.add_rule(masquerade(host([127, 0, 0, 1].into())));
         }
     }
-    tx
 }
 
 /// CHECK for one container address: at least as many rules commented

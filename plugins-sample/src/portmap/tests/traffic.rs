@@ -224,6 +224,98 @@ fn nftables_ipv6_mapped_traffic_reaches_the_container() {
     mapped_traffic_reaches_the_container("nftables", true);
 }
 
+/// The mappings as containerd's CRI sends them: Go's field names
+/// (`HostPort`, `ContainerPort`, `Protocol`, `HostIP`) and
+/// `"io.kubernetes.cri.pod-annotations": null` beside them (PEERS.md).
+/// The reference decodes them with Go's case-insensitive keys; so must we.
+fn containerds_go_spelled_mappings_are_forwarded(backend: &str, ipv6: bool) {
+    let node = Node::new(ipv6);
+    node.serve(80);
+    let c = node.conf(
+        backend,
+        json!({"runtimeConfig": {
+            "portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""}],
+            "io.kubernetes.cri.pod-annotations": null
+        }}),
+    );
+    let out = node.run("ADD", &c);
+    assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        Node::fetch(&node.client, node.socket(2, 1, 8080)).unwrap(),
+        "pong"
+    );
+    assert_eq!(node.run("CHECK", &c).exit_code, 0);
+    assert_eq!(node.run("DEL", &c).exit_code, 0);
+    assert!(Node::fetch(&node.client, node.socket(2, 1, 8080)).is_err());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn containerds_go_spelled_mappings_are_forwarded_by_iptables() {
+    containerds_go_spelled_mappings_are_forwarded("iptables", false);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn containerds_go_spelled_mappings_are_forwarded_by_nftables_over_ipv6() {
+    containerds_go_spelled_mappings_are_forwarded("nftables", true);
+}
+
+/// A second pod's ADD under nftables leaves the layout alone when it is
+/// already as ADD lays it (its rules keep their handles: nothing deleted,
+/// nothing for the process to wait for on exit), and lays it afresh when
+/// the conditions changed; both pods are reachable either way.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn nftables_add_relays_the_layout_only_when_it_differs() {
+    let node = Node::new(false);
+    node.serve(80);
+    let layout = || {
+        ["hostports_all", "prerouting", "output"].map(|chain| {
+            exec_in(
+                &node.host,
+                "nft",
+                &["-a", "list", "chain", "ip", "cni_hostport", chain],
+            )
+        })
+    };
+    let pod = |id: &str, port: u16, patch: Value| {
+        let mut c = node.conf("nftables", patch);
+        c["runtimeConfig"]["portMappings"][0]["hostPort"] = json!(port);
+        let out = node
+            .host
+            .run(|_| Ok::<_, cni_net::NetError>(run("ADD", id, &c)));
+        assert_eq!(out.unwrap().exit_code, 0, "ADD {id}");
+        c
+    };
+    let first = pod("pod-a", 8081, json!({}));
+    let laid = layout();
+    let second = pod("pod-b", 8082, json!({}));
+    assert_eq!(layout(), laid, "the same layout is left as it is");
+    let third = pod(
+        "pod-c",
+        8083,
+        json!({"conditionsV4": ["ip daddr != 192.0.2.7"]}),
+    );
+    let relaid = layout();
+    assert_ne!(relaid[1], laid[1]);
+    assert!(relaid[1].contains("192.0.2.7"), "{}", relaid[1]);
+    for port in [8081, 8082, 8083] {
+        assert_eq!(
+            Node::fetch(&node.client, node.socket(2, 1, port)).unwrap(),
+            "pong",
+            "port {port}"
+        );
+    }
+    for (id, c) in [("pod-a", first), ("pod-b", second), ("pod-c", third)] {
+        let out = node
+            .host
+            .run(|_| Ok::<_, cni_net::NetError>(run("DEL", id, &c)));
+        assert_eq!(out.unwrap().exit_code, 0, "DEL {id}");
+    }
+    assert!(!node.ruleset("nftables").contains("pod-"));
+}
+
 /// A condition no test packet meets: ADD succeeds, nothing is forwarded.
 fn a_condition_no_packet_meets_leaves_the_port_unmapped(backend: &str, condition: Value) {
     let node = Node::new(false);
