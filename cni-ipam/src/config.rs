@@ -100,7 +100,7 @@ impl IpamConfig {
 }
 
 fn read_routes(section: &Extra) -> Result<Vec<Route>, ConfigError> {
-    let Some(v) = section.get("routes").filter(|v| !v.is_null()) else {
+    let Some(v) = cni_types::go_field(section, "routes") else {
         return Ok(Vec::new());
     };
     let items = v
@@ -126,7 +126,9 @@ pub(crate) fn opt_str<'a>(
     key: &str,
     parent: &str,
 ) -> Result<Option<&'a str>, ConfigError> {
-    match obj.get(key) {
+    // Keys found as host-local's Go structs find them: "DataDir" is
+    // "dataDir"; null is absent.
+    match cni_types::go_field(obj, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(ConfigError::invalid(
@@ -134,5 +136,28 @@ pub(crate) fn opt_str<'a>(
             other,
             "expected a string",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_locals_keys_are_found_in_any_case_as_its_go_structs_find_them() {
+        let conf: NetConf = NetConf::from_json(
+            br#"{"cniVersion": "1.0.0", "name": "n",
+                "ipam": {"Type": "host-local", "ResolvConf": "/etc/resolv.conf",
+                         "Ranges": [[{"Subnet": "10.1.2.0/24", "RangeStart": "10.1.2.10", "GATEWAY": "10.1.2.1"}]],
+                         "Routes": [{"dst": "0.0.0.0/0"}]}}"#,
+        )
+        .unwrap();
+        let config = IpamConfig::from_conf(&conf).unwrap();
+        let range = &config.range_sets[0].ranges[0];
+        assert_eq!(range.subnet.to_string(), "10.1.2.0/24");
+        assert_eq!(range.start.to_string(), "10.1.2.10");
+        assert_eq!(range.gateway.to_string(), "10.1.2.1");
+        assert_eq!(config.routes.len(), 1);
+        assert_eq!(config.resolv_conf, Some(PathBuf::from("/etc/resolv.conf")));
     }
 }

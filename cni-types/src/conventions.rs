@@ -172,7 +172,7 @@ impl RuntimeConfig {
         typed("runtimeConfig", &self.0, key)
     }
     /// The value of a capability as given, its key found with Go's rules
-    /// ([`crate::go_fields`]: the exact spelling, else another case;
+    /// (as Go's decoder finds them: the exact spelling, else another case;
     /// `null` as absent), for a caller that reads it by hand.
     pub fn value(&self, key: &str) -> Option<&Value> {
         crate::go_fields::get(&self.0, key)
@@ -192,7 +192,7 @@ impl Args {
     }
 
     /// The value of `args.cni.<key>` as given, keys found with Go's rules
-    /// ([`crate::go_fields`]), for a caller that reads it by hand.
+    /// (as Go's decoder finds them), for a caller that reads it by hand.
     pub fn cni_value(&self, key: &str) -> Option<&Value> {
         let cni = crate::go_fields::get(&self.0, "cni")?.as_object()?;
         crate::go_fields::get(cni, key)

@@ -30,8 +30,17 @@ pub(crate) fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, serde_
 
 /// The value of the struct field `field` in `map`, found as Go's decoder
 /// finds it: the key spelled exactly, else one equal under case folding;
-/// a `null` counts as absent.
-pub(crate) fn get<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
+/// a `null` counts as absent. For code that reads a configuration section
+/// by hand where the reference decodes it into a Go struct (host-local's
+/// `ipam` keys: `"Ranges"` is `ranges`).
+///
+/// ```
+/// let map = serde_json::json!({"DataDir": "/run/ipam", "routes": null});
+/// let map = map.as_object().unwrap();
+/// assert_eq!(cni_types::go_field(map, "dataDir").unwrap(), "/run/ipam");
+/// assert!(cni_types::go_field(map, "routes").is_none());
+/// ```
+pub fn get<'a>(map: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
     map.get(field).filter(|v| !v.is_null()).or_else(|| {
         map.iter()
             .find(|(k, v)| !v.is_null() && equal_fold(k, field))

@@ -55,6 +55,7 @@ pub use error::{Code, Error};
 #[cfg(unix)]
 pub use file::read_regular_file;
 pub use gc::ValidAttachments;
+pub use go_fields::get as go_field;
 pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
 pub use mac::{Mac, MacError};
 pub use result::{

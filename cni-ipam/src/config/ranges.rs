@@ -163,7 +163,7 @@ pub(super) fn configured_range_sets(section: &Extra) -> Result<Vec<RangeSet>, Co
             field: "ipam".to_owned(),
         });
     }
-    if let Some(v) = section.get("ranges").filter(|v| !v.is_null()) {
+    if let Some(v) = cni_types::go_field(section, "ranges") {
         sets.extend(read_range_sets(v, "ipam.ranges")?);
     }
     Ok(sets)

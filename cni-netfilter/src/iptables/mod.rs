@@ -270,7 +270,7 @@ impl Backend for IptablesBackend {
     fn apply(&mut self, tx: &Transaction) -> Result<(), FilterError> {
         validate(tx)?;
         // Checks every rule before anything runs.
-        self.script(tx, None)?;
+        let script = self.script(tx, None)?;
         let lists = tx.ops().iter().any(|op| {
             matches!(
                 op,
@@ -280,35 +280,26 @@ impl Backend for IptablesBackend {
                     | Op::EnsureRule { .. }
             )
         });
-        let program = self.variant.program(tx.table().family, "restore");
         // A listing is stale once another restore commits, and
         // iptables-nft's restore then retries against the new ruleset
         // itself: a rule ensured by two concurrent ADDs can land twice.
-        // Our own processes take turns; other writers are caught by the
-        // retry below only when their change makes ours fail.
-        let _turn = if lists { host_lock(HOST_LOCK) } else { None };
-        let mut attempt = 1;
-        loop {
-            let saved = if lists {
-                Some(self.save(tx.table())?)
-            } else {
-                None
-            };
-            let script = self.script(tx, saved.as_ref())?;
-            if script.lines().count() == 2 {
-                // Only `*table` and `COMMIT`: nothing to change.
-                return Ok(());
-            }
-            match command::run(
-                &program,
-                &["--noflush", "-w"],
-                Some(script.as_bytes()),
-                1 << 16,
-            ) {
-                Err(FilterError::Command { .. }) if lists && attempt < ATTEMPTS => attempt += 1,
-                result => return result.map(drop),
-            }
+        // Our own processes take turns (in `apply_listed`); other writers
+        // are caught by its retry only when their change makes ours fail.
+        if lists {
+            return self.apply_listed(tx.table(), |_| tx.clone());
         }
+        if script.lines().count() == 2 {
+            // Only `*table` and `COMMIT`: nothing to change.
+            return Ok(());
+        }
+        let program = self.variant.program(tx.table().family, "restore");
+        command::run(
+            &program,
+            &["--noflush", "-w"],
+            Some(script.as_bytes()),
+            1 << 16,
+        )
+        .map(drop)
     }
 
     fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {

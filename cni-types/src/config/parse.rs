@@ -416,7 +416,7 @@ mod tests {
         let dns = conf.dns.as_ref().unwrap();
         assert_eq!(dns.nameservers, ["10.1.0.1"]);
         assert_eq!(dns.search, ["example.com"]);
-        assert_eq!(conf.capabilities.as_ref().unwrap()["portMappings"], true);
+        assert!(conf.capabilities.as_ref().unwrap()["portMappings"]);
         let ports = conf.runtime_config.as_ref().unwrap().port_mappings();
         assert_eq!(ports.unwrap().unwrap()[0].host_port, 8080);
         assert!(conf.prev_result.is_some());

@@ -113,18 +113,28 @@ impl Plugin for Ptp {
     /// DEL needs only the namespace, `ipam.type` and `ipMasq`: a
     /// configuration ADD would refuse still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        // A namespace that is gone took the pair with it.
-        let removed = Netns::of_for_del(req).and_then(|netns| match netns {
-            Some(netns) => Ok(netns
-                .socket()?
-                .delete_link_returning_addresses(&req.ifname)?),
-            None => Ok(Vec::new()),
+        // A namespace that is gone took the pair with it. The kernel takes
+        // tens of milliseconds to delete a link; the IPAM DEL runs
+        // meanwhile instead of after it (as `veth` does), since the
+        // reservation goes whatever became of the pair.
+        let netns = Netns::of_for_del(req);
+        let ifname = req.ifname.as_str();
+        let (removed, released) = std::thread::scope(|scope| {
+            let removing = scope.spawn(move || -> Result<Vec<_>, Error> {
+                match netns? {
+                    Some(netns) => Ok(netns.socket()?.delete_link_returning_addresses(ifname)?),
+                    None => Ok(Vec::new()),
+                }
+            });
+            let released = match ipam_type(req) {
+                Some(ipam) => cni_invoke::delegate_del(&ipam, req),
+                None => Ok(()),
+            };
+            let removed = removing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (removed, released)
         });
-        // The reservation and the rules go whatever became of the pair.
-        let released = match ipam_type(req) {
-            Some(ipam) => cni_invoke::delegate_del(&ipam, req),
-            None => Ok(()),
-        };
         if req.config.plugin.ip_masq {
             let addresses = removed.as_deref().unwrap_or_default();
             masquerade::teardown(addresses, &attachment(req)).map_err(Error::from)?;

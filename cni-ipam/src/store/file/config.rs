@@ -36,7 +36,7 @@ impl FileConfig {
                  runtime's working directory, which differs between runtimes)",
             ));
         }
-        if let Some(store) = ipam.get("store").filter(|v| !v.is_null()) {
+        if let Some(store) = cni_types::go_field(ipam, "store") {
             let obj = store.as_object().ok_or_else(|| {
                 ConfigError::invalid("ipam.store", store, "expected an object with a type")
             })?;

@@ -71,7 +71,9 @@ fn only_an_iptables_that_cannot_list_sends_add_and_del_to_the_probe() {
     assert!(super::cannot_list(&missing));
     assert!(super::cannot_list(&command("iptables-save -t nat")));
     assert!(super::cannot_list(&command("ip6tables-legacy-save -t nat")));
-    assert!(!super::cannot_list(&command("iptables-restore --noflush -w")));
+    assert!(!super::cannot_list(&command(
+        "iptables-restore --noflush -w"
+    )));
 }
 
 #[test]
