@@ -1,7 +1,16 @@
 # Sourced by the chain benchmarks (kind.sh, podman.sh): what they share to
 # run a network list, as a runtime does, through bench/process/netns_harness.c
 # against Debian's reference plugins. Expects to run from the repository root
-# under `set -euo pipefail`.
+# under `set -euo pipefail`; sets `root` to that root.
+root=$(pwd)
+
+# chain_rounds [ROUNDS]: `rounds` (default 220) and `warmup` (the first
+# 20; none under 100 rounds: a smoke run checks it builds and runs).
+chain_rounds() {
+    rounds=${1:-220}
+    warmup=20
+    if [ "$rounds" -lt 100 ]; then warmup=0; fi
+}
 
 # chain_prepare OUT NO_BUILD BIN...: an empty OUT, the harness built at
 # OUT/netns_harness, ours (static musl, as deployed; not rebuilt when

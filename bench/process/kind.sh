@@ -17,12 +17,9 @@
 #        still builds and runs, not to measure). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$(pwd)
-rounds=${1:-220}
-warmup=20
-[ "$rounds" -lt 100 ] && warmup=0
-out=target/bench/kind
 . bench/process/chain.sh
+chain_rounds "${1:-}"
+out=target/bench/kind
 chain_prepare "$out" "${KIND_BENCH_NO_BUILD:-}" ptp host-local portmap
 chain_netns "cni-rs-bench-kind-$$"
 # case name, plugin directory, portmap's extra keys, subnet (each case its

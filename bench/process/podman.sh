@@ -34,13 +34,10 @@
 #        check it still builds and runs, not to measure). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$(pwd)
-rounds=${1:-220}
-warmup=20
-[ "$rounds" -lt 100 ] && warmup=0
+. bench/process/chain.sh
+chain_rounds "${1:-}"
 out=target/bench/podman
 plugins=(bridge portmap firewall tuning)
-. bench/process/chain.sh
 chain_prepare "$out" "${PODMAN_BENCH_NO_BUILD:-}" "${plugins[@]}" host-local
 chain_netns "cni-rs-bench-podman-$$"
 # case name, plugin directory, bridge's, portmap's and firewall's extra
