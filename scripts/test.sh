@@ -31,6 +31,7 @@ scripts/vm/run-tests.sh
 bench/process/run.sh 3 >/dev/null
 bench/process/interface.sh 3 >/dev/null
 bench/process/kind.sh 3 >/dev/null
+bench/process/podman.sh 3 >/dev/null
 bench/inprocess.sh --smoke >/dev/null
 bench/ipam/run.sh 3 >/dev/null
 # The main job (README's first command), with the plugins built as they are

@@ -17,29 +17,11 @@
 #        still builds and runs, not to measure). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$(pwd)
-rounds=${1:-220}
-warmup=20
-[ "$rounds" -lt 100 ] && warmup=0
+. bench/process/chain.sh
+chain_rounds "${1:-}"
 out=target/bench/kind
-rm -rf "$out"
-mkdir -p "$out/ours"
-
-scripts/install-test-deps.sh >/dev/null
-echo "building: harness (gcc -O2 -static), ptp, host-local and portmap (static musl, as deployed)" >&2
-gcc -O2 -static -o "$out/netns_harness" bench/process/netns_harness.c
-[ -n "${KIND_BENCH_NO_BUILD:-}" ] || scripts/build-static-plugins.sh --quiet -p plugins-sample --bin ptp --bin host-local --bin portmap >/dev/null
-for bin in ptp host-local portmap; do
-    cp "target/x86_64-unknown-linux-musl/plugin/$bin" "$out/ours/"
-done
-reference=/usr/lib/cni
-for bin in ptp host-local portmap; do
-    [ -x "$reference/$bin" ] || { echo "kind.sh: $reference/$bin is missing (scripts/install-test-deps.sh)" >&2; exit 1; }
-done
-
-netns="cni-rs-bench-kind-$$"
-# A namespace left by a failed run is removed; after a normal one there is none.
-trap 'umount -l "/run/netns/$netns" 2>/dev/null || true; rm -f "/run/netns/$netns"' EXIT
+chain_prepare "$out" "${KIND_BENCH_NO_BUILD:-}" ptp host-local portmap
+chain_netns "cni-rs-bench-kind-$$"
 # case name, plugin directory, portmap's extra keys, subnet (each case its
 # own, and its own IPAM directory)
 cases=(
@@ -63,10 +45,7 @@ JSON
 {"cniVersion": "0.3.1", "name": "kindnet", "type": "portmap", "capabilities": {"portMappings": true}$extra,
  "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}@PREV@}
 JSON
-    for command in ADD DEL; do
-        printf 'PATH=/usr/sbin:/usr/bin:/sbin:/bin\nCNI_COMMAND=%s\nCNI_CONTAINERID=%s\nCNI_NETNS=/run/netns/%s\nCNI_IFNAME=eth0\nCNI_PATH=%s\n' \
-            "$command" "$(printf '%s' "bench-$name" | sha256sum | cut -c1-64)" "$netns" "$dir" > "$out/$name-$command.env"
-    done
+    chain_env "$out/$name" "$dir" "bench-$name"
     specs+=("$dir/ptp,$dir/portmap:$out/$name-ptp.json,$out/$name-portmap.json:$out/$name-ADD.env:$out/$name-DEL.env")
 done
 "$out/netns_harness" "$rounds" "$netns" "${specs[@]}" > "$out/samples"

@@ -12,9 +12,11 @@
  * them in order, each configuration's marker @PREV@ replaced by
  * `,"prevResult":` and the previous plugin's output (by nothing for the
  * first); DEL runs them in reverse order with the marker removed (libcni
- * sends no prevResult on DEL before cniVersion 0.4.0). The line then has
- * the whole chain's wall time, its largest peak RSS, and each plugin's
- * wall time in the order it ran.
+ * sends no prevResult on DEL before cniVersion 0.4.0) or, with
+ * --del-prev, replaced by the chain's last ADD output (from 0.4.0 libcni
+ * gives every plugin's DEL the cached result of the list's ADD). The line
+ * then has the whole chain's wall time, its largest peak RSS, and each
+ * plugin's wall time in the order it ran.
  *
  * Everything happens inside namespaces the harness creates: it first
  * moves itself into a new network namespace (the "host" side the plugins
@@ -25,7 +27,7 @@
  * With --setup, COMMAND (run by /bin/sh) prepares that host namespace
  * first, e.g. prefills its tables.
  *
- * usage: netns_harness [--setup COMMAND] ROUNDS NETNS_NAME CASE...
+ * usage: netns_harness [--del-prev] [--setup COMMAND] ROUNDS NETNS_NAME CASE...
  *   CASE = BINARY[,BINARY...]:STDIN_FILE[,STDIN_FILE...]:ADD_ENV_FILE:DEL_ENV_FILE
  *   (env files: one NAME=VALUE per line; CNI_NETNS=/run/netns/NETNS_NAME)
  */
@@ -51,6 +53,9 @@
 struct bench_case { int n; char *bin[MAX_CHAIN]; char *stdin_data[MAX_CHAIN]; char **env[2]; };
 
 static void die(const char *what) { perror(what); exit(2); }
+
+/* --del-prev: DEL gets the chain's last ADD output as prevResult. */
+static int del_prev;
 
 /* A new namespace mounted at `path`; the harness stays in `home`. */
 static void make_netns(const char *path, int home) {
@@ -124,13 +129,13 @@ static char *with_prev(const char *template, const char *prev) {
 /* One command of a case: its chain in order (ADD) or reverse (DEL).
  * Prints the line described above. */
 static void run_case(int index, struct bench_case *c, int del) {
-    static char out[2][65536];
+    static char out[2][65536], cached[65536];
     long long step[MAX_CHAIN], total = 0;
     long max_rss = 0;
     const char *prev = NULL;
     for (int k = 0; k < c->n; k++) {
         int i = del ? c->n - 1 - k : k;
-        char *input = with_prev(c->stdin_data[i], del ? NULL : prev);
+        char *input = with_prev(c->stdin_data[i], del ? (del_prev ? cached : NULL) : prev);
         long rss;
         step[k] = run(c->bin[i], input, c->env[del], del ? "DEL" : "ADD", out[k % 2], sizeof out[0], &rss);
         free(input);
@@ -138,6 +143,7 @@ static void run_case(int index, struct bench_case *c, int del) {
         total += step[k];
         if (rss > max_rss) max_rss = rss;
     }
+    if (!del) snprintf(cached, sizeof cached, "%s", prev);
     printf("%d %d %lld %ld", index, del, total, max_rss);
     if (c->n > 1)
         for (int k = 0; k < c->n; k++) printf(" %lld", step[k]);
@@ -156,8 +162,9 @@ static int split(char *text, char **parts) {
 
 int main(int argc, char **argv) {
     const char *setup = NULL;
+    if (argc > 1 && strcmp(argv[1], "--del-prev") == 0) { del_prev = 1; argv++; argc--; }
     if (argc > 2 && strcmp(argv[1], "--setup") == 0) { setup = argv[2]; argv += 2; argc -= 2; }
-    if (argc < 4) { fprintf(stderr, "usage: netns_harness [--setup COMMAND] ROUNDS NETNS_NAME CASE...\n"); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: netns_harness [--del-prev] [--setup COMMAND] ROUNDS NETNS_NAME CASE...\n"); return 2; }
     int rounds = atoi(argv[1]);
     char path[256];
     snprintf(path, sizeof path, "/run/netns/%s", argv[2]);

@@ -7,8 +7,7 @@ use cni_types::IpNetwork;
 use super::{host, IngressPolicy, Rules, FORWARD_CHAIN, STAGE_1, STAGE_2};
 use crate::iptables::{is_listed_as, listed_words, IptablesBackend};
 use crate::{
-    Action, Backend, Chain, CtState, Family, FilterError, ListedRule, Match, Op, Rule, Table,
-    Transaction,
+    Action, Backend, Chain, CtState, Family, FilterError, Match, Op, Rule, Table, Transaction,
 };
 
 /// The comment of `FORWARD`'s jump to `CNI-FORWARD`.
@@ -279,37 +278,43 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
         if let Some(bridge) = bridge {
             doomed.extend(bridge_rules(bridge));
         }
-        let tx = deletion(&mut backend, family, &doomed)?;
-        if !tx.is_empty() {
-            backend.apply(&tx)?;
-        }
+        delete_present(&mut backend, family, &doomed)?;
     }
     Ok(())
 }
 
-/// A transaction deleting those of `doomed` that are there.
-fn deletion(
+/// Deletes those of `doomed` that `family`'s filter table holds, from one
+/// `iptables-save` of the table (not one per chain) and one
+/// `iptables-restore` when there is something to delete. A rule that
+/// cannot be rendered is an error and nothing is deleted.
+fn delete_present(
     backend: &mut IptablesBackend,
     family: Family,
     doomed: &[Rule],
-) -> Result<Transaction, FilterError> {
+) -> Result<(), FilterError> {
     let table = filter(family);
-    let mut listed: Vec<ListedRule> = Vec::new();
-    for chain in [FORWARD_CHAIN, STAGE_1, STAGE_2] {
-        if doomed.iter().any(|r| r.chain == chain) {
-            listed.extend(backend.list_rules(&table, chain)?);
-        }
-    }
-    let mut tx = Transaction::new(table);
-    for l in &listed {
-        for rule in doomed {
-            if is_listed_as(rule, family, l)? {
-                tx.delete_rule(l.clone());
-                break;
+    let mut failure = None;
+    backend.apply_listed(&table, |saved| {
+        failure = None;
+        let mut tx = Transaction::new(table.clone());
+        for listed in &saved.rules {
+            for rule in doomed.iter().filter(|r| r.chain == listed.chain) {
+                match is_listed_as(rule, family, listed) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        tx.delete_rule(listed.clone());
+                        break;
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        return Transaction::new(table.clone());
+                    }
+                }
             }
         }
-    }
-    Ok(tx)
+        tx
+    })?;
+    failure.map_or(Ok(()), Err)
 }
 
 /// Removes the isolation rules of bridges that no longer exist, in both
@@ -331,10 +336,7 @@ pub(super) fn gc_bridges(bridge_exists: &dyn Fn(&str) -> bool) -> Result<(), Fil
             }
         }
         let doomed: Vec<Rule> = gone.iter().flat_map(|b| bridge_rules(b)).collect();
-        let tx = deletion(&mut backend, family, &doomed)?;
-        if !tx.is_empty() {
-            backend.apply(&tx)?;
-        }
+        delete_present(&mut backend, family, &doomed)?;
     }
     Ok(())
 }

@@ -59,8 +59,9 @@ fn of_family(addresses: &[IpNetwork], family: Family) -> Vec<IpNetwork> {
 }
 
 /// Ensures the chain and each address's rules, appending only those not
-/// there already (go-iptables' `AppendUnique`); one `iptables-restore`
-/// per family.
+/// there already (go-iptables' `AppendUnique`); one `iptables-save` and
+/// one `iptables-restore` per family (the transaction's ensured rules are
+/// checked against the listing it makes anyway).
 ///
 /// Go: plugins `ip.setupIPMasqIPTables`.
 pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
@@ -70,17 +71,11 @@ pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), Filt
         if mine.is_empty() {
             continue;
         }
-        let chain = chain_name(at.network, at.container_id);
-        let listed = listed(&mut backend, family, &chain)?;
         let mut tx = crate::Transaction::new(nat(family));
-        tx.ensure_chain(Chain::new(chain));
-        let mut added: Vec<Rule> = Vec::new();
+        tx.ensure_chain(Chain::new(chain_name(at.network, at.container_id)));
         for net in &mine {
             for rule in rules(net, at) {
-                if !contains(&listed, &rule, family)? && !added.contains(&rule) {
-                    added.push(rule.clone());
-                    tx.add_rule(rule);
-                }
+                tx.ensure_rule(rule);
             }
         }
         backend.apply(&tx)?;
