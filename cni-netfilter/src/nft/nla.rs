@@ -72,21 +72,7 @@ impl Attrs {
 /// The attributes in `payload` as (type without flags, value); a length
 /// that runs past the end is an error, not a panic.
 pub(crate) fn parse(payload: &[u8]) -> Result<Vec<(u16, &[u8])>, FilterError> {
-    let mut attrs = Vec::new();
-    let mut rest = payload;
-    while rest.len() >= 4 {
-        let len = usize::from(u16::from_ne_bytes([rest[0], rest[1]]));
-        let kind = u16::from_ne_bytes([rest[2], rest[3]]) & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER);
-        if len < 4 || len > rest.len() {
-            return Err(malformed(format!(
-                "an attribute of {len} bytes in {} bytes",
-                rest.len()
-            )));
-        }
-        attrs.push((kind, &rest[4..len]));
-        rest = &rest[len.next_multiple_of(4).min(rest.len())..];
-    }
-    Ok(attrs)
+    Walk(payload).collect()
 }
 
 /// The first attribute of each of `kinds` in `payload` (flags aside),
@@ -98,22 +84,39 @@ pub(crate) fn find<const N: usize>(
     kinds: [u16; N],
 ) -> Result<[Option<&[u8]>; N], FilterError> {
     let mut found = [None; N];
-    let mut rest = payload;
-    while rest.len() >= 4 {
+    for attr in Walk(payload) {
+        let (kind, value) = attr?;
+        if let Some(at) = kinds.iter().position(|k| *k == kind) {
+            found[at].get_or_insert(value);
+        }
+    }
+    Ok(found)
+}
+
+/// The attributes of a payload in order, as (type without flags, value);
+/// a length that runs past the end is an error and ends the walk.
+struct Walk<'a>(&'a [u8]);
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = Result<(u16, &'a [u8]), FilterError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.0;
+        if rest.len() < 4 {
+            return None;
+        }
         let len = usize::from(u16::from_ne_bytes([rest[0], rest[1]]));
         let kind = u16::from_ne_bytes([rest[2], rest[3]]) & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER);
         if len < 4 || len > rest.len() {
-            return Err(malformed(format!(
+            self.0 = &[];
+            return Some(Err(malformed(format!(
                 "an attribute of {len} bytes in {} bytes",
                 rest.len()
-            )));
+            ))));
         }
-        if let Some(at) = kinds.iter().position(|k| *k == kind) {
-            found[at].get_or_insert(&rest[4..len]);
-        }
-        rest = &rest[len.next_multiple_of(4).min(rest.len())..];
+        self.0 = &rest[len.next_multiple_of(4).min(rest.len())..];
+        Some(Ok((kind, &rest[4..len])))
     }
-    Ok(found)
 }
 
 /// A NUL-terminated string attribute's bytes, without the NUL: what a
