@@ -3,9 +3,12 @@
 
 use std::fmt;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::Duration;
+
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
 use crate::deadline::{finish, Cause, Deadline, Stopped};
 
@@ -221,17 +224,10 @@ pub fn exec_raw(
     }
     let mut child = spawn_retrying_busy(command)?;
 
-    // Feed stdin from a thread: a plugin that exits (or closes stdin)
-    // without reading it must neither block us nor kill us (EPIPE is an
-    // error here, not a signal: Rust ignores SIGPIPE).
-    let mut child_stdin = child.stdin.take();
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        if let Some(pipe) = child_stdin.as_mut() {
-            let _ = pipe.write_all(&input);
-        }
-        drop(child_stdin);
-    });
+    // A plugin that exits (or closes stdin) without reading it must
+    // neither block us nor kill us (EPIPE is an error here, not a signal:
+    // Rust ignores SIGPIPE).
+    let writer = child.stdin.take().and_then(|pipe| feed(pipe, stdin));
     let finished = finish(&mut child, deadline.as_ref()).inspect_err(|_| {
         // Never leave the plugin behind, even when reading it failed.
         let _ = child.kill();
@@ -239,8 +235,10 @@ pub fn exec_raw(
     })?;
     // A process that left the plugin's group may still hold stdin open;
     // the writer is then left to finish on its own rather than waited for.
-    if writer.is_finished() || finished.stopped.is_none() {
-        let _ = writer.join();
+    if let Some(writer) = writer {
+        if writer.is_finished() || finished.stopped.is_none() {
+            let _ = writer.join();
+        }
     }
     Ok(RawOutput {
         exit: match finished.stopped {
@@ -253,6 +251,49 @@ pub fn exec_raw(
         stdout_dropped: finished.stdout.dropped,
         stderr_dropped: finished.stderr.dropped,
     })
+}
+
+/// Writes `input` to the plugin's stdin and closes it. What the pipe
+/// takes at once is written here, without blocking: a configuration is a
+/// few hundred bytes and a pipe holds 64 KiB, so usually that is all of
+/// it, and no thread is started and waited for (under load, a writer
+/// thread's exit cost a delegating ADD milliseconds: bench/process/kind.sh).
+/// The rest, if the plugin has not read enough yet, goes from a thread
+/// so a plugin that never reads cannot block us; that thread is returned.
+fn feed(mut pipe: ChildStdin, input: &[u8]) -> Option<std::thread::JoinHandle<()>> {
+    let written = write_nonblocking(&mut pipe, input)?;
+    let rest = input[written..].to_vec();
+    Some(std::thread::spawn(move || {
+        let _ = pipe.write_all(&rest);
+    }))
+}
+
+/// How much of `input` went into `pipe` before it was full, the pipe left
+/// blocking again for the rest; `None` when nothing is left to write
+/// (all of it written, or the plugin closed its end).
+fn write_nonblocking(pipe: &mut ChildStdin, input: &[u8]) -> Option<usize> {
+    let fd = pipe.as_raw_fd();
+    let flags = match fcntl(fd, FcntlArg::F_GETFL) {
+        Ok(flags) => OFlag::from_bits_truncate(flags),
+        Err(_) => return Some(0),
+    };
+    if fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).is_err() {
+        return Some(0);
+    }
+    let mut done = 0;
+    while done < input.len() {
+        match pipe.write(&input[done..]) {
+            Ok(0) => return None,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let _ = fcntl(fd, FcntlArg::F_SETFL(flags));
+                return Some(done);
+            }
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 pub(crate) fn spawn_retrying_busy(command: &mut Command) -> std::io::Result<Child> {
@@ -300,6 +341,19 @@ mod tests {
         assert_eq!(out.stdout, b"in\n");
         assert_eq!(out.stderr, b"err");
         assert_eq!((out.stdout_dropped, out.stderr_dropped), (0, 0));
+    }
+
+    #[test]
+    fn stdin_larger_than_a_pipe_holds_arrives_whole() {
+        // 1 MiB: the pipe takes 64 KiB at once, the rest goes from a
+        // thread while the plugin reads.
+        let input: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        let out = exec_raw(&mut sh("cksum"), &input, None).unwrap();
+        let expected = exec_raw(&mut sh("head -c 1048576 | cksum"), &input, None).unwrap();
+        assert_eq!(out.exit, Exit::Status(0));
+        assert_eq!(out.stdout, expected.stdout);
+        let whole = exec_raw(&mut sh("wc -c"), &input, None).unwrap();
+        assert_eq!(String::from_utf8_lossy(&whole.stdout).trim(), "1048576");
     }
 
     #[test]

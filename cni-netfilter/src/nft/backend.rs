@@ -3,10 +3,12 @@
 use super::message::{Batch, Kind};
 use super::nla::{self, Attrs};
 use super::plan;
-use super::socket::NftSocket;
-use super::udata::comment_of;
+use super::socket::{DumpError, NftSocket};
+use super::udata::{comment_bytes, comment_of};
 use crate::host_lock::{host_lock, NFTABLES_LOCK};
-use crate::{Backend, BackendKind, FilterError, ListedRule, Op, RuleHandle, Table, Transaction};
+use crate::{
+    Backend, BackendKind, CommentMatch, FilterError, ListedRule, Op, RuleHandle, Table, Transaction,
+};
 
 /// How often a transaction that depends on a listing is tried when the
 /// ruleset changed between the listing and the batch.
@@ -54,19 +56,19 @@ impl NftBackend {
 
     /// The names of the tables of `family`.
     pub fn list_tables(&mut self, family: crate::Family) -> Result<Vec<String>, FilterError> {
-        let payloads = self
-            .socket
-            .dump(Kind::GetTable, family, &Attrs::default())
-            .map_err(|source| FilterError::Kernel {
-                op: "list",
-                object: format!("{family} tables"),
-                source,
-            })?;
-        payloads
-            .iter()
-            .filter_map(|p| attr(p, 1).transpose())
-            .map(|name| name.and_then(nla::string))
-            .collect()
+        self.socket
+            .dump(
+                Kind::GetTable,
+                family,
+                &Attrs::default(),
+                |names: &mut Vec<String>, payload| {
+                    if let [Some(name)] = nla::find(payload, [1])? {
+                        names.push(nla::string(name)?);
+                    }
+                    Ok(())
+                },
+            )
+            .map_err(|e| e.into_filter("list", || format!("{family} tables")))
     }
 
     /// Whether chain `chain` of `table` holds exactly `rules`, in order:
@@ -99,20 +101,27 @@ impl NftBackend {
         let mut filter = Attrs::default();
         filter.str(1, &table.name);
         filter.str(2, chain);
-        let Ok(payloads) = self.socket.dump(Kind::GetRule, table.family, &filter) else {
-            return Ok(false);
+        let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
+        let listing = self.socket.dump(
+            Kind::GetRule,
+            table.family,
+            &filter,
+            |listed: &mut Vec<(Vec<u8>, Option<String>)>, payload| {
+                let [name, rule_chain, exprs, udata] = nla::find(payload, [1, 2, 4, 7])?;
+                if name.map(nla::text) == Some(table_name)
+                    && rule_chain.map(nla::text) == Some(chain_name)
+                {
+                    let exprs = exprs.unwrap_or_default().to_vec();
+                    listed.push((exprs, udata.and_then(comment_of)));
+                }
+                Ok(())
+            },
+        );
+        let listed = match listing {
+            Ok(listed) => listed,
+            Err(DumpError::Io(_)) => return Ok(false),
+            Err(DumpError::Visit(e)) => return Err(e),
         };
-        let mut listed = Vec::new();
-        for payload in &payloads {
-            let attrs = nla::parse(payload)?;
-            let get = |kind| attrs.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v);
-            let here = get(1).map(nla::string).transpose()?.as_deref() == Some(table.name.as_str())
-                && get(2).map(nla::string).transpose()?.as_deref() == Some(chain);
-            if here {
-                let exprs = get(4).unwrap_or_default().to_vec();
-                listed.push((exprs, get(7).and_then(comment_of)));
-            }
-        }
         Ok(listed.len() == wanted.len()
             && listed
                 .iter()
@@ -190,62 +199,83 @@ impl Backend for NftBackend {
 
     /// `NFT_MSG_GETRULE` dumped for this table and chain.
     fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {
-        let mut filter = Attrs::default();
-        filter.str(1, &table.name);
-        filter.str(2, chain);
-        let payloads = self
-            .socket
-            .dump(Kind::GetRule, table.family, &filter)
-            .map_err(|source| FilterError::Kernel {
-                op: "list rules of",
-                object: format!("chain {table} {chain}"),
-                source,
-            })?;
-        let mut rules = Vec::new();
-        for payload in payloads {
-            let attrs = nla::parse(&payload)?;
-            let get = |kind| attrs.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v);
-            if get(1).map(nla::string).transpose()?.as_deref() != Some(table.name.as_str()) {
-                continue;
-            }
-            let rule_chain = get(2).map(nla::string).transpose()?.unwrap_or_default();
-            let handle = get(3).ok_or_else(|| nla::malformed("a rule without a handle"))?;
-            rules.push(ListedRule {
-                chain: rule_chain,
-                comment: get(7).and_then(comment_of),
-                handle: RuleHandle::Nft(nla::number(handle)?),
-            });
-        }
-        rules.retain(|rule| rule.chain == chain);
-        Ok(rules)
+        self.rules_where(table, chain, |_| true)
+    }
+
+    /// As [`NftBackend::list_rules`], but a rule whose comment does not
+    /// match is skipped as it is read, before anything is allocated for
+    /// it: DEL looks for one container's rules among every pod's.
+    fn find_rules(
+        &mut self,
+        table: &Table,
+        chain: &str,
+        comment: &CommentMatch,
+    ) -> Result<Vec<ListedRule>, FilterError> {
+        self.rules_where(table, chain, |have| comment.matches(have))
     }
 
     /// `NFT_MSG_GETCHAIN` dumped for the family, kept for this table.
     fn list_chains(&mut self, table: &Table) -> Result<Vec<String>, FilterError> {
-        let payloads = self
-            .socket
-            .dump(Kind::GetChain, table.family, &Attrs::default())
-            .map_err(|source| FilterError::Kernel {
-                op: "list chains of",
-                object: format!("table {table}"),
-                source,
-            })?;
-        let mut chains = Vec::new();
-        for payload in payloads {
-            if attr(&payload, 1)?.map(nla::string).transpose()?.as_deref() == Some(&table.name) {
-                if let Some(name) = attr(&payload, 3)? {
-                    chains.push(nla::string(name)?);
-                }
-            }
-        }
-        Ok(chains)
+        let wanted = table.name.as_bytes();
+        self.socket
+            .dump(
+                Kind::GetChain,
+                table.family,
+                &Attrs::default(),
+                |chains: &mut Vec<String>, payload| {
+                    if let [Some(name), Some(chain)] = nla::find(payload, [1, 3])? {
+                        if nla::text(name) == wanted {
+                            chains.push(nla::string(chain)?);
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .map_err(|e| e.into_filter("list chains of", || format!("table {table}")))
     }
 }
 
-/// The first attribute `kind` of an nf_tables payload.
-fn attr(payload: &[u8], kind: u16) -> Result<Option<&[u8]>, FilterError> {
-    Ok(nla::parse(payload)?
-        .into_iter()
-        .find(|(k, _)| *k == kind)
-        .map(|(_, v)| v))
+impl NftBackend {
+    /// The rules of `chain` in `table`, in order, whose comment `keep`
+    /// accepts (`None` for a rule without one). The kernel filters the
+    /// dump by table and chain; each rule is read in place and only a kept
+    /// one costs an allocation.
+    fn rules_where(
+        &mut self,
+        table: &Table,
+        chain: &str,
+        keep: impl Fn(Option<&str>) -> bool,
+    ) -> Result<Vec<ListedRule>, FilterError> {
+        let mut filter = Attrs::default();
+        filter.str(1, &table.name);
+        filter.str(2, chain);
+        let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
+        self.socket
+            .dump(
+                Kind::GetRule,
+                table.family,
+                &filter,
+                |rules: &mut Vec<ListedRule>, payload| {
+                    let [name, rule_chain, handle, udata] = nla::find(payload, [1, 2, 3, 7])?;
+                    if name.map(nla::text) != Some(table_name)
+                        || rule_chain.map(nla::text).unwrap_or_default() != chain_name
+                    {
+                        return Ok(());
+                    }
+                    // As `comment_of` reads it: lossily, borrowed when valid.
+                    let comment = udata.and_then(comment_bytes).map(String::from_utf8_lossy);
+                    if !keep(comment.as_deref()) {
+                        return Ok(());
+                    }
+                    let handle = handle.ok_or_else(|| nla::malformed("a rule without a handle"))?;
+                    rules.push(ListedRule {
+                        chain: chain.to_string(),
+                        comment: comment.map(|c| c.into_owned()),
+                        handle: RuleHandle::Nft(nla::number(handle)?),
+                    });
+                    Ok(())
+                },
+            )
+            .map_err(|e| e.into_filter("list rules of", || format!("chain {table} {chain}")))
+    }
 }

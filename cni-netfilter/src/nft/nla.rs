@@ -72,21 +72,57 @@ impl Attrs {
 /// The attributes in `payload` as (type without flags, value); a length
 /// that runs past the end is an error, not a panic.
 pub(crate) fn parse(payload: &[u8]) -> Result<Vec<(u16, &[u8])>, FilterError> {
-    let mut attrs = Vec::new();
-    let mut rest = payload;
-    while rest.len() >= 4 {
+    Walk(payload).collect()
+}
+
+/// The first attribute of each of `kinds` in `payload` (flags aside),
+/// borrowed: what a listing reads of each of thousands of rules, without
+/// the allocation [`parse`] makes. A length that runs past the end is an
+/// error, as in [`parse`].
+pub(crate) fn find<const N: usize>(
+    payload: &[u8],
+    kinds: [u16; N],
+) -> Result<[Option<&[u8]>; N], FilterError> {
+    let mut found = [None; N];
+    for attr in Walk(payload) {
+        let (kind, value) = attr?;
+        if let Some(at) = kinds.iter().position(|k| *k == kind) {
+            found[at].get_or_insert(value);
+        }
+    }
+    Ok(found)
+}
+
+/// The attributes of a payload in order, as (type without flags, value);
+/// a length that runs past the end is an error and ends the walk.
+struct Walk<'a>(&'a [u8]);
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = Result<(u16, &'a [u8]), FilterError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.0;
+        if rest.len() < 4 {
+            return None;
+        }
         let len = usize::from(u16::from_ne_bytes([rest[0], rest[1]]));
         let kind = u16::from_ne_bytes([rest[2], rest[3]]) & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER);
         if len < 4 || len > rest.len() {
-            return Err(malformed(format!(
+            self.0 = &[];
+            return Some(Err(malformed(format!(
                 "an attribute of {len} bytes in {} bytes",
                 rest.len()
-            )));
+            ))));
         }
-        attrs.push((kind, &rest[4..len]));
-        rest = &rest[len.next_multiple_of(4).min(rest.len())..];
+        self.0 = &rest[len.next_multiple_of(4).min(rest.len())..];
+        Some(Ok((kind, &rest[4..len])))
     }
-    Ok(attrs)
+}
+
+/// A NUL-terminated string attribute's bytes, without the NUL: what a
+/// name is compared with before anything is allocated for it.
+pub(crate) fn text(value: &[u8]) -> &[u8] {
+    value.strip_suffix(&[0]).unwrap_or(value)
 }
 
 /// Whether the attributes `ours` (as we encode them: nested ones
@@ -133,8 +169,7 @@ pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
 
 /// A NUL-terminated string attribute.
 pub(crate) fn string(value: &[u8]) -> Result<String, FilterError> {
-    let text = value.strip_suffix(&[0]).unwrap_or(value);
-    String::from_utf8(text.to_vec()).map_err(|e| malformed(e.to_string()))
+    String::from_utf8(text(value).to_vec()).map_err(|e| malformed(e.to_string()))
 }
 
 /// A big-endian u32 or u64 attribute.
@@ -199,6 +234,21 @@ mod tests {
         assert!(same_attrs(&two("a", "b"), &unflagged(&two("a", "b"))));
         assert!(!same_attrs(&two("a", "b"), &unflagged(&two("b", "a"))));
         assert!(!same_attrs(&ours, &ours[..ours.len() - 1]));
+    }
+
+    #[test]
+    fn a_listing_finds_the_first_of_each_attribute_and_refuses_a_truncated_one() {
+        let mut a = Attrs::default();
+        a.str(1, "cni_hostport");
+        a.nested(4, |list| list.u32(1, 7));
+        a.str(1, "second");
+        a.u64(3, 42);
+        let [table, handle, missing, exprs] = find(&a.buf, [1, 3, 9, 4]).unwrap();
+        assert_eq!(table.map(text), Some(&b"cni_hostport"[..]));
+        assert_eq!(number(handle.unwrap()).unwrap(), 42);
+        assert_eq!(missing, None);
+        assert_eq!(exprs.map(|e| parse(e).unwrap().len()), Some(1));
+        assert!(find(&a.buf[..a.buf.len() - 1], [1]).is_err());
     }
 
     #[test]

@@ -23,11 +23,10 @@ const MAX_DUMP_BYTES: usize = 64 << 20;
 /// The largest datagram the kernel sends (a dump fills at most 32 KiB).
 const RECEIVE_BUFFER: usize = 64 * 1024;
 
-/// A message the kernel sent: its header fields and payload (after the
+/// A message the kernel sent: its type, sequence number and payload (after the
 /// `nfgenmsg` for nf_tables messages, the error code for errors).
 pub(crate) struct Reply {
     pub(crate) kind: u16,
-    pub(crate) flags: u16,
     pub(crate) seq: u32,
     pub(crate) payload: Vec<u8>,
 }
@@ -110,14 +109,18 @@ impl NftSocket {
         Ok(refusal)
     }
 
-    /// A dump: every reply's payload after the `nfgenmsg`, read again
-    /// while a concurrent change interrupts it.
-    pub(crate) fn dump(
+    /// A dump, each reply's payload (after the `nfgenmsg`) given to
+    /// `visit` straight from the receive buffer, into a `T` begun afresh
+    /// for each attempt: a dump that a concurrent change interrupted is
+    /// read again. Nothing is copied per message, so listing a chain of
+    /// thousands of rules costs no allocation but what `visit` keeps.
+    pub(crate) fn dump<T: Default>(
         &mut self,
         kind: Kind,
         family: Family,
         attrs: &Attrs,
-    ) -> Result<Vec<Vec<u8>>, io::Error> {
+        mut visit: impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
+    ) -> Result<T, DumpError> {
         for _ in 0..DUMP_ATTEMPTS {
             let seq = self.reserve(0);
             let mut request = Vec::new();
@@ -131,15 +134,15 @@ impl NftSocket {
                 0,
                 &attrs.buf,
             );
-            self.socket.send(&request, 0)?;
-            let (payloads, interrupted) = self.collect(seq)?;
-            if !interrupted {
-                return Ok(payloads);
+            self.socket.send(&request, 0).map_err(DumpError::Io)?;
+            let mut found = T::default();
+            if !self.collect(seq, &mut |payload| visit(&mut found, payload))? {
+                return Ok(found);
             }
         }
-        Err(io::Error::from_raw_os_error(
+        Err(DumpError::Io(io::Error::from_raw_os_error(
             nix::errno::Errno::EINTR as i32,
-        ))
+        )))
     }
 
     /// The ruleset generation (`NFT_MSG_GETGEN`), which a batch can be
@@ -177,34 +180,45 @@ impl NftSocket {
         }
     }
 
-    /// The replies of one dump, until its end.
-    fn collect(&mut self, seq: u32) -> Result<(Vec<Vec<u8>>, bool), io::Error> {
-        let mut payloads = Vec::new();
+    /// The replies of one dump, until its end, each given to `visit`:
+    /// whether a concurrent change interrupted it.
+    fn collect(
+        &mut self,
+        seq: u32,
+        visit: &mut dyn FnMut(&[u8]) -> Result<(), FilterError>,
+    ) -> Result<bool, DumpError> {
         let mut total = 0;
         let mut interrupted = false;
         loop {
-            for reply in self.receive(MsgFlags::empty())? {
-                if reply.seq != seq {
+            self.receive_datagram(MsgFlags::empty())
+                .map_err(DumpError::Io)?;
+            for message in Messages(&self.buffer) {
+                let message = message.map_err(DumpError::Visit)?;
+                if message.seq != seq {
                     continue;
                 }
-                interrupted |= reply.flags & NLM_F_DUMP_INTR != 0;
-                match reply.kind {
-                    NLMSG_DONE => return Ok((payloads, interrupted)),
+                interrupted |= message.flags & NLM_F_DUMP_INTR != 0;
+                match message.kind {
+                    NLMSG_DONE => return Ok(interrupted),
                     NLMSG_ERROR => {
-                        let errno = error_code(&reply.payload).map_err(io::Error::other)?;
+                        let errno = error_code(message.payload).map_err(DumpError::Visit)?;
                         if errno == 0 {
-                            return Ok((payloads, interrupted));
+                            return Ok(interrupted);
                         }
-                        return Err(io::Error::from_raw_os_error(errno));
+                        return Err(DumpError::Io(io::Error::from_raw_os_error(errno)));
                     }
                     _ => {
-                        total += reply.payload.len();
+                        total += message.payload.len();
                         if total > MAX_DUMP_BYTES {
-                            return Err(io::Error::other(format!(
+                            return Err(DumpError::Io(io::Error::other(format!(
                                 "a dump of more than {MAX_DUMP_BYTES} bytes"
-                            )));
+                            ))));
                         }
-                        payloads.push(reply.payload);
+                        // An interrupted dump is read again whole: what
+                        // it gave so far is not worth parsing.
+                        if !interrupted {
+                            visit(message.payload).map_err(DumpError::Visit)?;
+                        }
                     }
                 }
             }
@@ -213,6 +227,12 @@ impl NftSocket {
 
     /// One datagram, split into messages.
     fn receive(&mut self, flags: MsgFlags) -> Result<Vec<Reply>, io::Error> {
+        self.receive_datagram(flags)?;
+        split(&self.buffer).map_err(io::Error::other)
+    }
+
+    /// One datagram, into the receive buffer (whose capacity is kept).
+    fn receive_datagram(&mut self, flags: MsgFlags) -> Result<(), io::Error> {
         self.buffer.clear();
         let flags = flags | MsgFlags::MSG_TRUNC;
         let len = self.socket.recv(&mut self.buffer, flags.bits())?;
@@ -222,36 +242,92 @@ impl NftSocket {
                 format!("a netlink datagram of {len} bytes exceeds the receive buffer"),
             ));
         }
-        split(&self.buffer).map_err(io::Error::other)
+        Ok(())
+    }
+}
+
+/// Why a dump gave nothing: the kernel or the socket failed
+/// ([`DumpError::Io`]), or what it sent did not parse or `visit` refused
+/// it ([`DumpError::Visit`]).
+#[derive(Debug)]
+pub(crate) enum DumpError {
+    Io(io::Error),
+    Visit(FilterError),
+}
+
+impl DumpError {
+    /// As a [`FilterError`]: a kernel failure names `op` and `object`.
+    pub(crate) fn into_filter(
+        self,
+        op: &'static str,
+        object: impl FnOnce() -> String,
+    ) -> FilterError {
+        match self {
+            DumpError::Io(source) => FilterError::Kernel {
+                op,
+                object: object(),
+                source,
+            },
+            DumpError::Visit(e) => e,
+        }
+    }
+}
+
+/// A message of a datagram, borrowed from it: header fields and payload
+/// (nf_tables payloads without their `nfgenmsg`, others' with it).
+struct Message<'a> {
+    kind: u16,
+    flags: u16,
+    seq: u32,
+    payload: &'a [u8],
+}
+
+/// The messages of a datagram, in order; a length that runs past the end
+/// is an error (and ends the iteration), not a panic.
+struct Messages<'a>(&'a [u8]);
+
+impl<'a> Iterator for Messages<'a> {
+    type Item = Result<Message<'a>, FilterError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let data = self.0;
+        if data.len() < 16 {
+            return None;
+        }
+        let word =
+            |at: usize| u32::from_ne_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+        let len = word(0) as usize;
+        if len < 16 || len > data.len() {
+            self.0 = &[];
+            return Some(Err(malformed(format!(
+                "a message of {len} bytes in {} bytes",
+                data.len()
+            ))));
+        }
+        let kind = u16::from_ne_bytes([data[4], data[5]]);
+        let skip = if kind >> 8 == 10 { 20.min(len) } else { 16 };
+        self.0 = &data[len.next_multiple_of(4).min(data.len())..];
+        Some(Ok(Message {
+            kind,
+            flags: u16::from_ne_bytes([data[6], data[7]]),
+            seq: word(8),
+            payload: &data[skip..len],
+        }))
     }
 }
 
 /// The messages of a datagram; nf_tables payloads without their
 /// `nfgenmsg` (other subsystems' keep it).
-pub(crate) fn split(mut data: &[u8]) -> Result<Vec<Reply>, FilterError> {
-    let mut replies = Vec::new();
-    while data.len() >= 16 {
-        let word =
-            |at: usize| u32::from_ne_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
-        let len = word(0) as usize;
-        if len < 16 || len > data.len() {
-            return Err(malformed(format!(
-                "a message of {len} bytes in {} bytes",
-                data.len()
-            )));
-        }
-        let kind = u16::from_ne_bytes([data[4], data[5]]);
-        let flags = u16::from_ne_bytes([data[6], data[7]]);
-        let skip = if kind >> 8 == 10 { 20.min(len) } else { 16 };
-        replies.push(Reply {
-            kind,
-            flags,
-            seq: word(8),
-            payload: data[skip..len].to_vec(),
-        });
-        data = &data[len.next_multiple_of(4).min(data.len())..];
-    }
-    Ok(replies)
+pub(crate) fn split(data: &[u8]) -> Result<Vec<Reply>, FilterError> {
+    Messages(data)
+        .map(|message| {
+            message.map(|m| Reply {
+                kind: m.kind,
+                seq: m.seq,
+                payload: m.payload.to_vec(),
+            })
+        })
+        .collect()
 }
 
 /// The errno of an `NLMSG_ERROR` payload (0 for an acknowledgement).
@@ -282,6 +358,17 @@ mod tests {
         assert_eq!(replies.len(), 1);
         assert_eq!((replies[0].seq, replies[0].payload.len()), (7, 8));
         assert!(split(&data[..data.len() - 1]).is_err());
+        let mut two = data.clone();
+        encode(&mut two, NLMSG_DONE, 0, 8, 0, 0, &[]);
+        let kinds: Vec<_> = Messages(&two).map(|m| m.unwrap().seq).collect();
+        assert_eq!(kinds, [7, 8]);
+        let mut bad = Messages(&two[..two.len() - 1]);
+        assert!(bad.nth(1).unwrap().is_err());
+        assert!(
+            bad.next().is_none(),
+            "a malformed datagram ends the reading"
+        );
+
         assert_eq!(error_code(&(-2i32).to_ne_bytes()).unwrap(), 2);
         assert!(error_code(&[0, 0]).is_err());
     }

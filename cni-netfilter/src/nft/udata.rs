@@ -26,12 +26,17 @@ pub(crate) fn comment_udata(comment: &str) -> Result<Vec<u8>, FilterError> {
 /// TLVs (nft stores a set's key byte order this way) are skipped; a TLV
 /// running past the end ends the search.
 pub(crate) fn comment_of(udata: &[u8]) -> Option<String> {
+    comment_bytes(udata).map(|text| String::from_utf8_lossy(text).into_owned())
+}
+
+/// The comment in userdata as [`comment_of`] finds it, its bytes borrowed
+/// (without the NUL).
+pub(crate) fn comment_bytes(udata: &[u8]) -> Option<&[u8]> {
     let mut rest = udata;
     while let [kind, len, tail @ ..] = rest {
         let value = tail.get(..usize::from(*len))?;
         if *kind == UDATA_COMMENT {
-            let text = value.strip_suffix(&[0]).unwrap_or(value);
-            return Some(String::from_utf8_lossy(text).into_owned());
+            return Some(value.strip_suffix(&[0]).unwrap_or(value));
         }
         rest = &tail[usize::from(*len)..];
     }
