@@ -22,7 +22,8 @@ scripts/package.sh
 # `cargo test` reports them as ignored, and CI never skips one.
 cargo test --workspace -- --include-ignored
 # The vm_* tests (tests/vm/): link kinds this kernel lacks (vlan, ipvlan,
-# vrf, dummy, bonding), all in one boot of Debian's kernel under QEMU
+# vrf, dummy, bonding), all in one boot of Debian's kernel (user-mode
+# Linux by default, QEMU with CNI_VM_BACKEND=qemu)
 # (docs/vm.md).
 scripts/vm/run-tests.sh
 # Benchmarks are not tests: this only checks that both harnesses still
