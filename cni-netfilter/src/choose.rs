@@ -2,7 +2,7 @@
 
 use crate::iptables::Variant;
 use crate::nft::NftBackend;
-use crate::{BackendKind, Family, Table, Transaction};
+use crate::{BackendKind, Family, FilterError, Table, Transaction};
 
 /// The backend a plugin uses: the one its configuration asked for, else
 /// iptables, unless iptables is unusable and nftables is usable.
@@ -35,6 +35,60 @@ fn choose_with(
         Some(kind) => kind,
         None if !iptables() && nftables() => BackendKind::Nftables,
         None => BackendKind::Iptables,
+    }
+}
+
+/// Whether an iptables failure is its table not being listable (the
+/// command missing, or `iptables-save` failing): iptables may be unusable
+/// here, and a transaction that failed so changed nothing.
+///
+/// With it a plugin tries iptables first and probes ([`choose`]) only
+/// when that fails, instead of starting `iptables -S INPUT 1` on every
+/// ADD: see [`iptables_first`].
+pub fn cannot_list(e: &FilterError) -> bool {
+    match e {
+        FilterError::Spawn { .. } => true,
+        FilterError::Command { command, .. } => command.contains("-save "),
+        _ => false,
+    }
+}
+
+/// Runs `iptables` under the backend [`choose`] picks for `requested`,
+/// without its probe when nothing is requested: iptables is tried first,
+/// and only when it cannot list its table ([`cannot_list`]) is the host
+/// probed, `nftables` running when the probe picks nftables. The outcome
+/// is [`choose`]'s, one `iptables` process fewer when iptables works.
+///
+/// `iptables` must change nothing before its first listing (an
+/// `IptablesBackend` transaction lists first). A listing that fails
+/// after an earlier family changed is still taken for an unusable
+/// iptables when the probe agrees, which then means iptables stopped
+/// working between the two commands.
+pub fn iptables_first<T>(
+    requested: Option<BackendKind>,
+    iptables: impl FnOnce() -> Result<T, FilterError>,
+    nftables: impl FnOnce() -> Result<T, FilterError>,
+) -> Result<T, FilterError> {
+    iptables_first_with(requested, iptables, nftables, || choose(None))
+}
+
+/// [`iptables_first`] with the probe given.
+fn iptables_first_with<T>(
+    requested: Option<BackendKind>,
+    iptables: impl FnOnce() -> Result<T, FilterError>,
+    nftables: impl FnOnce() -> Result<T, FilterError>,
+    probe: impl FnOnce() -> BackendKind,
+) -> Result<T, FilterError> {
+    match requested {
+        Some(BackendKind::Iptables) => iptables(),
+        Some(BackendKind::Nftables) => nftables(),
+        None => match iptables() {
+            Err(e) if cannot_list(&e) => match probe() {
+                BackendKind::Nftables => nftables(),
+                BackendKind::Iptables => Err(e),
+            },
+            other => other,
+        },
     }
 }
 
@@ -73,6 +127,57 @@ pub fn nftables_usable() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn command(line: &str) -> FilterError {
+        FilterError::Command {
+            command: line.into(),
+            status: "exit status 1".into(),
+            stderr: "x".into(),
+        }
+    }
+
+    #[test]
+    fn only_an_iptables_that_cannot_list_is_a_reason_to_probe() {
+        let missing = FilterError::Spawn {
+            command: "iptables-save -t nat".into(),
+            source: std::io::Error::from_raw_os_error(2),
+        };
+        assert!(cannot_list(&missing));
+        assert!(cannot_list(&command("iptables-save -t nat")));
+        assert!(cannot_list(&command("ip6tables-legacy-save -t nat")));
+        assert!(!cannot_list(&command("iptables-restore --noflush -w")));
+    }
+
+    #[test]
+    fn iptables_first_probes_only_when_iptables_cannot_list() {
+        use BackendKind::{Iptables, Nftables};
+        fn ran(r: Result<&'static str, FilterError>) -> Result<&'static str, String> {
+            r.map_err(|e| e.to_string())
+        }
+        let unprobed = || -> BackendKind { panic!("probed") };
+        // Works: no probe, iptables' result.
+        let ok = iptables_first_with(None, || Ok("ipt"), || Ok("nft"), unprobed);
+        assert_eq!(ran(ok), Ok("ipt"));
+        // A restore failure is iptables' error, not a reason to switch.
+        let failed = iptables_first_with(
+            None,
+            || Err(command("iptables-restore --noflush -w")),
+            || Ok("nft"),
+            unprobed,
+        );
+        assert!(ran(failed).is_err());
+        // Cannot list: the probe decides.
+        let save = || Err(command("iptables-save -t nat"));
+        let r = iptables_first_with(None, save, || Ok("nft"), || Nftables);
+        assert_eq!(ran(r), Ok("nft"));
+        let r = iptables_first_with(None, save, || Ok("nft"), || Iptables);
+        assert!(ran(r).unwrap_err().contains("iptables-save"));
+        // A request is obeyed without a probe.
+        let r = iptables_first_with(Some(Nftables), save, || Ok("nft"), unprobed);
+        assert_eq!(ran(r), Ok("nft"));
+        let r = iptables_first_with(Some(Iptables), save, || Ok("nft"), unprobed);
+        assert!(ran(r).is_err());
+    }
 
     #[test]
     fn iptables_wins_unless_only_nftables_is_usable_and_a_request_wins_always() {

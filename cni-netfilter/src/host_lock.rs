@@ -7,7 +7,14 @@ use nix::fcntl::{Flock, FlockArg};
 
 /// The lock file of our iptables list-then-restore transactions. Not
 /// `/run/xtables.lock`: `iptables-legacy-restore -w` takes that one itself.
+/// It serializes the IPv4 tables' transactions; the IPv6 tables have
+/// [`IP6TABLES_LOCK`], so the two families of one plugin run side by side.
 pub const IPTABLES_LOCK: &str = "/run/cni-netfilter-iptables.lock";
+
+/// The lock file of our ip6tables list-then-restore transactions: the
+/// IPv6 twin of [`IPTABLES_LOCK`]. A family's listing says nothing of the
+/// other family's tables, so one lock each is enough.
+pub const IP6TABLES_LOCK: &str = "/run/cni-netfilter-ip6tables.lock";
 
 /// The lock file of our nftables batches that were built from a listing.
 /// The kernel refuses such a batch when another writer committed since the

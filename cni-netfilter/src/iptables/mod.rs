@@ -32,8 +32,19 @@ pub(crate) const MAX_CHAIN_LEN: usize = 28;
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
 /// The file whose `flock` serializes our list-then-restore transactions
-/// on a host.
+/// of the IPv4 tables on a host ([`host_lock_of`] gives each family's).
 pub use crate::host_lock::IPTABLES_LOCK as HOST_LOCK;
+
+/// The lock file serializing our list-then-restore transactions of
+/// `family`'s tables: IPv4 and IPv6 have one each, so a plugin may change
+/// both families at once (the xtables lock `-w` waits for is the
+/// commands' own: per family with iptables-nft, shared with legacy).
+pub fn host_lock_of(family: Family) -> &'static str {
+    match family {
+        Family::Ip6 => crate::host_lock::IP6TABLES_LOCK,
+        _ => HOST_LOCK,
+    }
+}
 
 /// Which iptables commands to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +199,7 @@ impl IptablesBackend {
         mut build: impl FnMut(&Saved) -> Transaction,
     ) -> Result<(), FilterError> {
         let program = self.variant.program(table.family, "restore");
-        let _turn = host_lock(HOST_LOCK);
+        let _turn = host_lock(host_lock_of(table.family));
         let mut attempt = 1;
         loop {
             let saved = self.save(table)?;
@@ -523,5 +534,33 @@ mod tests {
             "ip6tables-legacy-restore"
         );
         assert_eq!(Variant::Nft.program(Family::Ip, ""), "iptables-nft");
+    }
+}
+
+#[cfg(test)]
+mod family_locks {
+    use super::*;
+
+    /// A plugin changes both families at once (portmap's DEL): the IPv6
+    /// tables' transactions must not wait for the IPv4 tables' lock.
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn an_ipv6_transaction_does_not_wait_for_the_ipv4_lock() {
+        assert_ne!(host_lock_of(Family::Ip), host_lock_of(Family::Ip6));
+        let _ipv4 = host_lock(host_lock_of(Family::Ip)).expect("the IPv4 lock");
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Lists ip6tables' nat table and, nothing to change, restores
+            // nothing: the host stays as it was.
+            let table = Table::new(Family::Ip6, "nat");
+            let r =
+                IptablesBackend::new().apply_listed(&table, |_| Transaction::new(table.clone()));
+            let _ = done.send(r);
+        });
+        // Blocked on the IPv4 lock, it would never finish while we hold it.
+        let applied = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the IPv6 transaction finished while the IPv4 lock was held");
+        applied.expect("ip6tables-save -t nat");
     }
 }

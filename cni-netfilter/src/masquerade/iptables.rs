@@ -119,17 +119,28 @@ pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), F
     if families.is_empty() {
         families.extend([0, 1]);
     }
-    let mut backend = IptablesBackend::new();
     let chain = chain_name(at.network, at.container_id);
     let comment = iptables_comment(at.network, at.container_id);
-    for v6 in families {
+    let teardown = |v6: u8| {
         let family = if v6 == 1 { Family::Ip6 } else { Family::Ip };
         let mut tx = crate::Transaction::new(nat(family));
         tx.delete_rules_by_comment("POSTROUTING", CommentMatch::Exact(comment.clone()))
             .delete_chain(chain.clone());
-        backend.apply(&tx)?;
-    }
-    Ok(())
+        IptablesBackend::new().apply(&tx)
+    };
+    // The families at once, each its own save and restore under its own
+    // lock: DEL waits for the slower, not for both. The first family's
+    // error is the one reported.
+    std::thread::scope(|scope| {
+        let torn: Vec<_> = families
+            .into_iter()
+            .map(|v6| scope.spawn(move || teardown(v6)))
+            .collect();
+        torn.into_iter()
+            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect::<Result<Vec<()>, FilterError>>()
+            .map(drop)
+    })
 }
 
 /// The first rule of the attachment's addresses that is missing.

@@ -48,7 +48,7 @@ use cni_types::{Error, IpNetwork, ValidAttachments};
 pub use names::{chain_name, iptables_comment, nft_comment};
 pub use nftables::{table as nft_table, CHECKS as NFT_CHECKS_CHAIN, TABLE as NFT_TABLE};
 
-use crate::{choose, iptables_usable, nftables_usable, BackendKind, FilterError};
+use crate::{choose, iptables_first, iptables_usable, nftables_usable, BackendKind, FilterError};
 
 /// The attachment whose traffic is masqueraded: what names its rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,9 @@ pub fn requested_backend(ip_masq_backend: Option<&str>) -> Result<Option<Backend
 /// Masquerades traffic from each of `addresses` (the container's, with
 /// their prefix) to anywhere outside its subnet but multicast, under
 /// `backend`, or the reference's default ([`choose`]). Repeating it for
-/// the same attachment changes nothing more.
+/// the same attachment changes nothing more. With no `backend`, iptables
+/// is tried before the host is probed ([`iptables_first`]): an ADD starts
+/// no `iptables -S INPUT 1` where iptables works.
 ///
 /// Go: plugins `ip.SetupIPMasqForNetworks`.
 pub fn setup(
@@ -92,10 +94,11 @@ pub fn setup(
     addresses: &[IpNetwork],
     at: &Attachment,
 ) -> Result<(), FilterError> {
-    match choose(backend) {
-        BackendKind::Iptables => iptables::setup(addresses, at),
-        BackendKind::Nftables => nftables::setup(addresses, at),
-    }
+    iptables_first(
+        backend,
+        || iptables::setup(addresses, at),
+        || nftables::setup(addresses, at),
+    )
 }
 
 /// Removes the attachment's masquerading under both backends; a backend

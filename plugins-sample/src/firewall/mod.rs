@@ -99,8 +99,10 @@ pub struct Firewall;
 /// The backend an invocation uses.
 #[derive(Debug)]
 enum Chosen {
-    /// iptables or nftables.
-    Filter(BackendKind),
+    /// iptables or nftables: the one asked for, or `None` for the
+    /// reference's default, iptables unless only nftables is usable, which
+    /// ADD finds without probing first ([`cni_netfilter::iptables_first`]).
+    Filter(Option<BackendKind>),
     /// firewalld, running on the system bus.
     Firewalld(Firewalld),
 }
@@ -115,7 +117,7 @@ enum Chosen {
 fn choose(setup: &Setup) -> Result<Chosen, Error> {
     let isolates = setup.policy.isolates();
     match setup.requested {
-        Requested::Filter(kind) => Ok(Chosen::Filter(kind)),
+        Requested::Filter(kind) => Ok(Chosen::Filter(Some(kind))),
         Requested::Firewalld if isolates => Err(Error::invalid_config(
             "ingressPolicy",
             format!(
@@ -126,7 +128,7 @@ fn choose(setup: &Setup) -> Result<Chosen, Error> {
         Requested::Firewalld => firewalld::required().map(Chosen::Firewalld),
         Requested::Default => Ok(match firewalld::probe().filter(|_| !isolates) {
             Some(fw) => Chosen::Firewalld(fw),
-            None => Chosen::Filter(cni_netfilter::choose(None)),
+            None => Chosen::Filter(None),
         }),
     }
 }
@@ -227,7 +229,12 @@ impl Plugin for Firewall {
                 firewall::forget_bridge(bridge).map_err(Error::from)?;
             }
         }
-        firewall::add(kind, &rules).map_err(Error::from)?;
+        let kind = cni_netfilter::iptables_first(
+            kind,
+            || firewall::add(BackendKind::Iptables, &rules).map(|()| BackendKind::Iptables),
+            || firewall::add(BackendKind::Nftables, &rules).map(|()| BackendKind::Nftables),
+        )
+        .map_err(Error::from)?;
         if kind == BackendKind::Iptables {
             setup.records.save(&Record {
                 container_id: req.container_id.clone(),
@@ -268,7 +275,8 @@ impl Plugin for Firewall {
         }
         match choose(&setup)? {
             Chosen::Filter(kind) => {
-                firewall::check(kind, &rules(req, &setup)).map_err(Error::from)?
+                firewall::check(cni_netfilter::choose(kind), &rules(req, &setup))
+                    .map_err(Error::from)?
             }
             Chosen::Firewalld(fw) => firewalld::check(&fw, &setup.zone, &setup.addresses)?,
         }

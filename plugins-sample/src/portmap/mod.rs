@@ -110,17 +110,7 @@ impl Portmap {
     }
 }
 
-/// Whether an iptables failure is its table not being listable (the
-/// command missing or failing to save): nothing was changed, and iptables
-/// may be unusable here.
-fn cannot_list(e: &cni_netfilter::FilterError) -> bool {
-    use cni_netfilter::FilterError;
-    match e {
-        FilterError::Spawn { .. } => true,
-        FilterError::Command { command, .. } => command.contains("-save "),
-        _ => false,
-    }
-}
+use cni_netfilter::cannot_list;
 
 impl Plugin for Portmap {
     type Config = NetConf<Fields>;
@@ -290,6 +280,12 @@ fn family_name(container: IpNetwork) -> &'static str {
 /// could not list the IPv4 table, the setup `instead` gives (nftables, as
 /// the late probe chose it) is torn down in its place.
 ///
+/// Under iptables the two families are torn down at the same time, in
+/// two threads (the DEL's wall time is the slower family's, not the
+/// sum): so the IPv6 teardown has already run when the IPv4 one fails,
+/// where the sequential loop stopped before it. Removing this container's
+/// own chains is what DEL asked for, so that is kept.
+///
 /// Go: `unforwardPorts` of each backend.
 fn unforward(
     setup: &Setup,
@@ -306,16 +302,38 @@ fn unforward(
             })
         }
         BackendKind::Iptables => {
-            let mut backend = IptablesBackend::new();
+            // Both families at once, each its own save and restore (and
+            // its own lock, `host_lock_of`): DEL waits for the slower
+            // family, not for the sum. The results are read in the order
+            // the sequential teardown had, IPv4 first.
+            let [v4, v6] = std::thread::scope(|scope| {
+                let v6 = scope.spawn(|| {
+                    iptables::unforward(
+                        &mut IptablesBackend::new(),
+                        &setup.network,
+                        container_id,
+                        true,
+                    )
+                });
+                let v4 = iptables::unforward(
+                    &mut IptablesBackend::new(),
+                    &setup.network,
+                    container_id,
+                    false,
+                );
+                [
+                    v4,
+                    v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                ]
+            });
             let mut unusable = Vec::new();
-            for ipv6 in [false, true] {
-                let torn = iptables::unforward(&mut backend, &setup.network, container_id, ipv6)
-                    .map_err(|e| {
-                        let mut err = Error::from(e);
-                        let family = if ipv6 { "ipv6" } else { "ipv4" };
-                        err.msg = format!("could not teardown {family} dnat: {}", err.msg);
-                        err
-                    })?;
+            for (ipv6, torn) in [(false, v4), (true, v6)] {
+                let torn = torn.map_err(|e| {
+                    let mut err = Error::from(e);
+                    let family = if ipv6 { "ipv6" } else { "ipv4" };
+                    err.msg = format!("could not teardown {family} dnat: {}", err.msg);
+                    err
+                })?;
                 if let Err(e) = torn {
                     if !ipv6 {
                         if let Some(other) = instead() {

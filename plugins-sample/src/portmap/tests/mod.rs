@@ -53,29 +53,6 @@ fn run(command: &str, id: &str, conf: &Value) -> Outcome {
     request(command, id, conf).run(&Portmap, &PluginInfo::all())
 }
 
-/// With no backend configured, ADD and DEL ask the probe only when
-/// iptables cannot list its table: a missing command or a failed save,
-/// not a refused restore (a bad rule is an error, not another backend).
-#[test]
-fn only_an_iptables_that_cannot_list_sends_add_and_del_to_the_probe() {
-    use cni_netfilter::FilterError;
-    let missing = FilterError::Spawn {
-        command: "iptables-save -t nat".into(),
-        source: std::io::ErrorKind::NotFound.into(),
-    };
-    let command = |command: &str| FilterError::Command {
-        command: command.into(),
-        status: "exit status: 1".into(),
-        stderr: String::new(),
-    };
-    assert!(super::cannot_list(&missing));
-    assert!(super::cannot_list(&command("iptables-save -t nat")));
-    assert!(super::cannot_list(&command("ip6tables-legacy-save -t nat")));
-    assert!(!super::cannot_list(&command(
-        "iptables-restore --noflush -w"
-    )));
-}
-
 #[test]
 fn bad_input_is_refused_naming_the_field_before_anything_changes() {
     let port = |field: &str, value: Value| {
