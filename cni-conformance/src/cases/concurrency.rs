@@ -103,6 +103,27 @@ pub fn addresses(result: &Value) -> Vec<IpNetwork> {
         .collect()
 }
 
+/// Whether the configuration `call` was given names `addr` itself (as a
+/// string `ADDR` or `ADDR/PREFIX` anywhere in it): an address the operator
+/// chose, as `static` IPAM's `addresses` are, is handed out as written
+/// (the reference `static` does the same), so giving it to every
+/// container of that configuration is the operator's doing, not an
+/// allocation conflict.
+fn configured(call: &Call, addr: std::net::IpAddr) -> bool {
+    fn names(value: &Value, addr: &str) -> bool {
+        match value {
+            Value::String(text) => text
+                .strip_prefix(addr)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+            Value::Array(items) => items.iter().any(|v| names(v, addr)),
+            Value::Object(map) => map.values().any(|v| names(v, addr)),
+            _ => false,
+        }
+    }
+    serde_json::from_slice::<Value>(&call.stdin)
+        .is_ok_and(|config| names(&config, &addr.to_string()))
+}
+
 fn distinct_results(s: &Session) -> Verdict {
     let Some(version) = s.versions().last().cloned() else {
         return Verdict::Skip("no version to configure".into());
@@ -119,6 +140,9 @@ fn distinct_results(s: &Session) -> Verdict {
             continue;
         };
         for address in addresses(&result) {
+            if configured(call, address.addr()) {
+                continue;
+            }
             if let Some(first) = owner.insert(address.addr(), call) {
                 findings.push(Finding::on(
                     call,
