@@ -219,6 +219,20 @@ impl Client {
         }
     }
 
+    /// Whether the interface (by name, as the reference looks it up)
+    /// still exists in the container's namespace.
+    ///
+    /// Go: `checkLinkByName`.
+    pub fn link_exists(&self) -> Result<bool, DhcpError> {
+        let ifname = self.ifname.as_str();
+        Ok(self.netns.run(|nl| nl.find_link(ifname))?.is_some())
+    }
+
+    /// The interface's name.
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
     /// Gives `lease` back: one DHCPRELEASE to its server, no reply.
     pub fn release(&self, lease: &Lease) -> Result<(), DhcpError> {
         let mut release = self.message(MessageType::Release, new_xid());

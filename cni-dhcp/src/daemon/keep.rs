@@ -1,5 +1,6 @@
-//! The thread that keeps one lease: renewal at T1, rebinding at T2,
-//! release when told to stop.
+//! The thread that keeps one lease: renewal at T1, rebinding at T2, a
+//! new lease after a DHCPNAK, the interface down when the lease expires,
+//! the end when the interface is gone, release when told to stop.
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -32,8 +33,9 @@ pub(super) fn stop_keeping(held: Held) {
 const RETRY_PAUSE: Duration = Duration::from_secs(5);
 
 /// Keeps `lease` until told to stop, then releases it: renews at T1
-/// (unicast to its server), rebinds at T2 (broadcast), and gives up when
-/// it expires.
+/// (unicast to its server), rebinds at T2 (broadcast), and, as the
+/// reference does, stops early when the interface no longer exists (looked up by name at
+/// the start of every round): maintenance ends, nothing is released.
 ///
 /// Go: `DHCPLease.maintain`.
 pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Receiver<()>) {
@@ -50,6 +52,19 @@ pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Rece
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
+        // Go: checkLinkExistsWithBackoff. A lookup that fails (rather
+        // than finding nothing) is tried again next round.
+        match client.link_exists() {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!(
+                    "dhcp daemon: {id}: interface {} no longer exists, terminating lease maintenance",
+                    client.ifname()
+                );
+                return;
+            }
+            Err(e) => eprintln!("dhcp daemon: {id}: cannot look up the interface: {e}"),
+        }
         let now = Instant::now();
         if now >= lease.expires_at() {
             eprintln!("dhcp daemon: {id}: lease {} expired", lease.address);
@@ -61,14 +76,18 @@ pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Rece
         } else {
             lease.rebind_at()
         };
-        match client.extend(&lease, rebinding, until) {
-            Ok(extended) => {
-                lease = extended;
+        let extended = match client.extend(&lease, rebinding, until) {
+            Ok(extended) if rebinding => Ok((extended, "lease rebound")),
+            Ok(extended) => Ok((extended, "lease renewed")),
+            Err(e) => Err(e),
+        };
+        match extended {
+            Ok((kept, how)) => {
+                lease = kept;
                 next = lease.renew_at();
-                let verb = if rebinding { "rebound" } else { "renewed" };
                 eprintln!(
-                    "dhcp daemon: {id}: lease {} {verb}, expires in {:?}",
-                    lease.address, lease.lease_time
+                    "dhcp daemon: {id}: {how}, expires in {:?}: {}",
+                    lease.lease_time, lease.address
                 );
             }
             Err(e) => {

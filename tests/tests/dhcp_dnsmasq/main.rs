@@ -3,6 +3,7 @@
 //! router and routes; renewal at T1; release on DEL; a daemon that is not
 //! running.
 
+mod maintenance;
 mod podman;
 mod server;
 mod vs_reference;
@@ -26,7 +27,7 @@ fn conf(socket: &Path) -> Vec<u8> {
     .unwrap()
 }
 
-fn dhcp(command: &str, net: &DhcpNet, socket: &Path) -> Outcome {
+pub(crate) fn dhcp(command: &str, net: &DhcpNet, socket: &Path) -> Outcome {
     dhcp_on(command, net, socket, "eth0")
 }
 
@@ -43,7 +44,7 @@ fn dhcp_on(command: &str, net: &DhcpNet, socket: &Path, ifname: &str) -> Outcome
     run_plugin(&plugin_bin_dir().join("dhcp"), &env, &conf(socket))
 }
 
-fn stdout_json(out: &Outcome) -> Value {
+pub(crate) fn stdout_json(out: &Outcome) -> Value {
     assert!(out.success(), "failed: {}", out.excerpts(2000));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout_str()))
 }
