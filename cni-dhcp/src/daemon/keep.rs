@@ -10,6 +10,7 @@ use cni_types::Result100;
 
 use crate::client::Client;
 use crate::lease::Lease;
+use crate::DhcpError;
 
 /// A lease the daemon holds, and the thread that keeps it.
 pub(super) struct Held {
@@ -34,8 +35,15 @@ const RETRY_PAUSE: Duration = Duration::from_secs(5);
 
 /// Keeps `lease` until told to stop, then releases it: renews at T1
 /// (unicast to its server), rebinds at T2 (broadcast), and, as the
-/// reference does, stops early when the interface no longer exists (looked up by name at
-/// the start of every round): maintenance ends, nothing is released.
+/// reference does, stops early in two cases:
+///
+/// - the interface no longer exists (looked up by name at the start of
+///   every round): maintenance ends, nothing is released;
+/// - the server answers a renewal or rebinding with a DHCPNAK: the lease
+///   is gone, so the daemon acquires a new one (DISCOVER) and keeps that.
+///   RFC 2131 section 4.4.5 returns to INIT at once; the reference keeps
+///   retrying the renewal and starts over (`acquire`) at T2, so here a
+///   NAK gets the new lease sooner, never later.
 ///
 /// Go: `DHCPLease.maintain`.
 pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Receiver<()>) {
@@ -77,6 +85,13 @@ pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Rece
             lease.rebind_at()
         };
         let extended = match client.extend(&lease, rebinding, until) {
+            Err(DhcpError::Nak { .. }) => {
+                eprintln!(
+                    "dhcp daemon: {id}: the server refused lease {} (DHCPNAK), acquiring a new one",
+                    lease.address
+                );
+                client.acquire().map(|new| (new, "new lease acquired"))
+            }
             Ok(extended) if rebinding => Ok((extended, "lease rebound")),
             Ok(extended) => Ok((extended, "lease renewed")),
             Err(e) => Err(e),

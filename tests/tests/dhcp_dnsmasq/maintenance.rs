@@ -4,9 +4,18 @@
 
 use std::time::Duration;
 
+use cni_net::Dad;
+use cni_types::IpNetwork;
+
 use super::server::{start_daemon, DhcpNet};
 use super::{dhcp, stdout_json};
 use tests::plugin_bin_dir;
+
+/// The address ADD leased, without its prefix length.
+fn leased(result: &serde_json::Value) -> String {
+    let address = result["ips"][0]["address"].as_str().expect("an address");
+    address.trim_end_matches("/24").to_string()
+}
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
@@ -24,5 +33,39 @@ fn lease_maintenance_stops_when_the_interface_disappears() {
     daemon.wait_for("no longer exists", Duration::from_secs(30));
     assert!(!daemon.log().contains("renewed"), "{}", daemon.log());
     // DEL of the attachment whose interface is gone still succeeds.
+    assert!(dhcp("DEL", &net, &socket).success());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_renewal_the_server_refuses_is_followed_by_a_new_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut net = DhcpNet::start(dir.path(), 3, &["eth0"]);
+    let socket = dir.path().join("dhcp.sock");
+    let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+    let result = stdout_json(&dhcp("ADD", &net, &socket));
+    let old = leased(&result);
+    net.container
+        .run(|nl| {
+            let eth0 = nl.link("eth0")?;
+            let address = result["ips"][0]["address"].as_str().unwrap();
+            nl.add_address(eth0.index, address.parse::<IpNetwork>().unwrap(), Dad::Skip)
+        })
+        .expect("address on eth0");
+
+    // The server no longer serves the old address: it NAKs the renewal
+    // at T1, and the daemon acquires a new lease from the new range.
+    net.restart_serving("10.77.0.200", "10.77.0.250");
+    net.dnsmasq
+        .wait_for(&format!("DHCPNAK(br0) {old}"), Duration::from_secs(30));
+    let line = daemon.wait_for("new lease", Duration::from_secs(30));
+    let new = line.rsplit(' ').next().unwrap_or_default();
+    let last: u8 = new
+        .strip_prefix("10.77.0.")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!((200..=250).contains(&last), "{line}");
+    net.dnsmasq
+        .wait_for(&format!("DHCPACK(br0) {new}"), Duration::from_secs(10));
     assert!(dhcp("DEL", &net, &socket).success());
 }

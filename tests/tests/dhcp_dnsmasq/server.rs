@@ -98,7 +98,48 @@ pub struct DhcpNet {
     pub leases: PathBuf,
     /// The container's namespace; its `eth0` faces the server.
     pub container: TempNetns,
-    _server: TempNetns,
+    server: TempNetns,
+    dir: PathBuf,
+    t1_secs: u32,
+}
+
+/// dnsmasq in `server`'s namespace serving `range` (`FIRST,LAST`) on
+/// `br0` with two-minute leases and T1 `t1_secs`, its files in `dir`;
+/// returns when it says it serves the range.
+fn dnsmasq(server: &TempNetns, dir: &Path, t1_secs: u32, range: &str) -> Logged {
+    let mut cmd = Command::new("ip");
+    cmd.args([
+        "netns",
+        "exec",
+        server.name(),
+        "dnsmasq",
+        "--keep-in-foreground",
+        "--conf-file=/dev/null",
+    ])
+    .args([
+        "--log-facility=-",
+        "--log-dhcp",
+        "--port=0",
+        "--user=root",
+        "--group=root",
+    ])
+    .args([
+        "--interface=br0",
+        "--bind-interfaces",
+        "--dhcp-authoritative",
+        "--no-ping",
+    ])
+    .arg(format!("--dhcp-range={range},255.255.255.0,2m"))
+    .arg(format!("--dhcp-option=option:router,{SERVER_IP}"))
+    .arg(format!("--dhcp-option=option:T1,{t1_secs}"))
+    .arg(format!(
+        "--dhcp-leasefile={}",
+        dir.join("dnsmasq.leases").display()
+    ))
+    .arg(format!("--pid-file={}", dir.join("dnsmasq.pid").display()));
+    let dnsmasq = Logged::spawn(cmd);
+    dnsmasq.wait_for("DHCP, IP range", Duration::from_secs(20));
+    dnsmasq
 }
 
 impl DhcpNet {
@@ -152,41 +193,25 @@ impl DhcpNet {
             })
             .expect("server bridge");
         let leases = dir.join("dnsmasq.leases");
-        let mut cmd = Command::new("ip");
-        cmd.args([
-            "netns",
-            "exec",
-            server.name(),
-            "dnsmasq",
-            "--keep-in-foreground",
-            "--conf-file=/dev/null",
-        ])
-        .args([
-            "--log-facility=-",
-            "--log-dhcp",
-            "--port=0",
-            "--user=root",
-            "--group=root",
-        ])
-        .args([
-            "--interface=br0",
-            "--bind-interfaces",
-            "--dhcp-authoritative",
-            "--no-ping",
-        ])
-        .arg("--dhcp-range=10.77.0.10,10.77.0.50,255.255.255.0,2m")
-        .arg(format!("--dhcp-option=option:router,{SERVER_IP}"))
-        .arg(format!("--dhcp-option=option:T1,{t1_secs}"))
-        .arg(format!("--dhcp-leasefile={}", leases.display()))
-        .arg(format!("--pid-file={}", dir.join("dnsmasq.pid").display()));
-        let dnsmasq = Logged::spawn(cmd);
-        dnsmasq.wait_for("DHCP, IP range", Duration::from_secs(20));
+        let dnsmasq = dnsmasq(&server, dir, t1_secs, "10.77.0.10,10.77.0.50");
         DhcpNet {
             dnsmasq,
             leases,
             container,
-            _server: server,
+            server,
+            dir: dir.to_path_buf(),
+            t1_secs,
         }
+    }
+
+    /// Stops dnsmasq, forgets its leases, and starts it again serving
+    /// `first,last` instead: it NAKs a renewal of an address it no longer
+    /// serves (it is authoritative).
+    pub fn restart_serving(&mut self, first: &str, last: &str) {
+        self.dnsmasq.kill();
+        let _ = std::fs::remove_file(&self.leases);
+        let range = format!("{first},{last}");
+        self.dnsmasq = dnsmasq(&self.server, &self.dir, self.t1_secs, &range);
     }
 
     /// dnsmasq's lease file (empty when it holds none yet).
