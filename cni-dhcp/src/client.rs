@@ -43,6 +43,11 @@ pub struct Timing {
     pub resend_max: Duration,
     /// No more sends after this long (`-resendtimeout`, default 208 s).
     pub resend_timeout: Duration,
+    /// When set, every lease is shortened to at most this long, its T1 and
+    /// T2 in proportion ([`Lease::shortened_to`]). No flag sets it: it is
+    /// the daemon's clock for tests, which cannot wait for a real lease
+    /// (dnsmasq's shortest is two minutes) to expire.
+    pub lease_time_cap: Option<Duration>,
 }
 
 impl Default for Timing {
@@ -51,6 +56,7 @@ impl Default for Timing {
             timeout: Duration::from_secs(10),
             resend_max: Duration::from_secs(62),
             resend_timeout: Duration::from_secs(208),
+            lease_time_cap: None,
         }
     }
 }
@@ -178,7 +184,7 @@ impl Client {
                 matches!(m.kind, MessageType::Ack | MessageType::Nak)
             })?;
             if reply.kind == MessageType::Ack {
-                return Lease::from_ack(reply, Instant::now());
+                return self.lease(reply);
             }
             if Instant::now() >= deadline {
                 return Err(DhcpError::Nak {
@@ -212,11 +218,21 @@ impl Client {
             matches!(m.kind, MessageType::Ack | MessageType::Nak)
         })?;
         match reply.kind {
-            MessageType::Ack => Lease::from_ack(reply, Instant::now()),
+            MessageType::Ack => self.lease(reply),
             _ => Err(DhcpError::Nak {
                 ifname: self.ifname.clone(),
             }),
         }
+    }
+
+    /// The lease `ack` grants from now, shortened to
+    /// [`Timing::lease_time_cap`] when that is set.
+    fn lease(&self, ack: Message) -> Result<Lease, DhcpError> {
+        let lease = Lease::from_ack(ack, Instant::now())?;
+        Ok(match self.timing.lease_time_cap {
+            Some(cap) => lease.shortened_to(cap),
+            None => lease,
+        })
     }
 
     /// Whether the interface (by name, as the reference looks it up)
@@ -226,6 +242,14 @@ impl Client {
     pub fn link_exists(&self) -> Result<bool, DhcpError> {
         let ifname = self.ifname.as_str();
         Ok(self.netns.run(|nl| nl.find_link(ifname))?.is_some())
+    }
+
+    /// Brings the interface down.
+    ///
+    /// Go: `DHCPLease.downIface`.
+    pub fn set_down(&self) -> Result<(), DhcpError> {
+        self.netns.run(|nl| nl.set_down(self.index))?;
+        Ok(())
     }
 
     /// The interface's name.

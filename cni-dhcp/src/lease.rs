@@ -60,6 +60,18 @@ impl Lease {
         })
     }
 
+    /// The lease cut to at most `cap`, T1 and T2 in the same proportion to
+    /// it as before ([`crate::client::Timing::lease_time_cap`]).
+    pub fn shortened_to(mut self, cap: Duration) -> Lease {
+        if cap < self.lease_time && !self.lease_time.is_zero() {
+            let factor = cap.as_secs_f64() / self.lease_time.as_secs_f64();
+            self.renewal_time = self.renewal_time.mul_f64(factor);
+            self.rebinding_time = self.rebinding_time.mul_f64(factor);
+            self.lease_time = cap;
+        }
+        self
+    }
+
     /// When to start renewing.
     pub fn renew_at(&self) -> Instant {
         self.granted + self.renewal_time
@@ -232,6 +244,18 @@ mod tests {
         let lease = Lease::from_ack(m, Instant::now()).unwrap();
         assert_eq!(lease.renewal_time, Duration::from_secs(60));
         assert_eq!(lease.rebinding_time, Duration::from_secs(102));
+    }
+
+    #[test]
+    fn a_shortened_lease_keeps_its_timers_in_proportion() {
+        let m = ack(&[(code::LEASE_TIME, &120u32.to_be_bytes())]);
+        let lease = Lease::from_ack(m, Instant::now()).unwrap();
+        let short = lease.clone().shortened_to(Duration::from_secs(12));
+        assert_eq!(short.lease_time, Duration::from_secs(12));
+        assert_eq!(short.renewal_time, Duration::from_secs(6));
+        assert_eq!(short.rebinding_time, Duration::from_millis(10_200));
+        let longer = lease.shortened_to(Duration::from_secs(600));
+        assert_eq!(longer.lease_time, Duration::from_secs(120));
     }
 
     #[test]

@@ -35,10 +35,12 @@ const RETRY_PAUSE: Duration = Duration::from_secs(5);
 
 /// Keeps `lease` until told to stop, then releases it: renews at T1
 /// (unicast to its server), rebinds at T2 (broadcast), and, as the
-/// reference does, stops early in two cases:
+/// reference does, stops early in three cases:
 ///
 /// - the interface no longer exists (looked up by name at the start of
 ///   every round): maintenance ends, nothing is released;
+/// - the lease expires without being renewed or rebound: the interface
+///   is brought down and maintenance ends;
 /// - the server answers a renewal or rebinding with a DHCPNAK: the lease
 ///   is gone, so the daemon acquires a new one (DISCOVER) and keeps that.
 ///   RFC 2131 section 4.4.5 returns to INIT at once; the reference keeps
@@ -49,7 +51,9 @@ const RETRY_PAUSE: Duration = Duration::from_secs(5);
 pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Receiver<()>) {
     let mut next = lease.renew_at();
     loop {
-        let wait = next.saturating_duration_since(Instant::now());
+        let wait = next
+            .min(lease.expires_at())
+            .saturating_duration_since(Instant::now());
         match stop.recv_timeout(wait) {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {
                 eprintln!("dhcp daemon: {id}: releasing lease {}", lease.address);
@@ -75,7 +79,14 @@ pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Rece
         }
         let now = Instant::now();
         if now >= lease.expires_at() {
-            eprintln!("dhcp daemon: {id}: lease {} expired", lease.address);
+            eprintln!(
+                "dhcp daemon: {id}: lease {} expired, bringing interface {} down",
+                lease.address,
+                client.ifname()
+            );
+            if let Err(e) = client.set_down() {
+                eprintln!("dhcp daemon: {id}: {e}");
+            }
             return;
         }
         let rebinding = now >= lease.rebind_at();

@@ -2,8 +2,11 @@
 //! does: it stops when the interface is gone, starts over after a
 //! DHCPNAK, and brings the interface down when the lease expires.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use cni_dhcp::client::Timing;
+use cni_dhcp::daemon::{Daemon, DaemonOptions};
+use cni_dhcp::protocol::{Answer, Call, VERSION};
 use cni_net::Dad;
 use cni_types::IpNetwork;
 
@@ -68,4 +71,49 @@ fn a_renewal_the_server_refuses_is_followed_by_a_new_lease() {
     net.dnsmasq
         .wait_for(&format!("DHCPACK(br0) {new}"), Duration::from_secs(10));
     assert!(dhcp("DEL", &net, &socket).success());
+}
+
+/// One call of the test's network to an in-process daemon.
+fn call(daemon: &Daemon, command: &str, net: &DhcpNet) -> Answer {
+    daemon.handle(Call {
+        version: VERSION,
+        command: command.to_string(),
+        container_id: net.container.name().to_string(),
+        netns: net.container.path().display().to_string(),
+        ifname: "eth0".to_string(),
+        args: String::new(),
+        config: serde_json::json!({
+            "cniVersion": "1.0.0", "name": "dhcpnet", "type": "macvlan",
+            "ipam": {"type": "dhcp"}
+        }),
+    })
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_expired_lease_brings_the_interface_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut net = DhcpNet::start(dir.path(), 60, &["eth0"]);
+    // The daemon's clock: dnsmasq's two-minute lease lasts 8 s.
+    let daemon = Daemon::new(DaemonOptions {
+        socket_path: dir.path().join("unused.sock"),
+        timing: Timing {
+            timeout: Duration::from_secs(1),
+            lease_time_cap: Some(Duration::from_secs(8)),
+            ..Timing::default()
+        },
+        ..DaemonOptions::default()
+    });
+    let added = call(&daemon, "ADD", &net);
+    assert!(matches!(added, Answer::Result(_)), "{added:?}");
+
+    // No server renews or rebinds it: at expiry eth0 goes down.
+    net.dnsmasq.kill();
+    let end = Instant::now() + Duration::from_secs(40);
+    let up = || net.container.run(|nl| nl.link("eth0")).expect("eth0").up;
+    while up() {
+        assert!(Instant::now() < end, "eth0 is still up 40 s after ADD");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(matches!(call(&daemon, "DEL", &net), Answer::Done(())));
 }
