@@ -10,7 +10,7 @@ use cni_dhcp::protocol::{Answer, Call, VERSION};
 use cni_net::Dad;
 use cni_types::IpNetwork;
 
-use super::server::{start_daemon, DhcpNet};
+use super::server::{start_daemon, DhcpNet, SERVER_IP};
 use super::{dhcp, stdout_json};
 use tests::plugin_bin_dir;
 
@@ -70,6 +70,49 @@ fn a_renewal_the_server_refuses_is_followed_by_a_new_lease() {
     assert!((200..=250).contains(&last), "{line}");
     net.dnsmasq
         .wait_for(&format!("DHCPACK(br0) {new}"), Duration::from_secs(10));
+    assert!(dhcp("DEL", &net, &socket).success());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_lease_the_server_cannot_renew_by_unicast_is_rebound_by_broadcast_at_t2() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = DhcpNet::start_with_t2(dir.path(), 2, 6, &["eth0"]);
+    let socket = dir.path().join("dhcp.sock");
+    let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+    let result = stdout_json(&dhcp("ADD", &net, &socket));
+    let ip = leased(&result);
+    net.container
+        .run(|nl| {
+            let eth0 = nl.link("eth0")?;
+            let address = result["ips"][0]["address"].as_str().unwrap();
+            nl.add_address(eth0.index, address.parse::<IpNetwork>().unwrap(), Dad::Skip)
+        })
+        .expect("address on eth0");
+    // The container drops what it sends to the server's own address: the
+    // unicast renewals at T1 (2 s) are lost, the broadcast REQUEST at T2
+    // (6 s) gets through. The table goes with the namespace.
+    let rules = format!(
+        "add table ip t{pid}\n\
+         add chain ip t{pid} out {{ type filter hook output priority 0; }}\n\
+         add rule ip t{pid} out ip daddr {SERVER_IP} udp dport 67 drop\n",
+        pid = std::process::id()
+    );
+    let mut nft = std::process::Command::new("ip")
+        .args(["netns", "exec", net.container.name(), "nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("nft");
+    std::io::Write::write_all(&mut nft.stdin.take().unwrap(), rules.as_bytes()).unwrap();
+    assert!(nft.wait().unwrap().success(), "nft refused {rules}");
+
+    daemon.wait_for("lease rebound", Duration::from_secs(30));
+    assert!(!daemon.log().contains("lease renewed"), "{}", daemon.log());
+    // Two ACKs for the address: the ADD's and the rebinding's.
+    for _ in 0..2 {
+        net.dnsmasq
+            .wait_for(&format!("DHCPACK(br0) {ip}"), Duration::from_secs(10));
+    }
     assert!(dhcp("DEL", &net, &socket).success());
 }
 

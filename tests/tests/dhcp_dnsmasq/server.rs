@@ -101,12 +101,18 @@ pub struct DhcpNet {
     server: TempNetns,
     dir: PathBuf,
     t1_secs: u32,
+    t2_secs: Option<u32>,
 }
 
 /// dnsmasq in `server`'s namespace serving `range` (`FIRST,LAST`) on
-/// `br0` with two-minute leases and T1 `t1_secs`, its files in `dir`;
-/// returns when it says it serves the range.
-fn dnsmasq(server: &TempNetns, dir: &Path, t1_secs: u32, range: &str) -> Logged {
+/// `br0` with two-minute leases, T1 `t1_secs` and T2 `t2_secs` (when
+/// given), its files in `dir`; returns when it says it serves the range.
+fn dnsmasq(
+    server: &TempNetns,
+    dir: &Path,
+    (t1_secs, t2_secs): (u32, Option<u32>),
+    range: &str,
+) -> Logged {
     let mut cmd = Command::new("ip");
     cmd.args([
         "netns",
@@ -132,6 +138,7 @@ fn dnsmasq(server: &TempNetns, dir: &Path, t1_secs: u32, range: &str) -> Logged 
     .arg(format!("--dhcp-range={range},255.255.255.0,2m"))
     .arg(format!("--dhcp-option=option:router,{SERVER_IP}"))
     .arg(format!("--dhcp-option=option:T1,{t1_secs}"))
+    .args(t2_secs.map(|t2| format!("--dhcp-option=option:T2,{t2}")))
     .arg(format!(
         "--dhcp-leasefile={}",
         dir.join("dnsmasq.leases").display()
@@ -148,6 +155,14 @@ impl DhcpNet {
     /// port of the server's bridge `br0`, on which dnsmasq serves.
     pub fn start(dir: &Path, t1_secs: u32, ifnames: &[&str]) -> DhcpNet {
         DhcpNet::start_with_host_link(dir, t1_secs, ifnames, None)
+    }
+
+    /// [`DhcpNet::start`] with a rebinding time (T2) of `t2_secs` too.
+    pub fn start_with_t2(dir: &Path, t1_secs: u32, t2_secs: u32, ifnames: &[&str]) -> DhcpNet {
+        let mut net = DhcpNet::start(dir, t1_secs, ifnames);
+        net.t2_secs = Some(t2_secs);
+        net.restart_serving("10.77.0.10", "10.77.0.50");
+        net
     }
 
     /// [`DhcpNet::start`], and a link `host_link` in the test's own
@@ -193,7 +208,7 @@ impl DhcpNet {
             })
             .expect("server bridge");
         let leases = dir.join("dnsmasq.leases");
-        let dnsmasq = dnsmasq(&server, dir, t1_secs, "10.77.0.10,10.77.0.50");
+        let dnsmasq = dnsmasq(&server, dir, (t1_secs, None), "10.77.0.10,10.77.0.50");
         DhcpNet {
             dnsmasq,
             leases,
@@ -201,6 +216,7 @@ impl DhcpNet {
             server,
             dir: dir.to_path_buf(),
             t1_secs,
+            t2_secs: None,
         }
     }
 
@@ -211,7 +227,12 @@ impl DhcpNet {
         self.dnsmasq.kill();
         let _ = std::fs::remove_file(&self.leases);
         let range = format!("{first},{last}");
-        self.dnsmasq = dnsmasq(&self.server, &self.dir, self.t1_secs, &range);
+        self.dnsmasq = dnsmasq(
+            &self.server,
+            &self.dir,
+            (self.t1_secs, self.t2_secs),
+            &range,
+        );
     }
 
     /// dnsmasq's lease file (empty when it holds none yet).
