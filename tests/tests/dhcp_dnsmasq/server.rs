@@ -98,10 +98,16 @@ pub struct DhcpNet {
     pub leases: PathBuf,
     /// The container's namespace; its `eth0` faces the server.
     pub container: TempNetns,
-    server: TempNetns,
+    server: Box<Server>,
+}
+
+/// What restarting dnsmasq needs (boxed: the conformance test keeps a
+/// [`DhcpNet`] in a variant of an enum).
+struct Server {
+    netns: TempNetns,
     dir: PathBuf,
-    t1_secs: u32,
-    t2_secs: Option<u32>,
+    /// T1 and T2 (when set).
+    timers: (u32, Option<u32>),
 }
 
 /// dnsmasq in `server`'s namespace serving `range` (`FIRST,LAST`) on
@@ -160,7 +166,7 @@ impl DhcpNet {
     /// [`DhcpNet::start`] with a rebinding time (T2) of `t2_secs` too.
     pub fn start_with_t2(dir: &Path, t1_secs: u32, t2_secs: u32, ifnames: &[&str]) -> DhcpNet {
         let mut net = DhcpNet::start(dir, t1_secs, ifnames);
-        net.t2_secs = Some(t2_secs);
+        net.server.timers.1 = Some(t2_secs);
         net.restart_serving("10.77.0.10", "10.77.0.50");
         net
     }
@@ -213,10 +219,11 @@ impl DhcpNet {
             dnsmasq,
             leases,
             container,
-            server,
-            dir: dir.to_path_buf(),
-            t1_secs,
-            t2_secs: None,
+            server: Box::new(Server {
+                netns: server,
+                dir: dir.to_path_buf(),
+                timers: (t1_secs, None),
+            }),
         }
     }
 
@@ -228,9 +235,9 @@ impl DhcpNet {
         let _ = std::fs::remove_file(&self.leases);
         let range = format!("{first},{last}");
         self.dnsmasq = dnsmasq(
-            &self.server,
-            &self.dir,
-            (self.t1_secs, self.t2_secs),
+            &self.server.netns,
+            &self.server.dir,
+            self.server.timers,
             &range,
         );
     }
