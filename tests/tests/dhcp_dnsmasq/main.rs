@@ -11,8 +11,6 @@ mod vs_reference;
 use std::path::Path;
 use std::time::Duration;
 
-use cni_net::Dad;
-use cni_types::IpNetwork;
 use serde_json::{json, Value};
 use server::{start_daemon, DhcpNet, SERVER_IP};
 use tests::{plugin_bin_dir, run_plugin, Outcome};
@@ -96,12 +94,7 @@ fn a_container_leases_renews_and_releases_its_address_from_a_dhcp_server() {
 
     // The interface plugin puts the address on eth0; the renewal at T1
     // (3 s) is a REQUEST unicast to the server, answered with an ACK.
-    net.container
-        .run(|nl| {
-            let eth0 = nl.link("eth0")?;
-            nl.add_address(eth0.index, address.parse::<IpNetwork>().unwrap(), Dad::Skip)
-        })
-        .expect("address on eth0");
+    net.put_on_eth0(&address);
     daemon.wait_for("renewed", Duration::from_secs(30));
     // Two ACKs for the address: the ADD's and the renewal's.
     let ack = format!("DHCPACK(br0) {ip}");

@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 use cni_dhcp::client::Timing;
 use cni_dhcp::daemon::{Daemon, DaemonOptions};
 use cni_dhcp::protocol::{Answer, Call, VERSION};
-use cni_net::Dad;
-use cni_types::IpNetwork;
 
 use super::server::{start_daemon, DhcpNet, SERVER_IP};
 use super::{dhcp, stdout_json};
@@ -48,13 +46,7 @@ fn a_renewal_the_server_refuses_is_followed_by_a_new_lease() {
     let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
     let result = stdout_json(&dhcp("ADD", &net, &socket));
     let old = leased(&result);
-    net.container
-        .run(|nl| {
-            let eth0 = nl.link("eth0")?;
-            let address = result["ips"][0]["address"].as_str().unwrap();
-            nl.add_address(eth0.index, address.parse::<IpNetwork>().unwrap(), Dad::Skip)
-        })
-        .expect("address on eth0");
+    net.put_on_eth0(result["ips"][0]["address"].as_str().unwrap());
 
     // The server no longer serves the old address: it NAKs the renewal
     // at T1, and the daemon acquires a new lease from the new range.
@@ -82,13 +74,7 @@ fn a_lease_the_server_cannot_renew_by_unicast_is_rebound_by_broadcast_at_t2() {
     let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
     let result = stdout_json(&dhcp("ADD", &net, &socket));
     let ip = leased(&result);
-    net.container
-        .run(|nl| {
-            let eth0 = nl.link("eth0")?;
-            let address = result["ips"][0]["address"].as_str().unwrap();
-            nl.add_address(eth0.index, address.parse::<IpNetwork>().unwrap(), Dad::Skip)
-        })
-        .expect("address on eth0");
+    net.put_on_eth0(result["ips"][0]["address"].as_str().unwrap());
     // The container drops what it sends to the server's own address: the
     // unicast renewals at T1 (2 s) are lost, the broadcast REQUEST at T2
     // (6 s) gets through. The table goes with the namespace.

@@ -242,6 +242,18 @@ impl DhcpNet {
         );
     }
 
+    /// Puts `address` (`A.B.C.D/N`) on the container's `eth0`, as the
+    /// interface plugin would after ADD.
+    pub fn put_on_eth0(&self, address: &str) {
+        let address: IpNetwork = address.parse().expect("an address with its prefix");
+        self.container
+            .run(|nl| {
+                let eth0 = nl.link("eth0")?;
+                nl.add_address(eth0.index, address, Dad::Skip)
+            })
+            .expect("address on eth0");
+    }
+
     /// dnsmasq's lease file (empty when it holds none yet).
     pub fn lease_file(&self) -> String {
         std::fs::read_to_string(&self.leases).unwrap_or_default()
