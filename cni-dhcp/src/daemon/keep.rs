@@ -3,10 +3,9 @@
 //! the end when the interface is gone, release when told to stop.
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use cni_types::Result100;
 
 use crate::client::Client;
 use crate::lease::Lease;
@@ -19,9 +18,22 @@ pub(super) struct Held {
     /// The attachment, for GC.
     pub(super) container_id: String,
     pub(super) ifname: String,
-    pub(super) result: Result100,
+    /// The lease as last granted: the keeper replaces it on each renewal,
+    /// rebinding or new lease, and ADD answers from it.
+    pub(super) lease: Shared,
     pub(super) stop: Sender<()>,
     pub(super) keeper: JoinHandle<()>,
+}
+
+/// The lease a keeper holds, shared with the daemon.
+pub(super) type Shared = Arc<Mutex<Lease>>;
+
+/// The lease held now.
+pub(super) fn current(shared: &Shared) -> Lease {
+    shared
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
 }
 
 /// Stops the thread keeping a lease, which releases it, and waits for it.
@@ -48,7 +60,8 @@ const RETRY_PAUSE: Duration = Duration::from_secs(5);
 ///   NAK gets the new lease sooner, never later.
 ///
 /// Go: `DHCPLease.maintain`.
-pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Receiver<()>) {
+pub(super) fn keep(id: &str, client: Client, shared: &Shared, stop: &mpsc::Receiver<()>) {
+    let mut lease = current(shared);
     let mut next = lease.renew_at();
     loop {
         let wait = next
@@ -110,6 +123,7 @@ pub(super) fn keep(id: &str, client: Client, mut lease: Lease, stop: &mpsc::Rece
         match extended {
             Ok((kept, how)) => {
                 lease = kept;
+                *shared.lock().unwrap_or_else(PoisonError::into_inner) = lease.clone();
                 next = lease.renew_at();
                 eprintln!(
                     "dhcp daemon: {id}: {how}, expires in {:?}: {}",

@@ -21,9 +21,10 @@ use cni_types::{Code, Error};
 
 use crate::client::Client;
 use crate::config::NetConfig;
+use crate::lease::Lease;
 use crate::protocol::{self, Answer, Call};
 use crate::DhcpError;
-use keep::{keep, stop_keeping, Held};
+use keep::{current, keep, stop_keeping, Held};
 pub use options::DaemonOptions;
 
 /// The daemon: its options and the leases it holds, by client id.
@@ -148,8 +149,9 @@ impl Daemon {
             .map_err(|e| Error::decoding("the network configuration", e))
     }
 
-    /// A lease for the attachment: the one held, or a new one from the
-    /// server; the result's routes get the configuration's `priority`.
+    /// A lease for the attachment: the one held (as last renewed or
+    /// acquired anew), or a new one from the server; the result's routes
+    /// get the configuration's `priority`.
     ///
     /// Go: `DHCP.Allocate`.
     fn add(&self, call: &Call) -> Result<serde_json::Value, Error> {
@@ -157,8 +159,9 @@ impl Daemon {
         let ipam = conf.ipam.clone().unwrap_or_default();
         let options = ipam.client_options(&call.args)?;
         let id = client_id(&call.container_id, &conf.name, &call.ifname);
-        if let Some(held) = self.leases().get(&id) {
-            return serde_json::to_value(&held.result).map_err(|e| Error::internal(&e));
+        let held = self.leases().get(&id).map(|h| Arc::clone(&h.lease));
+        if let Some(lease) = held {
+            return Daemon::answer(&current(&lease), ipam.priority);
         }
         let netns_path = format!("{}{}", self.options.host_prefix, call.netns);
         let netns = Netns::open(&netns_path).map_err(Error::from)?;
@@ -172,17 +175,18 @@ impl Daemon {
         )?;
         eprintln!("dhcp daemon: {id}: acquiring lease");
         let lease = client.acquire()?;
-        let result = lease.result(ipam.priority)?;
+        let value = Daemon::answer(&lease, ipam.priority)?;
         eprintln!("dhcp daemon: {id}: lease acquired: {}", lease.address);
         let (stop, stopped) = mpsc::channel();
         let keeper_id = id.clone();
-        let keeper = std::thread::spawn(move || keep(&keeper_id, client, lease, &stopped));
-        let value = serde_json::to_value(&result).map_err(|e| Error::internal(&e))?;
+        let shared = Arc::new(Mutex::new(lease));
+        let kept = Arc::clone(&shared);
+        let keeper = std::thread::spawn(move || keep(&keeper_id, client, &kept, &stopped));
         let held = Held {
             network: conf.name,
             container_id: call.container_id.clone(),
             ifname: call.ifname.clone(),
-            result,
+            lease: shared,
             stop,
             keeper,
         };
@@ -190,13 +194,19 @@ impl Daemon {
         // its lease, and give this one back.
         let mut leases = self.leases();
         if let Some(first) = leases.get(&id) {
-            let value = serde_json::to_value(&first.result).map_err(|e| Error::internal(&e));
+            let value = Daemon::answer(&current(&first.lease), ipam.priority);
             drop(leases);
             stop_keeping(held);
             return value;
         }
         leases.insert(id, held);
         Ok(value)
+    }
+
+    /// ADD's result for `lease`, its routes with `priority`.
+    fn answer(lease: &Lease, priority: u32) -> Result<serde_json::Value, Error> {
+        let result = lease.result(priority)?;
+        serde_json::to_value(&result).map_err(|e| Error::internal(&e))
     }
 
     /// Stops keeping the attachment's lease and releases it; nothing held

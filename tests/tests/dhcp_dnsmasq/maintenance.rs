@@ -62,6 +62,9 @@ fn a_renewal_the_server_refuses_is_followed_by_a_new_lease() {
     assert!((200..=250).contains(&last), "{line}");
     net.dnsmasq
         .wait_for(&format!("DHCPACK(br0) {new}"), Duration::from_secs(10));
+    // ADD again (a runtime retrying) answers with the lease now held.
+    let again = stdout_json(&dhcp("ADD", &net, &socket));
+    assert_eq!(leased(&again), new, "{again}");
     assert!(dhcp("DEL", &net, &socket).success());
 }
 
