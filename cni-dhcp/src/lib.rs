@@ -48,6 +48,12 @@
 //! - Systemd socket activation (`LISTEN_FDS`) is not supported.
 //! - A stale socket file left by a daemon that died is replaced; a live
 //!   daemon's is refused ([`DhcpError::AlreadyRunning`]).
+//! - Keeping a lease (Go: `maintain`): at T2 the daemon rebinds with a
+//!   broadcast REQUEST for the same address (RFC 2131 section 4.4.5), where
+//!   the reference starts over with DISCOVER; a DHCPNAK of a renewal starts
+//!   over at once, where the reference retries the renewal until T2. As
+//!   in the reference, a lease stops being kept when its interface is gone
+//!   and brings the interface down when it expires.
 
 pub mod client;
 pub mod config;
