@@ -14,6 +14,9 @@
 use std::ffi::OsString;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cni_net::{NetError, Netns};
@@ -86,6 +89,31 @@ pub struct Client {
     options: ClientOptions,
     timing: Timing,
     broadcast: bool,
+    stopped: Arc<AtomicBool>,
+}
+
+/// Stops a [`Client`]'s exchanges from another thread.
+///
+/// Go: the lease's `cancelFunc`, which `DHCPLease.Stop` calls so that a
+/// renewal under way ends at once.
+#[derive(Debug)]
+pub struct Stopper {
+    socket: UdpSocket,
+    stopped: Arc<AtomicBool>,
+}
+
+impl Stopper {
+    /// Ends the exchange under way, and any later one, with
+    /// [`DhcpError::Stopped`]; sending (a RELEASE) still works.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        // Wakes a receive that is blocked. On an unconnected UDP socket
+        // Linux answers ENOTCONN but still shuts reading down.
+        let _ = nix::sys::socket::shutdown(
+            std::os::fd::AsRawFd::as_raw_fd(&self.socket.as_fd()),
+            nix::sys::socket::Shutdown::Read,
+        );
+    }
 }
 
 /// A new transaction id: std's randomly keyed hasher over the time.
@@ -142,6 +170,22 @@ impl Client {
             options,
             timing,
             broadcast,
+            stopped: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// What stops this client's exchanges from another thread.
+    pub fn stopper(&self) -> Result<Stopper, DhcpError> {
+        let socket = self
+            .socket
+            .try_clone()
+            .map_err(|source| DhcpError::Socket {
+                ifname: self.ifname.clone(),
+                source,
+            })?;
+        Ok(Stopper {
+            socket,
+            stopped: Arc::clone(&self.stopped),
         })
     }
 
@@ -316,6 +360,11 @@ impl Client {
             self.send(m, to)?;
             let wait_end = (Instant::now() + delay.min(self.timing.timeout)).min(deadline);
             loop {
+                if self.stopped.load(Ordering::SeqCst) {
+                    return Err(DhcpError::Stopped {
+                        ifname: self.ifname.clone(),
+                    });
+                }
                 let now = Instant::now();
                 if now >= wait_end {
                     break;

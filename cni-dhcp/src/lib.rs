@@ -116,6 +116,13 @@ pub enum DhcpError {
         /// How long the client tried.
         after: Duration,
     },
+    /// The daemon stopped keeping the lease (DEL, GC) while an exchange
+    /// was under way.
+    #[error("stopped waiting for the DHCP server on {ifname}")]
+    Stopped {
+        /// The container's interface.
+        ifname: String,
+    },
     /// The server refused the request (DHCPNAK).
     #[error("the DHCP server refused the lease on {ifname} (DHCPNAK)")]
     Nak {

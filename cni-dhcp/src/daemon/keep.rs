@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::client::Client;
+use crate::client::{Client, Stopper};
 use crate::lease::Lease;
 use crate::DhcpError;
 
@@ -22,6 +22,8 @@ pub(super) struct Held {
     /// rebinding or new lease, and ADD answers from it.
     pub(super) lease: Shared,
     pub(super) stop: Sender<()>,
+    /// Ends an exchange under way, so stopping does not wait for it.
+    pub(super) stopper: Stopper,
     pub(super) keeper: JoinHandle<()>,
 }
 
@@ -36,9 +38,12 @@ pub(super) fn current(shared: &Shared) -> Lease {
         .clone()
 }
 
-/// Stops the thread keeping a lease, which releases it, and waits for it.
+/// Stops the thread keeping a lease, which releases it, and waits for it;
+/// a renewal under way is cut short (Go: `DHCPLease.Stop` cancels the
+/// lease's context).
 pub(super) fn stop_keeping(held: Held) {
     let _ = held.stop.send(());
+    held.stopper.stop();
     let _ = held.keeper.join();
 }
 
@@ -108,6 +113,8 @@ pub(super) fn keep(id: &str, client: Client, shared: &Shared, stop: &mpsc::Recei
         } else {
             lease.rebind_at()
         };
+        let verb = if rebinding { "rebinding" } else { "renewing" };
+        eprintln!("dhcp daemon: {id}: {verb} lease {}", lease.address);
         let extended = match client.extend(&lease, rebinding, until) {
             Err(DhcpError::Nak { .. }) => {
                 eprintln!(

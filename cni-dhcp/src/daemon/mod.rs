@@ -177,6 +177,7 @@ impl Daemon {
         let lease = client.acquire()?;
         let value = Daemon::answer(&lease, ipam.priority)?;
         eprintln!("dhcp daemon: {id}: lease acquired: {}", lease.address);
+        let stopper = client.stopper()?;
         let (stop, stopped) = mpsc::channel();
         let keeper_id = id.clone();
         let shared = Arc::new(Mutex::new(lease));
@@ -188,6 +189,7 @@ impl Daemon {
             ifname: call.ifname.clone(),
             lease: shared,
             stop,
+            stopper,
             keeper,
         };
         // A concurrent ADD of the same attachment got there first: keep

@@ -105,6 +105,30 @@ fn a_lease_the_server_cannot_renew_by_unicast_is_rebound_by_broadcast_at_t2() {
     assert!(dhcp("DEL", &net, &socket).success());
 }
 
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_does_not_wait_for_a_renewal_nobody_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut net = DhcpNet::start(dir.path(), 3, &["eth0"]);
+    let socket = dir.path().join("dhcp.sock");
+    let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
+    let result = stdout_json(&dhcp("ADD", &net, &socket));
+    net.put_on_eth0(result["ips"][0]["address"].as_str().unwrap());
+    // Without a server, the renewal at T1 (3 s) would wait until T2
+    // (102 s) for an answer.
+    net.dnsmasq.kill();
+    daemon.wait_for("renewing lease", Duration::from_secs(30));
+    let started = Instant::now();
+    let out = dhcp("DEL", &net, &socket);
+    assert!(out.success(), "{}", out.excerpts(2000));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "DEL took {:?}",
+        started.elapsed()
+    );
+    daemon.wait_for("releasing lease", Duration::from_secs(10));
+}
+
 /// One call of the test's network to an in-process daemon.
 fn call(daemon: &Daemon, command: &str, net: &DhcpNet) -> Answer {
     daemon.handle(Call {
