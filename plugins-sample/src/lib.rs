@@ -100,3 +100,6 @@ pub mod tuning;
 pub mod veth;
 pub mod vlan;
 pub mod vrf;
+
+#[cfg(test)]
+mod test_support;

@@ -210,15 +210,7 @@ fn bad_configuration_is_code_7_naming_the_field() {
         ),
     ];
     for (fields, msg) in cases {
-        let out = TestRequest::add()
-            .stdin(conf(fields.clone()))
-            .run(&HostDevice, &PluginInfo::all());
-        let err = out.error().unwrap_or_else(|| panic!("{fields}"));
-        assert_eq!(
-            (err.code, err.msg.as_str()),
-            (Code::INVALID_NETWORK_CONFIG, msg),
-            "{fields}: {err:?}"
-        );
+        crate::test_support::assert_add_refused(&HostDevice, conf(fields.clone()), &fields, msg);
     }
 }
 

@@ -1,6 +1,6 @@
 use cni_net::testing::TempNetns;
 use cni_net::{Dad, Netlink, TableRoute, MAIN_TABLE};
-use cni_skel::{Outcome, TestRequest};
+use cni_skel::Outcome;
 use cni_version::PluginInfo;
 use serde_json::{json, Value};
 
@@ -172,15 +172,7 @@ fn bad_configuration_is_code_7_naming_the_field() {
         conf.as_object_mut()
             .unwrap()
             .extend(fields.as_object().unwrap().clone());
-        let out = TestRequest::add()
-            .stdin(conf.to_string())
-            .run(&Sbr, &PluginInfo::all());
-        let err = out.error().unwrap_or_else(|| panic!("{fields}"));
-        assert_eq!(
-            (err.code, err.msg.as_str()),
-            (Code::INVALID_NETWORK_CONFIG, msg),
-            "{fields}: {err:?}"
-        );
+        crate::test_support::assert_add_refused(&Sbr, conf.to_string(), &fields, msg);
     }
 }
 
