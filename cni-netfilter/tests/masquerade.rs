@@ -149,3 +149,57 @@ fn iptables_masquerading_is_appended_once_as_the_reference_does_and_torn_down() 
     assert_eq!(saved("iptables-save"), Vec::<String>::new());
     assert_eq!(saved("ip6tables-save"), Vec::<String>::new());
 }
+
+/// The handles of `chain`'s rules in `inet cni_plugins_masquerade`, as
+/// `nft -a` lists them.
+fn handles(ns: &cni_net::testing::TempNetns, table: &str, chain: &str) -> Vec<u64> {
+    let json = run_in(
+        ns,
+        "nft",
+        &["-j", "-a", "list", "chain", "inet", table, chain],
+        "",
+    );
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    value["nftables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o.get("rule").map(|r| r["handle"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn another_pods_setup_leaves_postrouting_as_it_is_when_it_holds_the_references_rules() {
+    // Writing them again would delete rules, and the plugin would then wait
+    // for the kernel to retire them as it exits.
+    let ns = netns("masq-nft-keep");
+    let nft = Some(BackendKind::Nftables);
+    let second = Attachment {
+        container_id: "ctr-2",
+        ..PODMAN
+    };
+    ns.run(|_| Ok::<_, BoxError>(masquerade::setup(nft, &nets(&["10.88.0.5/16"]), &PODMAN)?))
+        .unwrap();
+    let before = handles(&ns, masquerade::NFT_TABLE, "postrouting");
+    assert_eq!(before.len(), 3);
+    ns.run(|_| Ok::<_, BoxError>(masquerade::setup(nft, &nets(&["10.88.0.6/16"]), &second)?))
+        .unwrap();
+    assert_eq!(handles(&ns, masquerade::NFT_TABLE, "postrouting"), before);
+    // A chain that differs is written again, as the reference does.
+    run_in(
+        &ns,
+        "nft",
+        &[
+            "flush",
+            "chain",
+            "inet",
+            masquerade::NFT_TABLE,
+            "postrouting",
+        ],
+        "",
+    );
+    ns.run(|_| Ok::<_, BoxError>(masquerade::setup(nft, &nets(&["10.88.0.6/16"]), &second)?))
+        .unwrap();
+    assert_eq!(handles(&ns, masquerade::NFT_TABLE, "postrouting").len(), 3);
+}

@@ -91,7 +91,8 @@ fn isolation_rules(bridge: &str, policy: IngressPolicy) -> Vec<Rule> {
     rules
 }
 
-/// Ensures the table and chains, writes `forward` again, replaces the
+/// Ensures the table and chains, writes `forward` again unless it holds
+/// its three jumps already, replaces the
 /// attachment's rules, and adds the bridge's isolation rules that are
 /// missing (a bridge may carry networks of both policies, as under
 /// iptables). One batch.
@@ -105,10 +106,17 @@ pub(super) fn add(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError
         .ensure_chain(Chain::new(STAGE_1))
         .ensure_chain(Chain::new(STAGE_2))
         .ensure_chain(Chain::new(ACCEPTS))
-        .ensure_chain(Chain::base(FORWARD, forward))
-        .flush_chain(FORWARD);
-    for chain in [STAGE_1, ADMIN, ACCEPTS] {
-        tx.add_rule(Rule::new(FORWARD).then(Action::Jump(chain.into())));
+        .ensure_chain(Chain::base(FORWARD, forward));
+    // Written again only when it differs: a flush deletes rules, and the
+    // process then waits for the kernel to retire them when it closes its
+    // socket (see `NftBackend::chain_holds`).
+    let jumps =
+        [STAGE_1, ADMIN, ACCEPTS].map(|to| Rule::new(FORWARD).then(Action::Jump(to.into())));
+    if !nft.chain_holds(&table(), FORWARD, &jumps)? {
+        tx.flush_chain(FORWARD);
+        for rule in jumps {
+            tx.add_rule(rule);
+        }
     }
     tx.delete_rules_by_comment(ACCEPTS, CommentMatch::Prefix(instance_hash(at)));
     for net in rules.addresses {

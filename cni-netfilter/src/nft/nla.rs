@@ -130,7 +130,10 @@ pub(crate) fn text(value: &[u8]) -> &[u8] {
 /// not flagged, and in its own order of attributes) says: the same
 /// attributes at each level in any order, attributes of one type in the
 /// same order (a list's elements), nested ones compared the same way,
-/// others byte for byte. Anything that does not parse is unequal.
+/// others byte for byte. An attribute only the kernel lists whose value
+/// is all zeros is a default it echoes (bitwise's `NFTA_BITWISE_OP`,
+/// `NFT_BITWISE_MASK_XOR`, since Linux 5.6) and counts as left out.
+/// Anything that does not parse is unequal.
 pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
     let level = |bytes: &[u8]| -> Option<Vec<(u16, Vec<u8>)>> {
         let mut attrs = Vec::new();
@@ -152,10 +155,13 @@ pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
         attrs.sort_by_key(|(kind, _)| kind & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER));
         Some(attrs)
     };
-    let (Some(ours), Some(theirs)) = (level(ours), level(theirs)) else {
+    let (Some(ours), Some(mut theirs)) = (level(ours), level(theirs)) else {
         return false;
     };
     let flags = NLA_F_NESTED | NLA_F_NET_BYTEORDER;
+    theirs.retain(|(kind, value)| {
+        ours.iter().any(|(k, _)| k & !flags == kind & !flags) || value.iter().any(|b| *b != 0)
+    });
     ours.len() == theirs.len()
         && ours.iter().zip(&theirs).all(|((ok, ov), (tk, tv))| {
             ok & !flags == tk & !flags
@@ -234,6 +240,18 @@ mod tests {
         assert!(same_attrs(&two("a", "b"), &unflagged(&two("a", "b"))));
         assert!(!same_attrs(&two("a", "b"), &unflagged(&two("b", "a"))));
         assert!(!same_attrs(&ours, &ours[..ours.len() - 1]));
+        // A zero the kernel echoes for an attribute we left out is its
+        // default; anything else it adds is a difference.
+        let echoed = |value: u32| {
+            let mut attrs = Attrs::default();
+            attrs.str(1, "a");
+            attrs.u32(6, value);
+            attrs.buf
+        };
+        let mut plain = Attrs::default();
+        plain.str(1, "a");
+        assert!(same_attrs(&plain.buf, &echoed(0)));
+        assert!(!same_attrs(&plain.buf, &echoed(1)));
     }
 
     #[test]
