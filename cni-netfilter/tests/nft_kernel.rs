@@ -326,3 +326,74 @@ fn a_rule_given_as_expressions_lands_as_written_with_its_comment() {
         "{text}"
     );
 }
+
+/// What `nft monitor` in `ns` prints while `during` runs: started, seen
+/// to print (a marker table comes and goes), then stopped once a second
+/// marker shows that everything before it was printed.
+fn monitored(ns: &cni_net::testing::TempNetns, during: impl FnOnce()) -> String {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut monitor = Command::new("ip")
+        .args(["netns", "exec", ns.name(), "nft", "monitor"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(monitor.stdout.take().unwrap()).lines();
+    let mut wait_for = |marker: &str| {
+        let mut seen = String::new();
+        loop {
+            // Until the monitor is listening, the marker goes unseen: add
+            // it again after each line that is not it.
+            run_in(ns, "nft", &["add", "table", "ip", marker], "");
+            run_in(ns, "nft", &["delete", "table", "ip", marker], "");
+            let line = lines.next().unwrap().unwrap();
+            if line.contains(marker) {
+                return seen;
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+    };
+    wait_for("start_marker");
+    during();
+    let seen = wait_for("end_marker");
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    seen
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn ensuring_chains_that_are_there_as_declared_sends_no_chain_update() {
+    // An update of a chain that is there makes the plugin wait an RCU grace
+    // period as it exits (bench/process/podman.sh).
+    let ns = netns("nf-ensure-quiet");
+    let forward = |policy| {
+        let mut tx = Transaction::new(Table::new(Family::Inet, "t"));
+        tx.ensure_table()
+            .ensure_chain(Chain::new("c"))
+            .ensure_chain(Chain::base(
+                "forward",
+                cni_netfilter::BaseChain {
+                    policy,
+                    ..cni_netfilter::BaseChain::new(
+                        cni_netfilter::ChainType::Filter,
+                        cni_netfilter::Hook::Forward,
+                        cni_netfilter::priority::FILTER,
+                    )
+                },
+            ))
+            .add_rule(tagged("c", "one more"));
+        tx
+    };
+    with_nft(&ns, |nft| Ok(nft.apply(&forward(None))?));
+    let seen = monitored(&ns, || with_nft(&ns, |nft| Ok(nft.apply(&forward(None))?)));
+    assert!(!seen.lines().any(|l| l.starts_with("add chain")), "{seen}");
+    assert!(seen.contains("one more"), "the rule was added: {seen}");
+    // A policy that differs is still set, as `add chain` sets it.
+    with_nft(&ns, |nft| {
+        Ok(nft.apply(&forward(Some(cni_netfilter::Policy::Drop)))?)
+    });
+    let text = run_in(&ns, "nft", &["list", "chain", "inet", "t", "forward"], "");
+    assert!(text.contains("policy drop;"), "{text}");
+}

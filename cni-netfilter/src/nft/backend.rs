@@ -71,6 +71,92 @@ impl NftBackend {
             .map_err(|e| e.into_filter("list", || format!("{family} tables")))
     }
 
+    /// The attributes of each chain of `table` as the kernel lists them
+    /// (name, hook, policy, type...), for a batch that leaves out the
+    /// chains that are there already.
+    pub(crate) fn chain_declarations(
+        &mut self,
+        table: &Table,
+    ) -> Result<Vec<Vec<u8>>, FilterError> {
+        let wanted = table.name.as_bytes();
+        self.socket
+            .dump(
+                Kind::GetChain,
+                table.family,
+                &Attrs::default(),
+                |chains: &mut Vec<Vec<u8>>, payload| {
+                    if let [Some(name)] = nla::find(payload, [1])? {
+                        if nla::text(name) == wanted {
+                            chains.push(payload.to_vec());
+                        }
+                    }
+                    Ok(())
+                },
+            )
+            .map_err(|e| e.into_filter("list chains of", || format!("table {table}")))
+    }
+
+    /// Whether `table` has a chain named one of `needles`, or a rule whose
+    /// netlink attributes (expressions, comment) contain one of them byte
+    /// for byte: a conservative look, for a caller that skips work when
+    /// nothing can be there. A table that does not exist mentions nothing.
+    ///
+    /// What it is for: iptables-nft keeps iptables' tables as nf_tables
+    /// tables (`ip filter`, `ip6 nat`...), and an interface name, an
+    /// address or a chain name a rule names is in its attributes as is, so
+    /// one dump answers "is there anything of this bridge?" without an
+    /// `iptables-save` process ([`crate::iptables::may_mention`]).
+    pub fn table_mentions(
+        &mut self,
+        table: &Table,
+        needles: &[&[u8]],
+    ) -> Result<bool, FilterError> {
+        let found = |hay: &[u8]| {
+            needles
+                .iter()
+                .any(|n| !n.is_empty() && hay.windows(n.len()).any(|w| w == *n))
+        };
+        let wanted = table.name.as_bytes();
+        let chains = self.socket.dump(
+            Kind::GetChain,
+            table.family,
+            &Attrs::default(),
+            |hit: &mut bool, payload| {
+                if let [Some(name), Some(chain)] = nla::find(payload, [1, 3])? {
+                    *hit |= nla::text(name) == wanted && needles.contains(&nla::text(chain));
+                }
+                Ok(())
+            },
+        );
+        match chains {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(e) => return Err(e.into_filter("list chains of", || format!("table {table}"))),
+        }
+        let mut filter = Attrs::default();
+        filter.str(1, &table.name);
+        let rules = self.socket.dump(
+            Kind::GetRule,
+            table.family,
+            &filter,
+            |hit: &mut bool, payload| {
+                if let [Some(name)] = nla::find(payload, [1])? {
+                    *hit |= nla::text(name) == wanted && found(payload);
+                }
+                Ok(())
+            },
+        );
+        match rules {
+            Ok(hit) => Ok(hit),
+            // The kernel answers a dump of a table that is not there with
+            // ENOENT.
+            Err(DumpError::Io(e)) if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into_filter("list rules of", || format!("table {table}"))),
+        }
+    }
+
     /// Whether chain `chain` of `table` holds exactly `rules`, in order:
     /// each listed rule's expressions byte for byte as we would send them,
     /// and its comment. `false` when the chain is missing, when a rule
@@ -136,7 +222,10 @@ impl NftBackend {
         let lists = tx.ops().iter().any(|op| {
             matches!(
                 op,
-                Op::DeleteRulesByComment { .. } | Op::DeleteChain(_) | Op::DeleteTable
+                Op::DeleteRulesByComment { .. }
+                    | Op::DeleteChain(_)
+                    | Op::DeleteTable
+                    | Op::EnsureChain(_)
             )
         });
         // Our own writers take turns; a foreign one (nft, firewalld) that
