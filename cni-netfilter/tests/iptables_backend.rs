@@ -187,3 +187,97 @@ fn iptables_counts_as_usable_where_it_runs() {
     let usable = ns.run(|_| Ok::<_, common::BoxError>(cni_netfilter::iptables_usable()));
     assert!(usable.unwrap());
 }
+
+/// `may_mention` in `ns`.
+fn mentions(
+    ns: &cni_net::testing::TempNetns,
+    family: Family,
+    table: &str,
+    needles: &[&[u8]],
+) -> bool {
+    ns.run(|_| {
+        Ok::<_, common::BoxError>(cni_netfilter::iptables::may_mention(family, table, needles))
+    })
+    .unwrap()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_teardown_skips_iptables_only_where_no_rule_of_either_variant_names_what_it_removes() {
+    let address: &[u8] = &[10, 88, 0, 5];
+    // iptables-nft: its rules are nf_tables rules carrying the interface
+    // name, the address's bytes and the chain names as they are.
+    let ns = netns("nf-ipt-mention-nft");
+    assert!(!mentions(&ns, Family::Ip, "filter", &[b"cni-br9", address]));
+    run_in(
+        &ns,
+        "iptables-nft",
+        &["-t", "filter", "-N", "CNI-FORWARD"],
+        "",
+    );
+    assert!(!mentions(&ns, Family::Ip, "filter", &[b"cni-br9", address]));
+    run_in(
+        &ns,
+        "iptables-nft",
+        &["-A", "CNI-FORWARD", "-i", "cni-br9", "-j", "ACCEPT"],
+        "",
+    );
+    assert!(mentions(&ns, Family::Ip, "filter", &[b"cni-br9"]));
+    assert!(!mentions(&ns, Family::Ip, "filter", &[b"cni-br8", address]));
+    run_in(
+        &ns,
+        "iptables-nft",
+        &["-A", "CNI-FORWARD", "-s", "10.88.0.5/32", "-j", "ACCEPT"],
+        "",
+    );
+    assert!(mentions(&ns, Family::Ip, "filter", &[b"cni-br8", address]));
+    assert!(!mentions(
+        &ns,
+        Family::Ip6,
+        "filter",
+        &[b"cni-br9", address]
+    ));
+    run_in(
+        &ns,
+        "iptables-nft",
+        &["-t", "nat", "-N", "CNI-0123abcd"],
+        "",
+    );
+    assert!(
+        mentions(&ns, Family::Ip, "nat", &[b"CNI-0123abcd"]),
+        "an empty chain of that name"
+    );
+    let comment = "name: \"pods\" id: \"c1\"";
+    run_in(
+        &ns,
+        "iptables-nft",
+        &[
+            "-t",
+            "nat",
+            "-A",
+            "POSTROUTING",
+            "-m",
+            "comment",
+            "--comment",
+            comment,
+            "-j",
+            "ACCEPT",
+        ],
+        "",
+    );
+    assert!(
+        mentions(&ns, Family::Ip, "nat", &[comment.as_bytes()]),
+        "a comment"
+    );
+    // iptables-legacy: its table, once there, may hold anything.
+    let ns = netns("nf-ipt-mention-legacy");
+    assert!(!mentions(&ns, Family::Ip6, "filter", &[b"cni-br9"]));
+    run_in(
+        &ns,
+        "ip6tables-legacy",
+        &["-t", "filter", "-N", "CNI-FORWARD"],
+        "",
+    );
+    assert!(mentions(&ns, Family::Ip6, "filter", &[b"cni-br9"]));
+    assert!(!mentions(&ns, Family::Ip, "filter", &[b"cni-br9"]));
+}

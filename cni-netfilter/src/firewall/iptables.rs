@@ -274,6 +274,15 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
     }
     let mut backend = IptablesBackend::new();
     for (family, mine) in families {
+        // Each doomed rule names one of these: where the table names none,
+        // there is nothing to list or delete (most DELs of a bridge without
+        // isolation, every ADD's look for a previous network's rules).
+        let octets: Vec<Vec<u8>> = mine.iter().map(|net| octets(net.addr())).collect();
+        let mut needles: Vec<&[u8]> = octets.iter().map(Vec::as_slice).collect();
+        needles.extend(bridge.map(str::as_bytes));
+        if !crate::iptables::may_mention(family, "filter", &needles) {
+            continue;
+        }
         let mut doomed: Vec<Rule> = mine.iter().flat_map(address_rules).collect();
         if let Some(bridge) = bridge {
             doomed.extend(bridge_rules(bridge));
@@ -281,6 +290,14 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
         delete_present(&mut backend, family, &doomed)?;
     }
     Ok(())
+}
+
+/// An address as its bytes, as a rule matching it carries them.
+fn octets(ip: std::net::IpAddr) -> Vec<u8> {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+        std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+    }
 }
 
 /// Deletes those of `doomed` that `family`'s filter table holds, from one

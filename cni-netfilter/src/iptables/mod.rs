@@ -5,13 +5,16 @@
 //!
 //! - `command.rs`: running a command with bounded output;
 //! - `render.rs`: a [`Rule`](crate::Rule) as iptables arguments;
-//! - `save.rs`: reading `iptables-save` output.
+//! - `save.rs`: reading `iptables-save` output;
+//! - `peek.rs`: whether a table may hold something, without a process.
 
 mod command;
+mod peek;
 mod render;
 mod save;
 
 pub use command::STDERR_LIMIT;
+pub use peek::may_mention;
 pub use render::MAX_COMMENT_LEN;
 pub use save::Saved;
 

@@ -123,6 +123,13 @@ pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), F
     let comment = iptables_comment(at.network, at.container_id);
     let teardown = |v6: u8| {
         let family = if v6 == 1 { Family::Ip6 } else { Family::Ip };
+        // The jumps name the chain; where the table has neither, there is
+        // nothing to list or delete (a masquerading under nftables, a
+        // second DEL).
+        let needles = [chain.as_bytes(), comment.as_bytes()];
+        if !crate::iptables::may_mention(family, "nat", &needles) {
+            return Ok(());
+        }
         let mut tx = crate::Transaction::new(nat(family));
         tx.delete_rules_by_comment("POSTROUTING", CommentMatch::Exact(comment.clone()))
             .delete_chain(chain.clone());
