@@ -74,7 +74,7 @@ use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, NetConf};
 
-use crate::ipmasq::{addresses, attachment};
+use crate::ipmasq::{addresses, attachment, del_addresses};
 use crate::pair::add_container_pair;
 
 mod check;
@@ -135,16 +135,31 @@ impl Plugin for Bridge {
         // add_with_cleanup also runs the IPAM DEL.
         let done = at.attach().and_then(|()| match &plan.ipam {
             Some(ipam) => cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
-                let result = at.layer3(ipam_result.to_current()?)?;
-                let result = at.describe(result)?;
-                if let Some(backend) = plan.masquerade {
-                    let addresses = addresses(&result);
-                    if let Err(e) = masquerade::setup(backend, &addresses, &attachment(req)) {
-                        let _ = masquerade::teardown(&addresses, &attachment(req));
-                        return Err(Error::from(e).into());
+                let result = ipam_result.to_current()?;
+                // The masquerading needs only the addresses: it is set up
+                // while the container end is configured and the port comes
+                // up (with iptables, two processes of a few milliseconds).
+                let addresses = addresses(&result);
+                std::thread::scope(|scope| {
+                    let masquerading = plan.masquerade.map(|backend| {
+                        let addresses = &addresses;
+                        scope.spawn(move || masquerade::setup(backend, addresses, &attachment(req)))
+                    });
+                    let result = at.layer3(result).and_then(|r| at.describe(r));
+                    let masqueraded = masquerading.map_or(Ok(()), joined);
+                    match (result, masqueraded) {
+                        (Ok(result), Ok(())) => Ok(result),
+                        (result, masqueraded) => {
+                            if plan.masquerade.is_some() {
+                                let _ = masquerade::teardown(&addresses, &attachment(req));
+                            }
+                            Err(match result {
+                                Err(e) => e,
+                                Ok(_) => Error::from(masqueraded.unwrap_err()).into(),
+                            })
+                        }
                     }
-                }
-                Ok::<_, BoxError>(result)
+                })
             }),
             None => {
                 let result = at.layer2()?;
@@ -167,27 +182,38 @@ impl Plugin for Bridge {
     /// `macspoofchk`: a configuration that ADD would refuse (a bad VLAN,
     /// hairpin with promisc) still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        // A namespace that is gone took the pair with it.
-        let removed = Netns::of_for_del(req).and_then(|netns| match netns {
-            Some(netns) => Ok(netns
-                .socket()?
-                .delete_link_returning_addresses(&req.ifname)?),
-            None => Ok(Vec::new()),
+        // The pair's deletion (tens of milliseconds in the kernel), the
+        // IPAM DEL and the masquerading teardown run at once: each goes
+        // whatever became of the others. A namespace that is gone took the
+        // pair with it; the rules are found by comment.
+        let netns = Netns::of_for_del(req);
+        let ifname = req.ifname.as_str();
+        let ipam = ipam_type(req);
+        let (removed, released, unmasked) = std::thread::scope(|scope| {
+            let removing = scope.spawn(move || -> Result<Vec<_>, Error> {
+                match netns? {
+                    Some(netns) => Ok(netns.socket()?.delete_link_returning_addresses(ifname)?),
+                    None => Ok(Vec::new()),
+                }
+            });
+            let unmasking = (ipam.is_some() && req.config.plugin.ip_masq).then(|| {
+                scope.spawn(|| {
+                    let addresses = del_addresses(req);
+                    masquerade::teardown(&addresses, &attachment(req)).map_err(Error::from)
+                })
+            });
+            let released = ipam
+                .as_ref()
+                .map_or(Ok(()), |ipam| cni_invoke::delegate_del(ipam, req));
+            let unmasked = unmasking.map_or(Ok(()), joined);
+            (joined(removing), released, unmasked)
         });
-        // The spoof check, the reservation and the masquerading go whatever
-        // became of the pair; the rules are found by comment.
         let unchecked = match req.config.plugin.macspoofchk {
             true => macspoof::teardown(&ref_id(req)).map_err(Error::from),
             false => Ok(()),
         };
-        if let Some(ipam) = &ipam_type(req) {
-            let released = cni_invoke::delegate_del(ipam, req);
-            if req.config.plugin.ip_masq {
-                let addresses = removed.as_deref().unwrap_or_default();
-                masquerade::teardown(addresses, &attachment(req)).map_err(Error::from)?;
-            }
-            released?;
-        }
+        unmasked?;
+        released?;
         unchecked?;
         removed?;
         Ok(())
@@ -230,6 +256,13 @@ impl Plugin for Bridge {
         }
         Ok(())
     }
+}
+
+/// A scoped thread's result, its panic carried on.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 #[cfg(test)]
