@@ -5,11 +5,14 @@
 root=$(pwd)
 
 # chain_rounds [ROUNDS]: `rounds` (default 220) and `warmup` (the first
-# 20; none under 100 rounds: a smoke run checks it builds and runs).
+# 20; none under 100 rounds: a smoke run checks it builds and runs); and
+# `settle`, the harness's pause after each namespace's removal
+# (CHAIN_SETTLE_MS, default 100: netns_harness.c says why).
 chain_rounds() {
     rounds=${1:-220}
     warmup=20
     if [ "$rounds" -lt 100 ]; then warmup=0; fi
+    settle=(--settle "${CHAIN_SETTLE_MS:-100}")
 }
 
 # chain_prepare OUT NO_BUILD BIN...: an empty OUT, the harness built at

@@ -48,7 +48,7 @@ JSON
     chain_env "$out/$name" "$dir" "bench-$name"
     specs+=("$dir/ptp,$dir/portmap:$out/$name-ptp.json,$out/$name-portmap.json:$out/$name-ADD.env:$out/$name-DEL.env")
 done
-"$out/netns_harness" "$rounds" "$netns" "${specs[@]}" > "$out/samples"
+"$out/netns_harness" "${settle[@]}" "$rounds" "$netns" "${specs[@]}" > "$out/samples"
 
 # 1,000 other pods' mappings, laid out as our (and the reference's)
 # nftables portmap lays them: one DNAT rule and two masquerading rules per
@@ -74,5 +74,5 @@ lines += ['  }', '}']
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 PY
 "$out/netns_harness" --setup "nft -f $root/$out/prefill.nft && test \$(nft -a list table ip cni_hostport | grep -c comment) = 3001" \
-    "$rounds" "$netns" "${specs[2]}" > "$out/samples-grown"
+    "${settle[@]}" "$rounds" "$netns" "${specs[2]}" > "$out/samples-grown"
 python3 bench/process/report_kind.py "$out" "$warmup"

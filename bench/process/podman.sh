@@ -78,5 +78,5 @@ JSON
     for p in "${plugins[@]}"; do bins+=("$dir/$p"); files+=("$out/$name-$p.json"); done
     specs+=("$(IFS=,; echo "${bins[*]}"):$(IFS=,; echo "${files[*]}"):$out/$name-ADD.env:$out/$name-DEL.env")
 done
-"$out/netns_harness" --del-prev "$rounds" "$netns" "${specs[@]}" > "$out/samples"
+"$out/netns_harness" --del-prev "${settle[@]}" "$rounds" "$netns" "${specs[@]}" > "$out/samples"
 python3 bench/process/report_podman.py "$out" "$warmup"
