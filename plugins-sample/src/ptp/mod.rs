@@ -74,23 +74,52 @@ impl Plugin for Ptp {
         let netns = Netns::of(req)?;
         let mut host = Netlink::open()?;
         let mut inside = netns.socket()?;
-        let result = cni_invoke::add_with_cleanup(&plan.ipam, req, |ipam_result| {
+        let veth = ContainerVeth {
+            container_id: &req.container_id,
+            ifname: &req.ifname,
+            netns: &netns,
+            mtu: plan.mtu,
+            mac: None,
+        };
+        // The pair needs nothing from IPAM: it is made while the IPAM
+        // plugin runs (a process of about a millisecond). Whichever fails
+        // undoes the other: the pair is deleted, or the IPAM DEL runs. A
+        // repeated ADD finds both refused (the name is taken, host-local
+        // holds the attachment: code 104), so nothing live is undone.
+        let (made, reserved) = std::thread::scope(|scope| {
+            let making = scope.spawn(|| -> Result<_, Error> {
+                let host_end = add_container_pair(&mut host, &mut inside, &veth)?;
+                host.set_up(host_end.index)?;
+                Ok(host_end)
+            });
+            let reserved = cni_invoke::delegate_add(&plan.ipam, req);
+            let made = making
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (made, reserved)
+        });
+        let (host_end, ipam_result) = match (made, reserved) {
+            (Ok(host_end), Ok(ipam_result)) => (host_end, ipam_result),
+            (Ok(host_end), Err(e)) => {
+                let _ = host.delete_link_if_present(host_end.index);
+                return Err(e.into());
+            }
+            (Err(e), Ok(_)) => {
+                release(req, &plan);
+                return Err(e.into());
+            }
+            // The IPAM's error says more (a repeated ADD: the name taken
+            // and the attachment held).
+            (Err(_), Err(e)) => return Err(e.into()),
+        };
+        let done = (|| -> Result<Result100, BoxError> {
             let mut result = ipam_result.to_current()?;
             if result.ips.is_empty() {
                 let msg = "IPAM plugin returned missing IP config";
                 return Err(Error::new(Code::INTERNAL, msg).into());
             }
             Netns::current()?.enable_forwarding(&result.ips)?;
-            let veth = ContainerVeth {
-                container_id: &req.container_id,
-                ifname: &req.ifname,
-                netns: &netns,
-                mtu: plan.mtu,
-                mac: None,
-            };
-            let host_end = add_container_pair(&mut host, &mut inside, &veth)?;
-            host.set_up(host_end.index)?;
-            let done = attach(
+            let attached = attach(
                 req,
                 &plan,
                 &netns,
@@ -99,14 +128,19 @@ impl Plugin for Ptp {
                 &host_end,
                 &mut result,
             );
-            if done.is_err() {
-                let _ = host.delete_link_if_present(host_end.index);
-                if plan.masquerade.is_some() {
-                    let _ = masquerade::teardown(&addresses(&result), &attachment(req));
-                }
+            if attached.is_err() && plan.masquerade.is_some() {
+                let _ = masquerade::teardown(&addresses(&result), &attachment(req));
             }
-            done.map(|()| result)
-        })?;
+            attached.map(|()| result)
+        })();
+        let result = match done {
+            Ok(result) => result,
+            Err(e) => {
+                let _ = host.delete_link_if_present(host_end.index);
+                release(req, &plan);
+                return Err(e);
+            }
+        };
         Ok(result.into())
     }
 
@@ -190,6 +224,17 @@ impl Plugin for Ptp {
         let plan = plan(req)?;
         cni_invoke::delegate_status(&plan.ipam, req)?;
         Ok(())
+    }
+}
+
+/// The IPAM DEL after a failed ADD: logged when it fails too, the ADD's
+/// error being the one returned.
+fn release(req: &Req, plan: &Plan) {
+    if let Err(e) = cni_invoke::delegate_del(&plan.ipam, req) {
+        req.log(format_args!(
+            "delegated DEL of {} after a failed ADD also failed: {e}",
+            plan.ipam
+        ));
     }
 }
 

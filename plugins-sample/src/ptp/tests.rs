@@ -135,6 +135,30 @@ fn bad_input_changes_nothing_on_the_host() {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
+fn a_failed_ipam_leaves_no_pair_and_a_repeated_add_keeps_the_live_pod() {
+    // The pair is made while the IPAM plugin runs: whichever fails, the
+    // other is undone, and a repeated ADD undoes nothing of the live pod.
+    let (host, container) = namespaces();
+    let ipam = tempfile::tempdir().unwrap();
+    let links = |ns: &TempNetns| ns.socket().unwrap().links().unwrap().len();
+    // A /31 has no address host-local hands out.
+    let full = conf(&["10.9.21.0/31"], ipam.path());
+    let err = run(&host, &container, "ADD", &full).error().unwrap();
+    assert_ne!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+    assert_eq!((links(&host), links(&container)), (1, 1), "only lo");
+
+    let c = conf(&["10.9.21.0/24"], ipam.path());
+    let add = run(&host, &container, "ADD", &c);
+    assert_eq!(add.exit_code, 0, "{:?}", add.error());
+    let held = reservations(ipam.path());
+    let again = run(&host, &container, "ADD", &c).error().unwrap();
+    assert!(again.msg.contains("duplicate allocation"), "{again:?}");
+    assert_eq!((links(&host), links(&container)), (2, 2), "the pair stays");
+    assert_eq!(reservations(ipam.path()), held, "the reservation stays");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn add_routes_both_families_point_to_point_check_passes_and_del_leaves_nothing() {
     let (host, container) = namespaces();
     let ipam = tempfile::tempdir().unwrap();
