@@ -205,6 +205,8 @@ impl IptablesBackend {
         let _turn = host_lock(host_lock_of(table.family));
         let mut attempt = 1;
         loop {
+            // Started before the listing, so its start overlaps it.
+            let restore = command::Started::spawn(&program, &["--noflush", "-w"], true)?;
             let saved = self.save(table)?;
             let tx = build(&saved);
             if tx.table().family != table.family || tx.table().name != table.name {
@@ -223,12 +225,7 @@ impl IptablesBackend {
                 // Only `*table` and `COMMIT`: nothing to change.
                 return Ok(());
             }
-            match command::run(
-                &program,
-                &["--noflush", "-w"],
-                Some(script.as_bytes()),
-                1 << 16,
-            ) {
+            match restore.finish(Some(script.as_bytes()), 1 << 16) {
                 Err(FilterError::Command { .. }) if attempt < ATTEMPTS => attempt += 1,
                 result => return result.map(drop),
             }
