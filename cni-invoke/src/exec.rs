@@ -201,8 +201,20 @@ fn exec_succeeding(
 const SHOWN: usize = 512;
 
 /// Writes the plugin's stderr to ours, saying how much was cut.
+///
+/// Straight to file descriptor 2, not through `std::io::stderr().lock()`:
+/// `cni_skel`'s entry point holds that lock on the main thread for the
+/// whole run, so a plugin delegating from another thread (bridge and ptp
+/// run their IPAM plugin while they make the pair) would wait for it
+/// forever once the delegate wrote anything. Stderr is unbuffered, so
+/// nothing written through the lock is overtaken.
 fn pass_stderr_on(name: &str, out: &RawOutput) {
-    let mut ours = std::io::stderr().lock();
+    use std::os::fd::AsFd;
+    let stderr = std::io::stderr();
+    let Ok(fd) = stderr.as_fd().try_clone_to_owned() else {
+        return;
+    };
+    let mut ours = std::fs::File::from(fd);
     let _ = ours.write_all(&out.stderr);
     if out.stderr_dropped > 0 {
         let _ = writeln!(

@@ -306,3 +306,19 @@ fn an_add_result_past_the_stdout_limit_is_refused_quoting_its_start() {
     );
     assert!(e.details.contains("bytes more)"), "{}", e.details);
 }
+
+#[test]
+fn a_delegate_that_writes_to_stderr_runs_from_another_thread_while_the_skel_holds_stderr() {
+    // cni_skel's entry point holds the process's stderr lock on the main
+    // thread; bridge and ptp run their IPAM plugin from another thread.
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(&dir, "noisy", "echo 'a warning' >&2; echo '{}'");
+    let _held = std::io::stderr().lock();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(exec_plugin(&p, &add(), b"{}").map(drop));
+    });
+    // A bound only to report a hang as a failure rather than hang CI.
+    let ran = finished.recv_timeout(Duration::from_secs(60));
+    assert!(matches!(ran, Ok(Ok(()))), "{ran:?}");
+}
