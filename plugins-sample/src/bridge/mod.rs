@@ -68,14 +68,13 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/bridge`.
 
-use cni_net::{ContainerVeth, Netlink, Netns};
+use cni_net::{Netlink, Netns};
 use cni_netfilter::{macspoof, masquerade};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{Code, Error, NetConf};
+use cni_types::{Code, Error, NetConf, Result100};
 
 use crate::ipmasq::{addresses, attachment, del_addresses};
-use crate::pair::add_container_pair;
 
 mod check;
 mod config;
@@ -84,7 +83,7 @@ mod vlan_gateway;
 
 use self::config::{ipam_type, plan, Plan};
 pub use self::config::{Fields, VlanTrunk};
-use self::setup::{ensure_bridge, ref_id, Attachment};
+use self::setup::{make_port, ref_id, unmake_port};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI bridge sample plugin v0.1.0";
@@ -105,74 +104,77 @@ impl Plugin for Bridge {
         let plan = plan(req)?;
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let netns = Netns::of(req)?;
-        let f = &req.config.plugin;
-        let mut host = Netlink::open()?;
-        let bridge = ensure_bridge(&mut host, &plan, f.promisc_mode)?;
-        let mut inside = netns.socket()?;
-        let port = add_container_pair(
-            &mut host,
-            &mut inside,
-            &ContainerVeth {
-                container_id: &req.container_id,
-                ifname: &req.ifname,
-                netns: &netns,
-                mtu: plan.mtu,
-                mac: mac.map(|m| m.mac),
-            },
-        )?;
-        let port_index = port.index;
-        let mut at = Attachment {
-            req,
-            plan: &plan,
-            netns: &netns,
-            host,
-            inside,
-            bridge,
-            port,
-            vlan_gateway: None,
-        };
-        // Anything failing from here removes the pair; after the IPAM ADD,
-        // add_with_cleanup also runs the IPAM DEL.
-        let done = at.attach().and_then(|()| match &plan.ipam {
-            Some(ipam) => cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
-                let result = ipam_result.to_current()?;
-                // The masquerading needs only the addresses: it is set up
-                // while the container end is configured and the port comes
-                // up (with iptables, two processes of a few milliseconds).
-                let addresses = addresses(&result);
-                std::thread::scope(|scope| {
-                    let masquerading = plan.masquerade.map(|backend| {
-                        let addresses = &addresses;
-                        scope.spawn(move || masquerade::setup(backend, addresses, &attachment(req)))
-                    });
-                    let result = at.layer3(result).and_then(|r| at.describe(r));
-                    let masqueraded = masquerading.map_or(Ok(()), joined);
-                    match (result, masqueraded) {
-                        (Ok(result), Ok(())) => Ok(result),
-                        (result, masqueraded) => {
-                            if plan.masquerade.is_some() {
-                                let _ = masquerade::teardown(&addresses, &attachment(req));
-                            }
-                            Err(match result {
-                                Err(e) => e,
-                                Ok(_) => Error::from(masqueraded.unwrap_err()).into(),
-                            })
-                        }
-                    }
-                })
-            }),
-            None => {
-                let result = at.layer2()?;
-                at.describe(result)
-            }
+        let host = Netlink::open()?;
+        let inside = netns.socket()?;
+        // The IPAM plugin (a process of about a millisecond) runs while the
+        // bridge, the pair and the port are made. Whichever fails undoes the
+        // other: the pair is deleted, or the IPAM DEL runs. A repeated ADD
+        // finds both refused (the name taken, the attachment held) and
+        // undoes nothing of the live pod; the pair's error is returned, as
+        // before.
+        let (made, reserved) = std::thread::scope(|scope| {
+            let reserving = plan
+                .ipam
+                .as_ref()
+                .map(|ipam| scope.spawn(move || cni_invoke::delegate_add(ipam, req)));
+            let made = make_port(req, &plan, &netns, mac.map(|m| m.mac), host, inside);
+            (made, reserving.map(joined))
         });
+        let (mut at, reserved) = match (made, reserved) {
+            (Ok(at), None) => (at, None),
+            (Ok(at), Some(Ok(reserved))) => (at, Some(reserved)),
+            (Ok(mut at), Some(Err(e))) => {
+                unmake_port(&mut at);
+                return Err(e.into());
+            }
+            (Err(e), Some(Ok(_))) => {
+                release(req, &plan);
+                return Err(e);
+            }
+            (Err(e), _) => return Err(e),
+        };
+        let done = match reserved {
+            None => at.layer2().and_then(|result| at.describe(result)),
+            Some(reserved) => {
+                let done = (|| -> Result<Result100, BoxError> {
+                    let result = reserved.to_current()?;
+                    // The masquerading needs only the addresses: it is set
+                    // up while the container end is configured and the port
+                    // comes up (with iptables, two processes of a few ms).
+                    let addresses = addresses(&result);
+                    std::thread::scope(|scope| {
+                        let masquerading = plan.masquerade.map(|backend| {
+                            let addresses = &addresses;
+                            scope.spawn(move || {
+                                masquerade::setup(backend, addresses, &attachment(req))
+                            })
+                        });
+                        let result = at.layer3(result).and_then(|r| at.describe(r));
+                        let masqueraded = masquerading.map_or(Ok(()), joined);
+                        match (result, masqueraded) {
+                            (Ok(result), Ok(())) => Ok(result),
+                            (result, masqueraded) => {
+                                if plan.masquerade.is_some() {
+                                    let _ = masquerade::teardown(&addresses, &attachment(req));
+                                }
+                                Err(match result {
+                                    Err(e) => e,
+                                    Ok(_) => Error::from(masqueraded.unwrap_err()).into(),
+                                })
+                            }
+                        }
+                    })
+                })();
+                if done.is_err() {
+                    release(req, &plan);
+                }
+                done
+            }
+        };
         match done {
             Ok(result) => Ok(result.into()),
             Err(err) => {
-                let _ = at.host.delete_link_if_present(port_index);
-                if f.macspoofchk {
-                    let _ = macspoof::teardown(&ref_id(req));
-                }
+                unmake_port(&mut at);
                 Err(err)
             }
         }
@@ -255,6 +257,18 @@ impl Plugin for Bridge {
             cni_invoke::delegate_status(&ipam, req)?;
         }
         Ok(())
+    }
+}
+
+/// The IPAM DEL after a failed ADD: logged when it fails too, the ADD's
+/// error being the one returned.
+fn release(req: &Req, plan: &Plan) {
+    if let Some(ipam) = &plan.ipam {
+        if let Err(e) = cni_invoke::delegate_del(ipam, req) {
+            req.log(format_args!(
+                "delegated DEL of {ipam} after a failed ADD also failed: {e}"
+            ));
+        }
     }
 }
 

@@ -45,6 +45,53 @@ pub(super) fn ensure_bridge(host: &mut Netlink, plan: &Plan, promisc: bool) -> R
     Ok(host.link(name)?)
 }
 
+/// The bridge (made when missing), the container's pair and the host end
+/// made its port ([`Attachment::attach`]): ADD's work before the
+/// addresses. A failure leaves no pair and no spoof check behind.
+pub(super) fn make_port<'a, 'r>(
+    req: &'a Req<'r>,
+    plan: &'a Plan,
+    netns: &'a Netns,
+    mac: Option<cni_types::Mac>,
+    mut host: Netlink,
+    mut inside: Netlink,
+) -> Result<Attachment<'a, 'r>, BoxError> {
+    let f = &req.config.plugin;
+    let bridge = ensure_bridge(&mut host, plan, f.promisc_mode)?;
+    let veth = cni_net::ContainerVeth {
+        container_id: &req.container_id,
+        ifname: &req.ifname,
+        netns,
+        mtu: plan.mtu,
+        mac,
+    };
+    let port = crate::pair::add_container_pair(&mut host, &mut inside, &veth)?;
+    let mut at = Attachment {
+        req,
+        plan,
+        netns,
+        host,
+        inside,
+        bridge,
+        port,
+        vlan_gateway: None,
+    };
+    if let Err(e) = at.attach() {
+        unmake_port(&mut at);
+        return Err(e);
+    }
+    Ok(at)
+}
+
+/// Undoes [`make_port`] after a later failure: the pair (by index) and
+/// the spoof check.
+pub(super) fn unmake_port(at: &mut Attachment) {
+    let _ = at.host.delete_link_if_present(at.port.index);
+    if at.req.config.plugin.macspoofchk {
+        let _ = macspoof::teardown(&ref_id(at.req));
+    }
+}
+
 /// How long the host end may take to carry traffic once up (the
 /// reference retries for 2.55 s).
 const PORT_UP_TIMEOUT: Duration = Duration::from_millis(2550);
