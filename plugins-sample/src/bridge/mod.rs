@@ -72,7 +72,7 @@ use cni_net::{Netlink, Netns};
 use cni_netfilter::{macspoof, masquerade};
 use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{Code, Error, NetConf, Result100};
+use cni_types::{Code, Error, IpNetwork, NetConf, Result100};
 
 use crate::ipmasq::{addresses, attachment, del_addresses};
 
@@ -106,17 +106,18 @@ impl Plugin for Bridge {
         let netns = Netns::of(req)?;
         let host = Netlink::open()?;
         let inside = netns.socket()?;
-        // The IPAM plugin (a process of about a millisecond) runs while the
-        // bridge, the pair and the port are made. Whichever fails undoes the
-        // other: the pair is deleted, or the IPAM DEL runs. A repeated ADD
-        // finds both refused (the name taken, the attachment held) and
-        // undoes nothing of the live pod; the pair's error is returned, as
-        // before.
+        // The IPAM plugin (a process of about a millisecond) and then the
+        // masquerading of its addresses (with iptables, two processes of a
+        // few ms) run while the bridge, the pair and the port are made.
+        // Whichever fails undoes the other: the pair is deleted, or the
+        // masquerading torn down and the IPAM DEL run. A repeated ADD finds
+        // both refused (the name taken, the attachment held) and undoes
+        // nothing of the live pod; the pair's error is returned, as before.
         let (made, reserved) = std::thread::scope(|scope| {
             let reserving = plan
                 .ipam
                 .as_ref()
-                .map(|ipam| scope.spawn(move || cni_invoke::delegate_add(ipam, req)));
+                .map(|ipam| scope.spawn(|| reserve(req, &plan, ipam)));
             let made = make_port(req, &plan, &netns, mac.map(|m| m.mac), host, inside);
             (made, reserving.map(joined))
         });
@@ -125,55 +126,26 @@ impl Plugin for Bridge {
             (Ok(at), Some(Ok(reserved))) => (at, Some(reserved)),
             (Ok(mut at), Some(Err(e))) => {
                 unmake_port(&mut at);
-                return Err(e.into());
+                return Err(e);
             }
-            (Err(e), Some(Ok(_))) => {
-                release(req, &plan);
+            (Err(e), Some(Ok(reserved))) => {
+                unreserve(req, &plan, &reserved);
                 return Err(e);
             }
             (Err(e), _) => return Err(e),
         };
-        let done = match reserved {
+        let done = match &reserved {
             None => at.layer2().and_then(|result| at.describe(result)),
-            Some(reserved) => {
-                let done = (|| -> Result<Result100, BoxError> {
-                    let result = reserved.to_current()?;
-                    // The masquerading needs only the addresses: it is set
-                    // up while the container end is configured and the port
-                    // comes up (with iptables, two processes of a few ms).
-                    let addresses = addresses(&result);
-                    std::thread::scope(|scope| {
-                        let masquerading = plan.masquerade.map(|backend| {
-                            let addresses = &addresses;
-                            scope.spawn(move || {
-                                masquerade::setup(backend, addresses, &attachment(req))
-                            })
-                        });
-                        let result = at.layer3(result).and_then(|r| at.describe(r));
-                        let masqueraded = masquerading.map_or(Ok(()), joined);
-                        match (result, masqueraded) {
-                            (Ok(result), Ok(())) => Ok(result),
-                            (result, masqueraded) => {
-                                if plan.masquerade.is_some() {
-                                    let _ = masquerade::teardown(&addresses, &attachment(req));
-                                }
-                                Err(match result {
-                                    Err(e) => e,
-                                    Ok(_) => Error::from(masqueraded.unwrap_err()).into(),
-                                })
-                            }
-                        }
-                    })
-                })();
-                if done.is_err() {
-                    release(req, &plan);
-                }
-                done
-            }
+            Some(reserved) => at
+                .layer3(reserved.result.clone())
+                .and_then(|result| at.describe(result)),
         };
         match done {
             Ok(result) => Ok(result.into()),
             Err(err) => {
+                if let Some(reserved) = &reserved {
+                    unreserve(req, &plan, reserved);
+                }
                 unmake_port(&mut at);
                 Err(err)
             }
@@ -258,6 +230,47 @@ impl Plugin for Bridge {
         }
         Ok(())
     }
+}
+
+/// What ADD holds from its IPAM plugin: the result, and with `ipMasq`
+/// the masquerading of its addresses.
+struct Reserved {
+    result: Result100,
+    masqueraded: Vec<IpNetwork>,
+}
+
+/// The IPAM ADD, then the masquerading of the addresses it gave (the
+/// masquerading needs nothing else). A failure after the IPAM ADD undoes
+/// what was done: the masquerading, the reservation.
+fn reserve(req: &Req, plan: &Plan, ipam: &str) -> Result<Reserved, BoxError> {
+    let result = cni_invoke::delegate_add(ipam, req)?;
+    let kept = (|| -> Result<Reserved, BoxError> {
+        let result = result.to_current()?;
+        let mut reserved = Reserved {
+            result,
+            masqueraded: Vec::new(),
+        };
+        if let Some(backend) = plan.masquerade {
+            reserved.masqueraded = addresses(&reserved.result);
+            if let Err(e) = masquerade::setup(backend, &reserved.masqueraded, &attachment(req)) {
+                let _ = masquerade::teardown(&reserved.masqueraded, &attachment(req));
+                return Err(Error::from(e).into());
+            }
+        }
+        Ok(reserved)
+    })();
+    if kept.is_err() {
+        release(req, plan);
+    }
+    kept
+}
+
+/// Undoes [`reserve`] after a later failure.
+fn unreserve(req: &Req, plan: &Plan, reserved: &Reserved) {
+    if plan.masquerade.is_some() {
+        let _ = masquerade::teardown(&reserved.masqueraded, &attachment(req));
+    }
+    release(req, plan);
 }
 
 /// The IPAM DEL after a failed ADD: logged when it fails too, the ADD's
