@@ -555,6 +555,68 @@ mod tests {
 
     #[test]
     #[ignore = "needs root: scripts/test.sh runs it"]
+    fn a_failed_ipam_leaves_no_port_and_a_repeated_add_keeps_the_live_pod_and_its_masquerading() {
+        // The IPAM plugin and the masquerading run while the port is made:
+        // whichever fails, the other is undone; a repeated ADD undoes
+        // nothing of the live pod.
+        let (host, container) = namespaces();
+        let ipam = tempfile::tempdir().unwrap();
+        let ports = || {
+            let links = host.socket().unwrap().links().unwrap();
+            links.iter().filter(|l| l.name.starts_with("veth")).count()
+        };
+        let masquerading = || {
+            host.run(|_| {
+                let at = cni_netfilter::masquerade::Attachment {
+                    network: "n",
+                    ifname: "eth0",
+                    container_id: container.name(),
+                };
+                let nets: Vec<IpNetwork> = vec!["10.9.9.2/24".parse().unwrap()];
+                let backend = Some(cni_netfilter::BackendKind::Nftables);
+                Ok::<_, cni_net::NetError>(masquerade::check(backend, &nets, &at).is_ok())
+            })
+            .unwrap()
+        };
+        // A /31 has no address host-local hands out.
+        let mut full = with_ipam("10.9.9.0/31", ipam.path());
+        full["ipMasq"] = true.into();
+        full["ipMasqBackend"] = "nftables".into();
+        let err = run_between(&host, &container, "ADD", "eth0", &full)
+            .error()
+            .unwrap();
+        assert_ne!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+        assert_eq!(ports(), 0);
+        assert!(container
+            .socket()
+            .unwrap()
+            .find_link("eth0")
+            .unwrap()
+            .is_none());
+
+        let mut conf = with_ipam("10.9.9.0/24", ipam.path());
+        conf["ipMasq"] = true.into();
+        conf["ipMasqBackend"] = "nftables".into();
+        let add = run_between(&host, &container, "ADD", "eth0", &conf);
+        assert_eq!(add.exit_code, 0, "{:?}", add.error());
+        assert_eq!(add.json()["ips"][0]["address"], "10.9.9.2/24");
+        assert!(masquerading());
+        let again = run_between(&host, &container, "ADD", "eth0", &conf)
+            .error()
+            .unwrap();
+        assert!(again.msg.contains("already exists"), "{again:?}");
+        assert_eq!(ports(), 1, "the live port stays");
+        assert!(masquerading(), "the live pod's masquerading stays");
+        let held = std::fs::read_dir(ipam.path().join("n")).unwrap();
+        let held = held
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n == "10.9.9.2")
+            .count();
+        assert_eq!(held, 1, "the live pod's reservation stays");
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
     fn ip_masq_rules_come_with_add_are_checked_and_go_with_del_under_both_backends() {
         for (backend, subnet) in [("iptables", "10.9.7.0/24"), ("nftables", "10.9.8.0/24")] {
             let (host, container) = namespaces();
