@@ -100,6 +100,8 @@ fn firewall_and_masquerading_list_each_table_once_per_change() {
             let mut counts = Vec::new();
             masquerade::setup(Some(BackendKind::Iptables), &addresses, &attachment)?;
             counts.push(("masquerading ADD", wrappers.take()));
+            masquerade::setup(Some(BackendKind::Iptables), &addresses, &attachment)?;
+            counts.push(("masquerading ADD again", wrappers.take()));
             firewall::add(BackendKind::Iptables, &rules)?;
             wrappers.take();
             firewall::del(&rules, true)?;
@@ -124,7 +126,9 @@ fn firewall_and_masquerading_list_each_table_once_per_change() {
     assert_eq!(
         counts,
         [
-            ("masquerading ADD", (1, 0)),
+            // A new attachment: nothing names its chain, nothing to list.
+            ("masquerading ADD", (0, 0)),
+            ("masquerading ADD again", (1, 0)),
             ("firewall DEL of the bridge's last container", (1, 0)),
             // Nothing in either table names the bridge or the chain: no
             // listing at all (`cni_netfilter::iptables::may_mention`).

@@ -232,6 +232,36 @@ impl IptablesBackend {
         }
     }
 
+    /// Applies `tx` without listing its table first, as if none of the
+    /// chains it ensures existed and none of the rules it ensures were
+    /// there: for a caller that knows so ([`may_mention`] found nothing of
+    /// them), one `iptables-restore` instead of a save and a restore.
+    /// When the restore fails (another writer made the chain meanwhile,
+    /// or iptables cannot be used), the transaction is applied as
+    /// [`Backend::apply`] does it, from a listing, so its error is the one
+    /// a listed transaction gives.
+    pub fn apply_to_absent(&mut self, tx: &Transaction) -> Result<(), FilterError> {
+        validate(tx)?;
+        let script = self.script(tx, None)?;
+        if script.lines().count() == 2 {
+            return Ok(());
+        }
+        let program = self.variant.program(tx.table().family, "restore");
+        let applied = {
+            let _turn = host_lock(host_lock_of(tx.table().family));
+            command::run(
+                &program,
+                &["--noflush", "-w"],
+                Some(script.as_bytes()),
+                1 << 16,
+            )
+        };
+        match applied {
+            Ok(_) => Ok(()),
+            Err(_) => self.apply(tx),
+        }
+    }
+
     /// The rules of `rules` that `table` lacks, compared as
     /// `iptables-save` prints them, from one listing (the reference checks
     /// each with `iptables -C`).

@@ -61,24 +61,34 @@ fn of_family(addresses: &[IpNetwork], family: Family) -> Vec<IpNetwork> {
 /// Ensures the chain and each address's rules, appending only those not
 /// there already (go-iptables' `AppendUnique`); one `iptables-save` and
 /// one `iptables-restore` per family (the transaction's ensured rules are
-/// checked against the listing it makes anyway).
+/// checked against the listing it makes anyway). Where the table names
+/// neither the chain nor the comment ([`crate::iptables::may_mention`]:
+/// a new attachment), nothing of it can be there and the restore runs
+/// without the listing.
 ///
 /// Go: plugins `ip.setupIPMasqIPTables`.
 pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
     let mut backend = IptablesBackend::new();
+    let chain = chain_name(at.network, at.container_id);
+    let comment = iptables_comment(at.network, at.container_id);
     for family in [Family::Ip, Family::Ip6] {
         let mine = of_family(addresses, family);
         if mine.is_empty() {
             continue;
         }
         let mut tx = crate::Transaction::new(nat(family));
-        tx.ensure_chain(Chain::new(chain_name(at.network, at.container_id)));
+        tx.ensure_chain(Chain::new(chain.clone()));
         for net in &mine {
             for rule in rules(net, at) {
                 tx.ensure_rule(rule);
             }
         }
-        backend.apply(&tx)?;
+        let needles = [chain.as_bytes(), comment.as_bytes()];
+        if crate::iptables::may_mention(family, "nat", &needles) {
+            backend.apply(&tx)?;
+        } else {
+            backend.apply_to_absent(&tx)?;
+        }
     }
     Ok(())
 }
