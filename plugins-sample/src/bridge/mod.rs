@@ -33,7 +33,13 @@
 //!
 //! DEL deletes the container end, releases the IPAM reservation and
 //! removes the masquerading and the spoof check; a namespace or link
-//! already gone is success. CHECK compares the bridge, the port and the
+//! already gone is success. The first three run at once (the kernel takes
+//! tens of milliseconds to delete a pair), and ADD runs the IPAM plugin,
+//! then the masquerading of its addresses, while it makes the bridge, the
+//! pair and the port; whichever side fails, the other is undone. DEL's
+//! masquerading teardown takes the previous result's addresses (the
+//! reference takes the deleted link's; the rules are found by comment
+//! either way). CHECK compares the bridge, the port and the
 //! container end with `prevResult`, with `ipMasq` the masquerading rules,
 //! and each layer-2 field above with the kernel. GC and STATUS go to
 //! IPAM; GC also removes the masquerading of attachments
