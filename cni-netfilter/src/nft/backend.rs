@@ -117,21 +117,12 @@ impl NftBackend {
                 .any(|n| !n.is_empty() && hay.windows(n.len()).any(|w| w == *n))
         };
         let wanted = table.name.as_bytes();
-        let chains = self.socket.dump(
-            Kind::GetChain,
-            table.family,
-            &Attrs::default(),
-            |hit: &mut bool, payload| {
-                if let [Some(name), Some(chain)] = nla::find(payload, [1, 3])? {
-                    *hit |= nla::text(name) == wanted && needles.contains(&nla::text(chain));
+        for declared in self.chain_declarations(table)? {
+            if let [Some(name)] = nla::find(&declared, [3])? {
+                if needles.contains(&nla::text(name)) {
+                    return Ok(true);
                 }
-                Ok(())
-            },
-        );
-        match chains {
-            Ok(true) => return Ok(true),
-            Ok(false) => {}
-            Err(e) => return Err(e.into_filter("list chains of", || format!("table {table}"))),
+            }
         }
         let mut filter = Attrs::default();
         filter.str(1, &table.name);
@@ -305,22 +296,13 @@ impl Backend for NftBackend {
 
     /// `NFT_MSG_GETCHAIN` dumped for the family, kept for this table.
     fn list_chains(&mut self, table: &Table) -> Result<Vec<String>, FilterError> {
-        let wanted = table.name.as_bytes();
-        self.socket
-            .dump(
-                Kind::GetChain,
-                table.family,
-                &Attrs::default(),
-                |chains: &mut Vec<String>, payload| {
-                    if let [Some(name), Some(chain)] = nla::find(payload, [1, 3])? {
-                        if nla::text(name) == wanted {
-                            chains.push(nla::string(chain)?);
-                        }
-                    }
-                    Ok(())
-                },
-            )
-            .map_err(|e| e.into_filter("list chains of", || format!("table {table}")))
+        self.chain_declarations(table)?
+            .iter()
+            .filter_map(|declared| match nla::find(declared, [3]) {
+                Ok([Some(name)]) => Some(nla::string(name)),
+                _ => None,
+            })
+            .collect()
     }
 }
 
