@@ -182,6 +182,37 @@ fn ensuring_an_existing_chain_keeps_its_rules() {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
+fn applying_to_absent_chains_that_turn_out_present_falls_back_to_the_listed_way() {
+    // `apply_to_absent` writes `-N` and appends without a listing; when the
+    // chain is there after all (another writer), the restore fails and the
+    // transaction is applied from a listing: the chain kept, each ensured
+    // rule once.
+    for variant in VARIANTS {
+        let ns = netns("nf-ipt-absent");
+        let mut tx = Transaction::new(Table::new(Family::Ip, "nat"));
+        tx.ensure_chain(Chain::new("CNI-ABSENT")).ensure_rule(
+            Rule::new("CNI-ABSENT")
+                .then(Action::Masquerade)
+                .comment("once"),
+        );
+        try_iptables(&ns, variant, |ipt| {
+            ipt.apply_to_absent(&tx)?;
+            ipt.apply_to_absent(&tx)
+        })
+        .unwrap();
+        assert_eq!(
+            saved(&ns, variant, Family::Ip, "nat"),
+            [
+                ":CNI-ABSENT - [0:0]",
+                "-A CNI-ABSENT -m comment --comment once -j MASQUERADE"
+            ],
+            "{variant:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn iptables_counts_as_usable_where_it_runs() {
     let ns = netns("nf-ipt-usable");
     let usable = ns.run(|_| Ok::<_, common::BoxError>(cni_netfilter::iptables_usable()));
