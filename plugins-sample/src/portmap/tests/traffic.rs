@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Command;
 use std::time::Duration;
 
 use cni_net::testing::TempNetns;
@@ -60,6 +61,21 @@ impl Node {
             "net.ipv4.ip_forward"
         };
         node.host.set_sysctl(forwarding, "1").unwrap();
+        // Each end reaches its neighbour before a test starts: a fresh
+        // veth's neighbour discovery can still be settling under load
+        // (seen once in CI: an IPv6 connect through the mapping failed
+        // with "No route to host"), which is not what these tests check.
+        for (ns, neighbour) in [(c, node.ip(1, 1)), (x, node.ip(2, 1))] {
+            let reached = (0..20).any(|_| {
+                Command::new("ip")
+                    .args([
+                        "netns", "exec", ns, "ping", "-c", "1", "-W", "1", &neighbour,
+                    ])
+                    .output()
+                    .is_ok_and(|out| out.status.success())
+            });
+            assert!(reached, "{ns} cannot reach {neighbour}");
+        }
         node
     }
 
