@@ -133,12 +133,23 @@ where
     match rest(result) {
         Ok(t) => Ok(t),
         Err(err) => {
-            if let Err(cleanup) = delegate_del(plugin_type, req) {
-                req.log(format_args!(
-                    "delegated DEL of {plugin_type} after a failed ADD also failed: {cleanup}"
-                ));
-            }
+            release_after_failed_add(plugin_type, req);
             Err(err.into())
         }
+    }
+}
+
+/// The delegate's DEL after the plugin's ADD failed past a successful
+/// delegated ADD (what [`add_with_cleanup`] runs): its own failure is
+/// logged to stderr, the ADD's error being the one to return. For a
+/// plugin that ran the delegated ADD itself (on another thread, say).
+///
+/// Go: none; `ipam.ExecDel` on a failure path, as the reference plugins
+/// write it by hand.
+pub fn release_after_failed_add<C>(plugin_type: &str, req: &Request<C>) {
+    if let Err(cleanup) = delegate_del(plugin_type, req) {
+        req.log(format_args!(
+            "delegated DEL of {plugin_type} after a failed ADD also failed: {cleanup}"
+        ));
     }
 }

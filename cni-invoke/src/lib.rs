@@ -67,6 +67,7 @@ pub use cancel::Cancel;
 pub use deadline::{Deadline, Stopped, KILL_GRACE};
 pub use delegate::{
     add_with_cleanup, delegate_add, delegate_check, delegate_del, delegate_gc, delegate_status,
+    release_after_failed_add,
 };
 pub use exec::{exec_plugin, exec_with_result, exec_without_result, Invocation};
 pub use find::find_in_path;

@@ -283,11 +283,7 @@ fn unreserve(req: &Req, plan: &Plan, reserved: &Reserved) {
 /// error being the one returned.
 fn release(req: &Req, plan: &Plan) {
     if let Some(ipam) = &plan.ipam {
-        if let Err(e) = cni_invoke::delegate_del(ipam, req) {
-            req.log(format_args!(
-                "delegated DEL of {ipam} after a failed ADD also failed: {e}"
-            ));
-        }
+        cni_invoke::release_after_failed_add(ipam, req);
     }
 }
 

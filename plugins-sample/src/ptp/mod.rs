@@ -105,7 +105,7 @@ impl Plugin for Ptp {
                 return Err(e.into());
             }
             (Err(e), Ok(_)) => {
-                release(req, &plan);
+                cni_invoke::release_after_failed_add(&plan.ipam, req);
                 return Err(e.into());
             }
             // The IPAM's error says more (a repeated ADD: the name taken
@@ -137,7 +137,7 @@ impl Plugin for Ptp {
             Ok(result) => result,
             Err(e) => {
                 let _ = host.delete_link_if_present(host_end.index);
-                release(req, &plan);
+                cni_invoke::release_after_failed_add(&plan.ipam, req);
                 return Err(e);
             }
         };
@@ -224,17 +224,6 @@ impl Plugin for Ptp {
         let plan = plan(req)?;
         cni_invoke::delegate_status(&plan.ipam, req)?;
         Ok(())
-    }
-}
-
-/// The IPAM DEL after a failed ADD: logged when it fails too, the ADD's
-/// error being the one returned.
-fn release(req: &Req, plan: &Plan) {
-    if let Err(e) = cni_invoke::delegate_del(&plan.ipam, req) {
-        req.log(format_args!(
-            "delegated DEL of {} after a failed ADD also failed: {e}",
-            plan.ipam
-        ));
     }
 }
 
