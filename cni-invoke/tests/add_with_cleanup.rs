@@ -83,3 +83,28 @@ fn a_failed_step_after_the_delegated_add_releases_it_and_a_refused_add_releases_
     assert_eq!(commands(), "ADD\nDEL\nADD\n");
     assert!(dir.path().join("held").exists());
 }
+
+#[test]
+fn a_release_that_fails_too_is_logged_and_the_adds_error_is_the_answer() {
+    // The delegate reserves on ADD and cannot release on DEL.
+    let dir = tempfile::tempdir().unwrap();
+    script(
+        dir.path(),
+        "ipam",
+        "cat >/dev/null\ncase $CNI_COMMAND in\n\
+         ADD) echo '{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.1.0.5/16\"}]}';;\n\
+         DEL) echo '{\"code\":11,\"msg\":\"store unreachable\"}'; exit 1;;\n\
+         esac",
+    );
+    let out = add(dir.path());
+    assert_eq!(
+        out.error().map(|e| e.msg),
+        Some("interface eth0 exists".into())
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("delegated DEL of ipam after a failed ADD also failed")
+            && stderr.contains("store unreachable"),
+        "{stderr}"
+    );
+}
