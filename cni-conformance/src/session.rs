@@ -47,6 +47,7 @@ impl Session {
     /// directory and the plugin's working directory, and settles the
     /// versions (asking `VERSION` when the target names none).
     pub fn new(target: &Target) -> Result<Session, SetupError> {
+        let target = &target.with_absolute_paths();
         if !is_executable(&target.plugin) {
             return Err(SetupError::NotExecutable(target.plugin.clone()));
         }

@@ -117,6 +117,21 @@ impl Target {
         }
     }
 
+    /// This target with its plugin, `CNI_PATH` entries and namespace made
+    /// absolute against the current directory: each execution runs in a
+    /// working directory of the run's own, where a relative path would
+    /// name nothing (or another file).
+    pub(crate) fn with_absolute_paths(&self) -> Target {
+        let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        let mut target = self.clone();
+        target.plugin = absolute(&self.plugin);
+        target.cni_path = self.cni_path.iter().map(absolute).collect();
+        if let NetnsChoice::Path(p) = &self.netns {
+            target.netns = NetnsChoice::Path(absolute(p));
+        }
+        target
+    }
+
     /// The plugin's file name, the `type` filled into configurations.
     pub fn plugin_name(&self) -> String {
         self.plugin

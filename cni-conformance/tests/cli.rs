@@ -119,6 +119,25 @@ fn a_plugin_passing_every_must_exits_0() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_plugin_named_by_a_relative_path_is_run_from_where_the_tool_was_started() {
+    // Each execution runs in a working directory of the run's own: the
+    // relative path must still name the plugin the user meant.
+    let out = Command::new(env!("CARGO_BIN_EXE_cni-conformance"))
+        .current_dir("/usr/lib")
+        .args(["--kind", "ipam", "--only", "VERSION-REPLY,ADD-SUCCEEDS"])
+        .arg("cni/host-local")
+        .output()
+        .expect("run cni-conformance");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("2 passed, 0 failed, 0 warnings")
+    );
+}
+
+#[test]
 fn misuse_exits_2_naming_the_problem() {
     for (args, says) in [
         (vec!["--kind", "bridge", "/bin/true"], "--kind \"bridge\""),
