@@ -22,9 +22,9 @@ scripts/package.sh
 # `cargo test` reports them as ignored, and CI never skips one.
 cargo test --workspace -- --include-ignored
 # The vm_* tests (tests/vm/): link kinds this kernel lacks (vlan, ipvlan,
-# vrf, dummy, bonding), all in one boot of Debian's kernel (user-mode
-# Linux by default, QEMU with CNI_VM_BACKEND=qemu)
-# (docs/vm.md).
+# vrf, dummy, bonding), all in one boot of Debian's kernel: user-mode
+# Linux where a trivial guest boots on this host, QEMU where it cannot
+# (AMX hosts); the script says which and why (docs/vm.md).
 scripts/vm/run-tests.sh
 # Benchmarks are not tests: this only checks that both harnesses still
 # build and run end to end (3 rounds, each benchmark once); the figures are

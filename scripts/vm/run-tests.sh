@@ -9,11 +9,15 @@
 #   scripts/vm/run-tests.sh vm_vlan -- NAME   arguments after -- go to each
 #                                             test binary (a filter, --nocapture)
 #
-# CNI_VM_BACKEND picks the kernel: `uml` (default), Debian's user-mode
-# Linux, about 2 s a boot, no emulation; or `qemu`, Debian's amd64 kernel
-# booted by virtme-ng under QEMU, software-emulated here (about 15 s a boot,
-# code 15-25x slower) but with what UML lacks (nftables' ip/ip6/inet
-# families).
+# CNI_VM_BACKEND picks the kernel: `uml`, Debian's user-mode Linux, about
+# 2 s a boot, no emulation; `qemu`, Debian's amd64 kernel booted by
+# virtme-ng under QEMU, software-emulated here (about 15 s a boot, code
+# 15-25x slower) but with what UML lacks (nftables' ip/ip6/inet families);
+# or `auto` (default): user-mode Linux when a trivial guest boots on this
+# host, QEMU otherwise (UML 6.1 cannot boot where the CPU's extended state
+# is larger than it expects, e.g. with AMX: "ptrace set fp regs failed").
+# The choice and its reason are printed; nothing is skipped: a host where
+# the chosen backend cannot boot fails the run, saying so.
 #
 # The test binaries and the sample plugins are built here, on the host; the
 # guest only runs them, with CNI_TEST_PLUGIN_DIR naming the plugins. Each
@@ -29,7 +33,7 @@ cd "$(dirname "$0")/../.."
 CACHE=${CNI_VM_CACHE:-/var/lib/cni-rs-vm}
 TIMEOUT=${CNI_VM_TIMEOUT:-900}
 BINARY_TIMEOUT=${CNI_VM_BINARY_TIMEOUT:-300}
-BACKEND=${CNI_VM_BACKEND:-uml}
+BACKEND=${CNI_VM_BACKEND:-auto}
 
 say() { echo "vm: $*"; }
 die() { echo "vm: $*" >&2; exit 1; }
@@ -45,10 +49,43 @@ done
 
 [ "${EUID}" -eq 0 ] || die "the vm_* tests run as root (namespaces, links): run as root"
 case $BACKEND in
-    uml) scripts/vm/install-deps.sh | tail -n 1 ;;
+    uml | auto) scripts/vm/install-deps.sh | tail -n 1 ;;
     qemu) scripts/vm/install-deps.sh --qemu | tail -n 1 ;;
-    *) die "CNI_VM_BACKEND=$BACKEND: expected uml or qemu" ;;
+    *) die "CNI_VM_BACKEND=$BACKEND: expected auto, uml or qemu" ;;
 esac
+uml_version=$(cat "$CACHE/uml/.done")
+UML=${CNI_VM_UML:-$CACHE/uml/root/usr/bin/linux.uml}
+
+# Boots user-mode Linux once with a trivial init that writes a file on a
+# hostfs mount and powers off: true when it ran. Its console is left in $1.
+uml_boots() {
+    local dir=$1
+    cat >"$dir/init.sh" <<EOF
+#!/bin/sh
+mount -t hostfs -o $dir probe $dir && echo ran >$dir/ran
+poweroff -f
+EOF
+    chmod +x "$dir/init.sh"
+    timeout --kill-after=5 60 "$UML" mem=256M rootfstype=hostfs rootflags=/ ro \
+        init="$dir/init.sh" con=null con0=null,fd:1 </dev/null >"$dir/console.log" 2>&1 || true
+    [ -f "$dir/ran" ]
+}
+
+if [ "$BACKEND" = auto ]; then
+    probe=$(mktemp -d)
+    if uml_boots "$probe"; then
+        BACKEND=uml
+        say "backend: user-mode Linux (a trivial guest booted on this host; CNI_VM_BACKEND=qemu to use QEMU)"
+    else
+        # The lines that say why: UML's own complaint and the panic.
+        why=$(grep -a -m 3 -i -E 'failed|panic|error' "$probe/console.log" | tr -d '\r' | paste -sd ';' -)
+        BACKEND=qemu
+        say "backend: QEMU, because user-mode Linux $uml_version cannot boot on this host (${why:-no output; see below})"
+        [ -n "$why" ] || tail -n 5 "$probe/console.log" | sed 's/^/vm:   /'
+        scripts/vm/install-deps.sh --qemu | tail -n 1
+    fi
+    rm -rf "$probe"
+fi
 
 metadata=$(cargo metadata --no-deps --format-version 1)
 target=$(jq -r .target_directory <<<"$metadata")
@@ -86,7 +123,6 @@ mapfile -t binaries < <(
 run=$target/vm/run-$$
 rm -rf "$run"
 mkdir -p "$run"
-uml_version=$(cat "$CACHE/uml/.done")
 
 {
     echo "#!/bin/bash"
@@ -103,6 +139,11 @@ uml_version=$(cat "$CACHE/uml/.done")
         printf 'mount -t tmpfs modules /lib/modules; ln -s %q /lib/modules/%q\n' \
             "$CACHE/uml/root/usr/lib/uml/modules/$uml_version" "$uml_version"
         echo "ip link set lo up"
+    else
+        # virtme-ng's init leaves the host's /tmp (read-only here) and
+        # may leave /run: fresh tmpfs mounts, as under user-mode Linux.
+        echo "mount -t tmpfs tmp /tmp"
+        echo "mountpoint -q /run || mount -t tmpfs run /run"
     fi
     # The reference plugins' default state directory (host-local's
     # leases), empty and writable in the guest.
@@ -136,7 +177,7 @@ chmod +x "$run/guest.sh"
 boot_uml() {
     say "booting Debian's user-mode Linux $uml_version (timeout ${TIMEOUT}s) for ${#binaries[@]} test binaries"
     # The guest's memory is a file in TMPDIR (sparse, removed at exit).
-    timeout --kill-after=10 "$TIMEOUT" "$CACHE/uml/root/usr/bin/linux.uml" \
+    timeout --kill-after=10 "$TIMEOUT" "$UML" \
         mem=2G rootfstype=hostfs rootflags=/ ro init="$run/guest.sh" \
         con=null con0=null,fd:1 \
         </dev/null >"$run/console.log" 2>&1
