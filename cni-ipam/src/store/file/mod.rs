@@ -57,6 +57,7 @@ use self::format::{address_of, read_entry, Content};
 pub use self::format::{owner_key, parse_owner};
 use self::lock::lock_within;
 pub use self::lock::LOCK_TIMEOUT;
+use crate::range::{RangeIter, RangeSet};
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// Prefix of the per-range-set round-robin files.
@@ -67,6 +68,9 @@ pub const LINE_BREAK: &str = "\r\n";
 pub const LOCK_FILE: &str = "lock";
 /// Temporary files start with this; they never parse as an address.
 const TMP_PREFIX: &str = ".ipam-file-tmp.";
+/// How many addresses STATUS looks up one by one in a range set before it
+/// lists the directory (`FileStore::exhausted_sets`).
+const STATUS_PROBES: usize = 8;
 /// Longest reservation file read; longer content is not a reservation.
 const MAX_RESERVATION: u64 = 4096;
 /// A network's directory, locked for as long as this value lives: shared
@@ -163,6 +167,28 @@ impl Store for FileStore {
             }
         }
         Ok(out)
+    }
+
+    /// Probes, in each range set, the first [`STATUS_PROBES`] addresses an
+    /// ADD would try (after `last_reserved_ip`): one `lstat` each, so a
+    /// set with room costs a few system calls however many addresses are
+    /// reserved. Only a set whose probes are all taken is decided by
+    /// listing the directory.
+    fn exhausted_sets(&mut self, sets: &[RangeSet]) -> Result<Vec<usize>, Error> {
+        let unsure: Vec<usize> = (0..sets.len())
+            .filter(|&i| {
+                let last = self.last_reserved(i).ok().flatten();
+                !RangeIter::new(&sets[i], last)
+                    .take(STATUS_PROBES)
+                    .any(|ip| self.is_free(ip))
+            })
+            .collect();
+        if unsure.is_empty() {
+            return Ok(unsure);
+        }
+        let held = self.held_addresses()?;
+        let full = crate::plan::exhausted_sets(sets, &held);
+        Ok(full.into_iter().filter(|i| unsure.contains(i)).collect())
     }
 
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
@@ -323,6 +349,15 @@ impl FileStore {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(Error::io("write", &target, e)),
+        }
+    }
+
+    /// Whether no entry holds `ip`'s name. An entry that cannot be looked
+    /// at counts as taken, as the listing would take it.
+    fn is_free(&self, ip: IpAddr) -> bool {
+        match fs::symlink_metadata(self.dir.join(ip.to_string())) {
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+            Ok(_) => false,
         }
     }
 
