@@ -23,7 +23,8 @@
 # bridges, rules and tables of one case never meet another's and the host's
 # are never touched. Cases are interleaved round by round: reference, ours,
 # floor; afterwards each case's node is checked for leftovers (links other
-# than lo and the bridge, reservations, libcni cache entries).
+# than lo and the bridge, reservations, libcni cache entries): ours or the
+# floor's fail the run, the reference's are shown.
 #
 # usage: bench/process/burst.sh [ROUNDS [N...]]   (default 5 rounds of 30
 #        and 100; `burst.sh 1 4` is the smoke run). Needs root. Writes
@@ -142,11 +143,13 @@ SH
     cniburst="$root/$out/cniburst" floor_bin="$root/$out/floor" prefix=$prefix n=$n case=$case \
         floor="$(floor_bridge "$name")" rules="$(floor_rules "$name")" file="$root/$file" \
         conflist="$root/$out/$case-$name.conflist" dir=$dir cache="$root/$out/cache-$case-$name" \
-        ipam="$root/$out/ipam-$case-$name" leaks="$root/$out/leaks" \
+        ipam="$root/$out/ipam-$case-$name" leaks="$root/$out/leaks-$case" \
         unshare --net bash "$out/node.sh"
 }
 
-: > "$out/leaks"
+: > "$out/leaks-ours"
+: > "$out/leaks-floor"
+: > "$out/leaks-reference"
 for n in "${sizes[@]}"; do
     for round in $(seq "$rounds"); do
         for name in "${lists[@]}"; do
@@ -160,8 +163,12 @@ for n in "${sizes[@]}"; do
 done
 python3 bench/process/report_burst.py "$out" > "$out/table.md"
 cat "$out/table.md"
-if [ -s "$out/leaks" ]; then
+if [ -s "$out/leaks-reference" ]; then
+    echo "burst: the reference left behind (not ours to fix):" >&2
+    cat "$out/leaks-reference" >&2
+fi
+if [ -s "$out/leaks-ours" ] || [ -s "$out/leaks-floor" ]; then
     echo "burst: left behind:" >&2
-    cat "$out/leaks" >&2
+    cat "$out/leaks-ours" "$out/leaks-floor" >&2
     exit 1
 fi

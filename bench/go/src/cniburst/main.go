@@ -17,13 +17,15 @@
 //	     "del_makespan": ms, "errors": ["..."]}
 //	cniburst churn --conflist F --cni-path D --cache-dir C --prefix P
 //	    --present 110 --cycles 10000 --inflight 20 [--status-every 5s]
-//	    [--gc-every 60s] [--cap-args JSON]
-//	    ADDs P-0 .. P-(present-1) and keeps them; then `cycles` ADD+DEL cycles
-//	    of other pods, `inflight` at a time, each in a fresh namespace; STATUS
-//	    of every plugin of the list every status-every and a GC of the list
-//	    (the present pods' attachments valid) every gc-every, when the list's
-//	    cniVersion is 1.1.0 (Debian's libcni predates both: cniburst runs
-//	    them as libcni 1.2 does, plugin by plugin, in list order); then DELs
+//	    [--gc-every 60s] [--cap-args JSON] [--lifecycle 1.1.0]
+//	    ADDs P-p0 .. P-p(present-1) and keeps them; then `cycles` ADD+DEL cycles
+//	    of other pods, `inflight` at a time, each in a fresh namespace; with
+//	    --lifecycle, STATUS of every plugin of the list every status-every and
+//	    a GC of the list (the present pods' attachments valid) every
+//	    gc-every, at that cniVersion (Debian's libcni 1.1.2 predates both and
+//	    reads no 1.1.0 result: the list's ADD and DEL stay at its own version
+//	    and cniburst runs STATUS and GC as libcni 1.2 does, plugin by
+//	    plugin, in list order, the list's name injected); then DELs
 //	    the present pods. Prints one JSON object: {"cycles": [ms per cycle,
 //	    in completion order], "status": [ms], "gc": [ms], "errors": [...],
 //	    "fds_before": n, "fds_after": n}
@@ -95,9 +97,9 @@ func delNetns(name string) {
 }
 
 type options struct {
-	conflist, cniPath, cacheDir, prefix, capArgs string
-	n, present, cycles, inflight                 int
-	statusEvery, gcEvery                         time.Duration
+	conflist, cniPath, cacheDir, prefix, capArgs, lifecycle string
+	n, present, cycles, inflight                            int
+	statusEvery, gcEvery                                    time.Duration
 }
 
 type runner struct {
@@ -196,7 +198,7 @@ func (r *runner) each(command string, extra map[string]interface{}) float64 {
 	t := time.Now()
 	paths := filepath.SplitList(r.opt.cniPath)
 	for _, plugin := range r.list.Plugins {
-		values := map[string]interface{}{"name": r.list.Name, "cniVersion": r.list.CNIVersion}
+		values := map[string]interface{}{"name": r.list.Name, "cniVersion": r.opt.lifecycle}
 		for k, v := range extra {
 			values[k] = v
 		}
@@ -246,7 +248,7 @@ func (r *runner) churn() map[string]interface{} {
 	}
 	wg.Wait()
 
-	withLifecycle := r.list.CNIVersion == "1.1.0"
+	withLifecycle := r.opt.lifecycle != ""
 	var valid []map[string]string
 	for _, pod := range present {
 		valid = append(valid, map[string]string{"containerID": pod, "ifname": "eth0"})
@@ -350,6 +352,7 @@ func main() {
 	fs.StringVar(&o.cacheDir, "cache-dir", "", "libcni cache directory")
 	fs.StringVar(&o.prefix, "prefix", "", "namespace and container name prefix")
 	fs.StringVar(&o.capArgs, "cap-args", "", "capability arguments, JSON")
+	fs.StringVar(&o.lifecycle, "lifecycle", "", "cniVersion of STATUS and GC; none without")
 	fs.IntVar(&o.n, "n", 30, "pods in the burst")
 	fs.IntVar(&o.present, "present", 110, "pods kept during the churn")
 	fs.IntVar(&o.cycles, "cycles", 10000, "ADD/DEL cycles")
