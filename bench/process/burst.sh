@@ -29,7 +29,8 @@
 # usage: bench/process/burst.sh [ROUNDS [N...]]   (default 5 rounds of 30
 #        and 100; `burst.sh 1 4` is the smoke run). Needs root. Writes
 #        target/bench/burst/{table.md,burst-N.svg}; BURST_LISTS picks lists,
-#        BURST_BINS a directory of plugins already built.
+#        BURST_BINS a directory of plugins already built, BURST_FLOOR=no
+#        leaves the floor out (scripts/demo.sh's burst of ten).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -52,11 +53,14 @@ bins=${BURST_BINS:-}
 if [ -z "$bins" ]; then
     scripts/build-static-plugins.sh --quiet -p plugins-sample --bin bridge --bin ptp \
         --bin host-local --bin portmap --bin firewall --bin tuning >/dev/null
-    scripts/build-static-plugins.sh --quiet -p cni-net --example burst_floor >/dev/null
     bins=target/x86_64-unknown-linux-musl/plugin
 fi
+with_floor=${BURST_FLOOR:-yes}
+if [ "$with_floor" = yes ]; then
+    [ -n "${BURST_BINS:-}" ] || scripts/build-static-plugins.sh --quiet -p cni-net --example burst_floor >/dev/null
+    cp "$bins/examples/burst_floor" "$out/floor"
+fi
 for bin in bridge ptp host-local portmap firewall tuning; do cp "$bins/$bin" "$out/ours/"; done
-cp "$bins/examples/burst_floor" "$out/floor"
 
 # list NAME CASE: the list's file for a case (its own IPAM directory).
 list() {
@@ -155,7 +159,8 @@ for n in "${sizes[@]}"; do
         for name in "${lists[@]}"; do
             cases=(reference ours floor)
             [ "$name" = podman-nft ] && cases=(ours floor)
-            for case in "${cases[@]}"; do
+            [ "$with_floor" = yes ] || cases=("${cases[@]/floor/}")
+            for case in ${cases[*]}; do
                 run "$name" "$case" "$n" "$round"
             done
         done
