@@ -169,7 +169,7 @@ impl Store for FileStore {
         Ok(out)
     }
 
-    /// Probes, in each range set, the first [`STATUS_PROBES`] addresses an
+    /// Probes, in each range set, the first 8 addresses an
     /// ADD would try (after `last_reserved_ip`): one `lstat` each, so a
     /// set with room costs a few system calls however many addresses are
     /// reserved. Only a set whose probes are all taken is decided by
