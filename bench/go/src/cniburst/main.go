@@ -21,7 +21,8 @@
 //	    ADDs P-p0 .. P-p(present-1) and keeps them; then `cycles` ADD+DEL cycles
 //	    of other pods, `inflight` at a time, each in a fresh namespace; with
 //	    --lifecycle, STATUS of every plugin of the list every status-every and
-//	    a GC of the list (the present pods' attachments valid) every
+//	    a GC of the list (the attachments of the present pods and of the
+//	    cycles in flight valid, as a runtime knows them) every
 //	    gc-every, at that cniVersion (Debian's libcni 1.1.2 predates both and
 //	    reads no 1.1.0 result: the list's ADD and DEL stay at its own version
 //	    and cniburst runs STATUS and GC as libcni 1.2 does, plugin by
@@ -249,9 +250,25 @@ func (r *runner) churn() map[string]interface{} {
 	wg.Wait()
 
 	withLifecycle := r.opt.lifecycle != ""
-	var valid []map[string]string
+	// Every pod the runtime knows of is valid for GC: the present ones and
+	// those between the start of their ADD and the end of their DEL, as
+	// containerd counts a sandbox being made or torn down.
+	// A pod registers under gcLock's read side, and a GC holds its write
+	// side from its snapshot to its end: no pod the GC does not know of
+	// starts meanwhile (its wait is not part of its timed cycle).
+	var gcLock sync.RWMutex
+	live := map[string]bool{}
 	for _, pod := range present {
-		valid = append(valid, map[string]string{"containerID": pod, "ifname": "eth0"})
+		live[pod] = true
+	}
+	valid := func() []map[string]string {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		out := make([]map[string]string, 0, len(live))
+		for pod := range live {
+			out = append(out, map[string]string{"containerID": pod, "ifname": "eth0"})
+		}
+		return out
 	}
 	var status, gc []float64
 	stop := make(chan struct{})
@@ -276,7 +293,9 @@ func (r *runner) churn() map[string]interface{} {
 		pollers.Add(2)
 		go poll(r.opt.statusEvery, func() float64 { return r.each("STATUS", nil) }, &status)
 		go poll(r.opt.gcEvery, func() float64 {
-			return r.each("GC", map[string]interface{}{"cni.dev/valid-attachments": valid})
+			gcLock.Lock()
+			defer gcLock.Unlock()
+			return r.each("GC", map[string]interface{}{"cni.dev/valid-attachments": valid()})
 		}, &gc)
 	}
 
@@ -292,9 +311,15 @@ func (r *runner) churn() map[string]interface{} {
 				r.record("netns", err)
 				return
 			}
+			gcLock.RLock()
+			r.mu.Lock()
+			live[pod] = true
+			r.mu.Unlock()
+			gcLock.RUnlock()
 			d := r.add(pod) + r.del(pod)
 			delNetns(pod)
 			r.mu.Lock()
+			delete(live, pod)
 			cycles = append(cycles, d)
 			r.mu.Unlock()
 		}(i)
