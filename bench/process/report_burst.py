@@ -4,7 +4,8 @@ DEL latency of ours, the reference and the kernel floor, one row each, so
 the distance to the floor shows at a glance. Hand-written SVG: no plotting
 library.
 
-usage: report_burst.py OUT   (reads OUT/runs/N_LIST_CASE_ROUND.json)
+usage: report_burst.py OUT   (reads OUT/runs/N_LIST_CASE_ROUND.json); exits 1
+when ours or the floor recorded an error (the reference's are shown only).
 """
 
 import glob
@@ -25,8 +26,9 @@ def pct(values, p):
 
 
 def load(out):
-    """{(n, list, case): {"add": [...], "del": [...], "add_span": [...], ...}}"""
-    runs = {}
+    """{(n, list, case): {"add": [...], "del": [...], "add_span": [...], ...}},
+    and whether ours or the floor recorded an error."""
+    runs, failed = {}, False
     for path in glob.glob(os.path.join(out, "runs", "*.json")):
         n, name, case, _ = os.path.basename(path)[:-5].split("_")
         with open(path) as f:
@@ -37,12 +39,13 @@ def load(out):
         data = json.loads(text)
         for e in data.get("errors") or []:
             print(f"burst: {n} {name} {case}: {e}", file=sys.stderr)
+            failed = failed or case != "reference"
         r = runs.setdefault((int(n), name, case), {"add": [], "del": [], "add_span": [], "del_span": []})
         r["add"] += data["add"]
         r["del"] += data["del"]
         r["add_span"].append(data["add_makespan"])
         r["del_span"].append(data["del_makespan"])
-    return runs
+    return runs, failed
 
 
 def cell(r, op):
@@ -99,7 +102,7 @@ def svg(runs, n, lists, path):
 
 def main():
     out = sys.argv[1]
-    runs = load(out)
+    runs, failed = load(out)
     sizes = sorted({n for n, _, _ in runs})
     lists = []
     for _, name, _ in sorted(runs, key=lambda k: ["podman", "podman-nft", "kind", "containerd"].index(k[1])):
@@ -114,7 +117,22 @@ def main():
             print(f"| {name} | {n} | " + " | ".join(cell(x, "add") for x in r) + " | "
                   + " | ".join(cell(x, "del") for x in r) + " |")
         svg(runs, n, lists, os.path.join(out, f"burst-{n}.svg"))
+    print("\nAgainst the issue's targets (ours): makespan / the floor's; p99 / p50; p50 / the reference's:\n")
+    print("| list | N | ADD span / floor | DEL span / floor | ADD p99 / p50 | DEL p99 / p50 | ADD p50 / ref | DEL p50 / ref |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        for name in lists:
+            ours, ref, floor = (runs.get((n, name, c)) for c in ("ours", "reference", "floor"))
+            if ours is None:
+                continue
+            span = lambda op: (f"{statistics.median(ours[op + '_span']) / statistics.median(floor[op + '_span']):.2f}x"
+                               if floor else "-")
+            convoy = lambda op: f"{pct(ours[op], 99) / pct(ours[op], 50):.2f}"
+            vs_ref = lambda op: f"{pct(ours[op], 50) / pct(ref[op], 50):.2f}x" if ref else "-"
+            print(f"| {name} | {n} | {span('add')} | {span('del')} | {convoy('add')} | {convoy('del')} "
+                  f"| {vs_ref('add')} | {vs_ref('del')} |")
     print("\nPlots: " + ", ".join(f"burst-{n}.svg" for n in sizes))
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

@@ -94,30 +94,46 @@ fn del(pod: &Pod, rules: usize) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs `step` on every pod at once: per-pod milliseconds, the makespan.
-fn all(pods: &[Pod], step: &(dyn Fn(&Pod) -> Result<(), Failure> + Sync)) -> (Vec<f64>, f64) {
+/// What every pod's step took at once.
+struct Burst {
+    /// Per-pod milliseconds, sorted.
+    times: Vec<f64>,
+    /// From the first start to the last end, in milliseconds.
+    makespan: f64,
+    /// The pods whose step failed, and why.
+    errors: Vec<String>,
+}
+
+/// Runs `step` on every pod at once.
+fn all(pods: &[Pod], step: &(dyn Fn(&Pod) -> Result<(), Failure> + Sync)) -> Burst {
     let start = Instant::now();
-    let mut times: Vec<f64> = std::thread::scope(|s| {
+    let outcomes: Vec<(f64, Option<String>)> = std::thread::scope(|s| {
         let threads: Vec<_> = pods
             .iter()
             .map(|pod| {
                 s.spawn(move || {
                     let t = Instant::now();
-                    if let Err(e) = step(pod) {
-                        eprintln!("burst_floor: {}: {e}", pod.id);
-                    }
-                    t.elapsed().as_secs_f64() * 1e3
+                    let failed = step(pod).err().map(|e| format!("{}: {e}", pod.id));
+                    (t.elapsed().as_secs_f64() * 1e3, failed)
                 })
             })
             .collect();
         threads
             .into_iter()
-            .map(|t| t.join().unwrap_or(f64::NAN))
+            .map(|t| {
+                t.join()
+                    .unwrap_or((f64::NAN, Some("a thread panicked".into())))
+            })
             .collect()
     });
-    let span = start.elapsed().as_secs_f64() * 1e3;
+    let makespan = start.elapsed().as_secs_f64() * 1e3;
+    let (mut times, errors): (Vec<f64>, Vec<Option<String>>) = outcomes.into_iter().unzip();
     times.sort_by(f64::total_cmp);
-    (times, span)
+    Burst {
+        times,
+        makespan,
+        errors: errors.into_iter().flatten().collect(),
+    }
 }
 
 fn main() -> Result<(), Failure> {
@@ -145,19 +161,19 @@ fn main() -> Result<(), Failure> {
             })
         })
         .collect::<Result<Vec<Pod>, Failure>>()?;
-    let (add_times, add_span) = all(&pods, &|pod| add(pod, bridge.index, gateway.addr(), rules));
-    let (del_times, del_span) = all(&pods, &|pod| del(pod, rules));
+    let added = all(&pods, &|pod| add(pod, bridge.index, gateway.addr(), rules));
+    let deleted = all(&pods, &|pod| del(pod, rules));
     if rules > 0 {
         nft("delete table ip cni_floor\n")?;
     }
-    let list = |v: &[f64]| {
-        let items: Vec<String> = v.iter().map(|t| format!("{t:.3}")).collect();
-        items.join(",")
-    };
-    println!(
-        "{{\"add\":[{}],\"del\":[{}],\"add_makespan\":{add_span:.3},\"del_makespan\":{del_span:.3},\"errors\":[]}}",
-        list(&add_times),
-        list(&del_times)
-    );
+    let errors: Vec<&String> = added.errors.iter().chain(&deleted.errors).collect();
+    let report = serde_json::json!({
+        "add": added.times,
+        "del": deleted.times,
+        "add_makespan": added.makespan,
+        "del_makespan": deleted.makespan,
+        "errors": errors,
+    });
+    println!("{report}");
     Ok(())
 }
