@@ -286,6 +286,29 @@ fn status_finds_a_free_address_past_the_probed_ones_and_exhaustion_after_them() 
 }
 
 #[test]
+fn status_and_check_answer_at_once_while_a_writer_holds_the_lock() {
+    let dir = TempDir::new();
+    let stdin = conf(
+        &dir,
+        "1.1.0",
+        json!({"ranges": [[{"subnet": "10.9.0.0/24"}]]}),
+        json!({}),
+    );
+    address(&run("ADD", "c1", &stdin), 0);
+    // Another process's ADD in the middle of its change (or stuck there).
+    let file = std::fs::File::open(dir.net().join("lock")).unwrap();
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let started = std::time::Instant::now();
+    ok(&run("STATUS", "", &stdin));
+    ok(&run("CHECK", "c1", &stdin));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(2), "took {took:?}");
+    drop(held);
+}
+
+#[test]
 fn requested_addresses_args_win_over_cni_args() {
     let dir = TempDir::new();
     let with_args = conf(
