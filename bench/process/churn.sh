@@ -64,8 +64,9 @@ held=$(find "$ipam" -name '10.*' | wc -l)
 [ "$held" = 0 ] || leak "$held reservations left"
 cached=$(find "$cache" -type f 2>/dev/null | wc -l)
 [ "$cached" = 0 ] || leak "$cached libcni cache entries left"
-records=$(find /run/cni /var/lib/cni /tmp -maxdepth 3 -name "*$prefix*" 2>/dev/null | wc -l)
-[ "$records" = 0 ] || leak "$records record files left"
+records=$( (find /run/cni /var/lib/cni /tmp -maxdepth 3 -name "*$prefix*"; \
+    find "/var/lib/cni/firewall/$network" -type f) 2>/dev/null | wc -l)
+[ "$records" = 0 ] || leak "$records record files (tuning, firewall) left"
 left_ns=$(find /run/netns -name "$prefix-*" | wc -l)
 [ "$left_ns" = 0 ] || leak "$left_ns namespaces left"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["fds_after"] != d["fds_before"])' "$file" \
@@ -77,9 +78,13 @@ for case in ${CHURN_CASES:-ours reference}; do
     version=0.4.0 dir=/usr/lib/cni lifecycle=
     [ "$case" = ours ] && version=1.0.0 dir="$root/$out/ours" lifecycle="--lifecycle 1.1.0"
     ipam="$root/$out/ipam-$case"
+    # Podman names its default network "podman"; a name of this run's own
+    # keeps the firewall's records (/var/lib/cni/firewall/NETWORK) apart
+    # from any other user of that name.
+    network="churn$$$case"
     mkdir -p "$ipam"
     cat > "$out/$case.conflist" <<JSON
-{"cniVersion": "$version", "name": "podman", "plugins": [
+{"cniVersion": "$version", "name": "$network", "plugins": [
  {"type": "bridge", "bridge": "cni-podman0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
   "ipam": {"type": "host-local", "dataDir": "$ipam", "routes": [{"dst": "0.0.0.0/0"}],
            "ranges": [[{"subnet": "10.88.0.0/16", "gateway": "10.88.0.1"}]]}},
@@ -91,7 +96,7 @@ JSON
     cniburst="$root/$out/cniburst" conflist="$root/$out/$case.conflist" dir=$dir \
         cache="$root/$out/cache-$case" prefix="churn$$$case" present=$present cycles=$cycles \
         status_every=$status_every gc_every=$gc_every file="$root/$out/$case.json" \
-        case=$case ipam=$ipam leaks="$root/$out/leaks" lifecycle=$lifecycle \
+        case=$case ipam=$ipam leaks="$root/$out/leaks" lifecycle=$lifecycle network=$network \
         unshare --net bash "$out/node.sh"
 done
 python3 bench/process/report_churn.py "$out" > "$out/table.md"
