@@ -21,6 +21,10 @@
 # refuses hybrid cgroups), no default ulimits (raising them needs a
 # capability the machine may lack), the CNI backend (never netavark).
 #
+# Then ten pods arrive at once and leave at once on Podman's default list
+# (bench/process/burst.sh through Debian's libcni), ours beside the
+# reference: each pod's time and the burst's, and nothing left behind.
+#
 # Where Podman cannot run (not root, not installed, no working runtime) the
 # script says why and drives a chain of sample plugins with this project's
 # cnitool instead: delegator (IPAM by the reference host-local), dns-mac
@@ -187,3 +191,11 @@ else
     echo "== Podman cannot run here: $blocker; driving the plugins with cnitool instead"
     cnitool_demo
 fi
+
+# A node's burst: ten pods arriving at once, then leaving at once, on
+# Podman's default list, ours beside the reference, through Debian's
+# libcni; burst.sh fails if anything of ours is left behind.
+echo
+echo "== a burst: ten pods at once on Podman's default list (bridge, host-local, portmap, firewall, tuning), ours beside the reference, through libcni (bench/process/burst.sh)"
+BURST_LISTS=podman BURST_FLOOR=no BURST_BINS="$bin" bench/process/burst.sh 1 10
+echo "demo: ten pods came and went at once; nothing of theirs is left (links, reservations, libcni cache entries)"

@@ -77,7 +77,10 @@
 //!   named.
 //! - The file store's lock is waited for at most
 //!   [`LOCK_TIMEOUT`](store::file::LOCK_TIMEOUT), then code 11; host-local
-//!   waits forever. CHECK and STATUS read a store they cannot write.
+//!   waits forever. CHECK and STATUS take no lock (nor does host-local's
+//!   CHECK), so they read a store they cannot write and never wait behind
+//!   an ADD; STATUS looks up the few addresses an ADD would try next
+//!   rather than listing every reservation.
 //! - DEL fails (code 5 naming it) when an entry of the store cannot be
 //!   read: it may be the attachment's; host-local skips it and succeeds.
 

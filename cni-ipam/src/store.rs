@@ -214,6 +214,17 @@ pub trait Store: Sized {
     /// few seconds): no owners, nothing skipped.
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error>;
 
+    /// The indices of `sets` in which no address is left to hand out, for
+    /// STATUS (which runtimes poll every few seconds): ADD cannot succeed
+    /// while there is one. By default from [`Store::held_addresses`]; a
+    /// store that can ask about one address cheaply (the file store)
+    /// probes the few addresses an ADD would try first and lists the
+    /// reservations only when all of them are taken.
+    fn exhausted_sets(&mut self, sets: &[RangeSet]) -> Result<Vec<usize>, Error> {
+        let held = self.held_addresses()?;
+        Ok(crate::plan::exhausted_sets(sets, &held))
+    }
+
     /// Reserves every address of `new` for `attachment`, and records each as
     /// its set's last reserved address: all or nothing, visible to every
     /// later read on `Done`.

@@ -173,6 +173,83 @@ mod tests {
 
     use crate::MAX_IFNAME_LEN;
 
+    /// A socket in `netns` that hears of every link created, changed or
+    /// deleted there (`RTMGRP_LINK`).
+    fn watch_links(netns: &Netns) -> netlink_sys::Socket {
+        netns
+            .on_thread(|| {
+                let mut socket = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
+                    .expect("socket");
+                socket
+                    .bind(&netlink_sys::SocketAddr::new(0, 1))
+                    .expect("bind to RTMGRP_LINK");
+                socket.set_non_blocking(true).expect("non-blocking");
+                Ok::<_, NetError>(socket)
+            })
+            .unwrap()
+    }
+
+    /// The indices of the links `socket` heard of so far.
+    fn heard_of(socket: &netlink_sys::Socket) -> Vec<u32> {
+        use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+        let mut indices = Vec::new();
+        while let Ok((bytes, _)) = socket.recv_from_full() {
+            let mut at = 0;
+            while at < bytes.len() {
+                let Ok(msg) = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes[at..])
+                else {
+                    break;
+                };
+                at += (msg.header.length as usize).max(16);
+                if let NetlinkPayload::InnerMessage(
+                    RouteNetlinkMessage::NewLink(link) | RouteNetlinkMessage::DelLink(link),
+                ) = msg.payload
+                {
+                    indices.push(link.header.index);
+                }
+            }
+        }
+        indices
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn the_container_end_is_created_in_the_container_and_never_seen_on_the_host() {
+        let host = crate::testing::TempNetns::new("veth-host").unwrap();
+        let container = crate::testing::TempNetns::new("veth-ctr").unwrap();
+        let watch = watch_links(&host);
+        let veth = ContainerVeth {
+            container_id: "c1",
+            ifname: "eth0",
+            netns: &container,
+            mtu: None,
+            mac: None,
+        };
+        let host_end = host.socket().unwrap().add_container_veth(&veth).unwrap();
+        let heard = heard_of(&watch);
+        assert!(heard.contains(&host_end.index), "{heard:?}");
+        assert!(heard.iter().all(|&i| i == host_end.index), "{heard:?}");
+        // The watch does hear a peer made on the host and moved, as
+        // `ip link add .. peer name P; ip link set P netns NS` would.
+        let mut nl = host.socket().unwrap();
+        let other = nl
+            .add_veth(&VethPair {
+                name: "other0",
+                peer_name: "moved0",
+                peer_netns: None,
+                mtu: None,
+                peer_mac: None,
+            })
+            .unwrap();
+        let moved = nl.link("moved0").unwrap().index;
+        nl.move_to_netns(moved, &container).unwrap();
+        let heard = heard_of(&watch);
+        assert!(
+            heard.contains(&moved) && heard.contains(&other.index),
+            "{heard:?}"
+        );
+    }
+
     #[test]
     fn an_attachment_has_distinct_fallback_names_all_fitting() {
         let names: Vec<String> = host_veth_names("c1", "eth0").collect();

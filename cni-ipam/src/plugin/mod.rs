@@ -233,22 +233,25 @@ impl<S: Store> Plugin for Ipam<S> {
 
     fn status(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let (cfg, store_cfg) = configs::<S>(req)?;
-        let (held, place) =
-            match S::open(&cfg.name, &store_cfg, Access::Read).and_then(|store| match store {
-                Some(mut store) => Ok((store.held_addresses()?, store.describe())),
-                None => Ok((Vec::new(), String::new())),
-            }) {
-                Ok(found) => found,
-                Err(e) => {
-                    return Err(Error::new(
-                        Code::PLUGIN_NOT_AVAILABLE,
-                        format!("cannot read the reservations: {}", e.msg),
-                    )
-                    .with_details(e.details)
-                    .into())
-                }
-            };
-        let full = plan::exhausted_sets(&cfg, &held);
+        let found = S::open(&cfg.name, &store_cfg, Access::Read).and_then(|store| match store {
+            Some(mut store) => Ok(Some((
+                store.exhausted_sets(&cfg.range_sets)?,
+                store.describe(),
+            ))),
+            None => Ok(None),
+        });
+        let (full, place) = match found {
+            Ok(Some(found)) => found,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                return Err(Error::new(
+                    Code::PLUGIN_NOT_AVAILABLE,
+                    format!("cannot read the reservations: {}", e.msg),
+                )
+                .with_details(e.details)
+                .into())
+            }
+        };
         if full.is_empty() {
             return Ok(());
         }
@@ -260,7 +263,7 @@ impl<S: Store> Plugin for Ipam<S> {
             Code::PLUGIN_NOT_AVAILABLE,
             format!("no free address in range set {}", names.join(", ")),
         )
-        .with_details(format!("{} addresses held in {place}", held.len()))
+        .with_details(format!("every address of it is reserved in {place}"))
         .into())
     }
 }

@@ -260,6 +260,55 @@ fn status_is_code_50_when_a_range_set_is_exhausted() {
 }
 
 #[test]
+fn status_finds_a_free_address_past_the_probed_ones_and_exhaustion_after_them() {
+    let dir = TempDir::new();
+    // .1 is the gateway: .2 to .14 can be handed out.
+    let stdin = conf(
+        &dir,
+        "1.1.0",
+        json!({"ranges": [[{"subnet": "10.9.0.0/28"}]]}),
+        json!({}),
+    );
+    assert_eq!(address(&run("ADD", "c0", &stdin), 0), "10.9.0.2/28");
+    // More taken addresses where the search starts than STATUS probes.
+    let hold = |last: u8| {
+        for n in 3..=last {
+            let entry = dir.net().join(format!("10.9.0.{n}"));
+            std::fs::write(entry, format!("c{n}\r\neth0")).unwrap();
+        }
+    };
+    hold(13);
+    ok(&run("STATUS", "", &stdin));
+    hold(14);
+    let e = err(&run("STATUS", "", &stdin));
+    assert_eq!(e.code, Code::PLUGIN_NOT_AVAILABLE);
+    assert!(e.msg.contains("10.9.0.1-10.9.0.14"), "{e:?}");
+}
+
+#[test]
+fn status_and_check_answer_at_once_while_a_writer_holds_the_lock() {
+    let dir = TempDir::new();
+    let stdin = conf(
+        &dir,
+        "1.1.0",
+        json!({"ranges": [[{"subnet": "10.9.0.0/24"}]]}),
+        json!({}),
+    );
+    address(&run("ADD", "c1", &stdin), 0);
+    // Another process's ADD in the middle of its change (or stuck there).
+    let file = std::fs::File::open(dir.net().join("lock")).unwrap();
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let started = std::time::Instant::now();
+    ok(&run("STATUS", "", &stdin));
+    ok(&run("CHECK", "c1", &stdin));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(2), "took {took:?}");
+    drop(held);
+}
+
+#[test]
 fn requested_addresses_args_win_over_cni_args() {
     let dir = TempDir::new();
     let with_args = conf(

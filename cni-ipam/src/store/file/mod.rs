@@ -10,11 +10,12 @@
 //!   from that range set, where the next search starts;
 //! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
 //!   host-local's go-filemutex does, so both plugins exclude each other.
-//!   A reader (CHECK, STATUS) takes it shared when it can open it, and reads
-//!   without it when it cannot (a read-only store): each reservation appears
-//!   whole or not at all, so a read needs no lock to be consistent. Nobody
-//!   waits for the lock longer than [`LOCK_TIMEOUT`] (host-local waits
-//!   forever): then code 11 naming the lock file.
+//!   A reader (CHECK, STATUS) takes no lock: each reservation appears whole
+//!   or not at all, so a read needs none to be consistent, and STATUS,
+//!   which runtimes poll every few seconds, never waits behind a burst of
+//!   ADDs or a stuck holder. A writer waits for the lock no longer than
+//!   [`LOCK_TIMEOUT`] (host-local waits forever): then code 11 naming the
+//!   lock file.
 //!
 //! A reservation is written to a hidden temporary file and hard-linked to
 //! its final name, which fails if the name exists: a file of that name is
@@ -57,6 +58,7 @@ use self::format::{address_of, read_entry, Content};
 pub use self::format::{owner_key, parse_owner};
 use self::lock::lock_within;
 pub use self::lock::LOCK_TIMEOUT;
+use crate::range::{RangeIter, RangeSet};
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// Prefix of the per-range-set round-robin files.
@@ -67,10 +69,13 @@ pub const LINE_BREAK: &str = "\r\n";
 pub const LOCK_FILE: &str = "lock";
 /// Temporary files start with this; they never parse as an address.
 const TMP_PREFIX: &str = ".ipam-file-tmp.";
+/// How many addresses STATUS looks up one by one in a range set before it
+/// lists the directory (`FileStore::exhausted_sets`).
+const STATUS_PROBES: usize = 8;
 /// Longest reservation file read; longer content is not a reservation.
 const MAX_RESERVATION: u64 = 4096;
-/// A network's directory, locked for as long as this value lives: shared
-/// for [`Access::Read`], exclusive otherwise.
+/// A network's directory, locked (exclusively) for as long as this value
+/// lives, except for [`Access::Read`], which takes no lock.
 ///
 /// ```
 /// use cni_ipam::store::{file::FileStore, Access, Store};
@@ -105,10 +110,13 @@ impl Store for FileStore {
                     .mode(0o755)
                     .create(&dir)
                     .map_err(|e| Error::io("create", &dir, e))?;
-                FileStore::lock(dir, true).map(Some)
+                FileStore::lock(dir).map(Some)
             }
             Access::Change | Access::Read => match fs::metadata(&dir) {
-                Ok(m) if m.is_dir() => FileStore::lock(dir, access == Access::Change).map(Some),
+                Ok(m) if m.is_dir() && access == Access::Read => {
+                    Ok(Some(FileStore { dir, lock: None }))
+                }
+                Ok(m) if m.is_dir() => FileStore::lock(dir).map(Some),
                 Ok(_) => Err(Error::io(
                     "open the directory",
                     &dir,
@@ -165,6 +173,28 @@ impl Store for FileStore {
         Ok(out)
     }
 
+    /// Probes, in each range set, the first 8 addresses an
+    /// ADD would try (after `last_reserved_ip`): one `lstat` each, so a
+    /// set with room costs a few system calls however many addresses are
+    /// reserved. Only a set whose probes are all taken is decided by
+    /// listing the directory.
+    fn exhausted_sets(&mut self, sets: &[RangeSet]) -> Result<Vec<usize>, Error> {
+        let unsure: Vec<usize> = (0..sets.len())
+            .filter(|&i| {
+                let last = self.last_reserved(i).ok().flatten();
+                !RangeIter::new(&sets[i], last)
+                    .take(STATUS_PROBES)
+                    .any(|ip| self.is_free(ip))
+            })
+            .collect();
+        if unsure.is_empty() {
+            return Ok(unsure);
+        }
+        let held = self.held_addresses()?;
+        let full = crate::plan::exhausted_sets(sets, &held);
+        Ok(full.into_iter().filter(|i| unsure.contains(i)).collect())
+    }
+
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
         let content = owner_key(&attachment.container_id, &attachment.ifname);
         let mut written: Vec<IpAddr> = Vec::new();
@@ -209,7 +239,7 @@ impl Store for FileStore {
 }
 
 impl FileStore {
-    fn lock(dir: PathBuf, exclusive: bool) -> Result<FileStore, Error> {
+    fn lock(dir: PathBuf) -> Result<FileStore, Error> {
         let path = dir.join(LOCK_FILE);
         let open = |write: bool| {
             OpenOptions::new()
@@ -220,29 +250,18 @@ impl FileStore {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
         };
-        let file = if exclusive {
-            // Read-only is enough to flock; write is only needed to create it.
-            match open(true) {
-                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
-                other => other,
-            }
-            .map_err(|e| Error::io("open the lock file", &path, e))?
-        } else {
-            match open(false) {
-                Ok(file) => file,
-                // Missing, not ours to open, or a read-only store: nobody
-                // can be changing it through this lock; read unlocked.
-                Err(_) => return Ok(FileStore { dir, lock: None }),
-            }
-        };
-        let lock = lock_within(file, exclusive, &path, LOCK_TIMEOUT)?;
+        // Read-only is enough to flock; write is only needed to create it.
+        let file = match open(true) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(false),
+            other => other,
+        }
+        .map_err(|e| Error::io("open the lock file", &path, e))?;
+        let lock = lock_within(file, true, &path, LOCK_TIMEOUT)?;
         let store = FileStore {
             dir,
             lock: Some(lock),
         };
-        if exclusive {
-            store.remove_stale_temporaries();
-        }
+        store.remove_stale_temporaries();
         Ok(store)
     }
 
@@ -323,6 +342,15 @@ impl FileStore {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(Error::io("write", &target, e)),
+        }
+    }
+
+    /// Whether no entry holds `ip`'s name. An entry that cannot be looked
+    /// at counts as taken, as the listing would take it.
+    fn is_free(&self, ip: IpAddr) -> bool {
+        match fs::symlink_metadata(self.dir.join(ip.to_string())) {
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+            Ok(_) => false,
         }
     }
 
