@@ -233,8 +233,17 @@ pub(crate) fn encode(
     out.extend_from_slice(attrs);
 }
 
-/// A batch being built: `BATCH_BEGIN`, the requests (each acknowledged),
-/// `BATCH_END`. The kernel applies it whole or not at all.
+/// A batch being built: `BATCH_BEGIN`, the requests, `BATCH_END`. The
+/// kernel applies it whole or not at all.
+///
+/// Only the last request asks for an acknowledgement (`NLM_F_ACK`): the
+/// kernel answers every refused request anyway, and queues all its
+/// answers, in request order, before the `send` returns. One request
+/// acknowledged each would queue one datagram per request, and past the
+/// socket's receive buffer (about 200 of them by default) the kernel
+/// drops the rest, so a committed batch could look unanswered. With one
+/// acknowledgement, answers that overflow the buffer are refusals, and a
+/// refused batch changed nothing (`NftSocket::send_batch`).
 #[derive(Debug)]
 pub(crate) struct Batch {
     pub(crate) bytes: Vec<u8>,
@@ -242,6 +251,8 @@ pub(crate) struct Batch {
     pub(crate) begin: u32,
     /// Per request after the begin: what it does, for errors.
     pub(crate) described: Vec<(&'static str, String)>,
+    /// Where the last request's header starts in `bytes`.
+    last: Option<usize>,
 }
 
 impl Batch {
@@ -266,6 +277,7 @@ impl Batch {
             bytes,
             begin,
             described: Vec::new(),
+            last: None,
         }
     }
 
@@ -285,10 +297,11 @@ impl Batch {
             ));
         }
         let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
+        self.last = Some(self.bytes.len());
         encode(
             &mut self.bytes,
             req.kind.message_type(),
-            NLM_F_REQUEST | NLM_F_ACK | req.flags,
+            NLM_F_REQUEST | req.flags,
             seq,
             nfproto(req.family),
             0,
@@ -301,6 +314,12 @@ impl Batch {
     /// The finished batch; without `BATCH_END` (`commit == false`) the
     /// kernel checks every request, then throws them away (nft `--check`).
     pub(crate) fn finish(mut self, commit: bool) -> Batch {
+        if let Some(at) = self.last {
+            // The flags follow the length and the type in the header.
+            let flags = &mut self.bytes[at + 6..at + 8];
+            let acked = u16::from_ne_bytes([flags[0], flags[1]]) | NLM_F_ACK;
+            flags.copy_from_slice(&acked.to_ne_bytes());
+        }
         if commit {
             let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
             encode(
