@@ -128,7 +128,7 @@ pub use backend::{open, Backend, BackendKind, ListedRule, RuleHandle};
 pub use chain_name::{chain_name, hashed, CHAIN_NAME_LEN};
 pub use choose::{cannot_list, choose, iptables_first, iptables_usable, nftables_usable};
 pub use error::FilterError;
-pub use host_lock::{IP6TABLES_LOCK, IPTABLES_LOCK, NFTABLES_LOCK};
+pub use host_lock::{IP6TABLES_LOCK, IPTABLES_LOCK};
 pub use rule::{Action, CtState, Match, Protocol, Rule};
 pub use set::{Set, SetElement, SetKey};
 pub use table::{priority, BaseChain, Chain, ChainType, Family, Hook, Policy, Table};
