@@ -15,7 +15,7 @@ mod save;
 
 pub use command::STDERR_LIMIT;
 pub use peek::may_mention;
-pub use render::MAX_COMMENT_LEN;
+pub use render::{literal_ifname, MAX_COMMENT_LEN};
 pub use save::Saved;
 
 use std::collections::HashSet;
