@@ -1,6 +1,6 @@
 //! portmap with as many mappings as its configuration takes
-//! ([`MAX_MAPPINGS`]): each ADD is one nftables transaction, applied
-//! whole, and DEL removes all of it.
+//! ([`MAX_MAPPINGS`]): each ADD is one transaction (one nftables batch,
+//! one `iptables-restore`), applied whole, and DEL removes all of it.
 
 use cni_net::testing::TempNetns;
 use serde_json::{json, Value};
@@ -23,6 +23,31 @@ fn many(n: usize, backend: &str) -> Value {
 fn dnat_rules(host: &TempNetns) -> usize {
     let chain = exec_in(host, "nft", &["list", "table", "ip", "cni_hostport"]);
     chain.lines().filter(|l| l.contains(" dnat to ")).count()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn mappings_4096_under_iptables_are_added_checked_and_deleted() {
+    // About 12,300 rules: ensuring and checking them once compared each
+    // with every listed rule (26 s); a lookup now.
+    let host = TempNetns::new("pm-many-ipt").unwrap();
+    let c = many(MAX_MAPPINGS, "iptables");
+    for command in ["ADD", "CHECK", "DEL"] {
+        let out = run_in(&host, command, "ctr-many", &c);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let rules = exec_in(&host, "iptables-save", &["-t", "nat"]);
+        let dnat = rules.lines().filter(|l| l.contains("-j DNAT")).count();
+        assert_eq!(
+            dnat,
+            if command == "DEL" { 0 } else { MAX_MAPPINGS },
+            "{command}"
+        );
+    }
 }
 
 #[test]
