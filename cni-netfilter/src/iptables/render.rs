@@ -129,7 +129,7 @@ fn address(
 }
 
 /// Checks that iptables reads `name` as that one interface: a valid name
-/// ([`validate_ifname`]) that does not end with `+`, which iptables reads
+/// (1 to 15 printable bytes) that does not end with `+`, which iptables reads
 /// as a wildcard (`-i cni+` is every link whose name starts with `cni`,
 /// and `-i +` every link, a rule `iptables-save` then prints without
 /// `-i`, so it could never be found again to be deleted). The kernel

@@ -33,7 +33,7 @@ const ERESTART: i32 = 85;
 /// batch is tied to that ruleset generation (`NFNL_BATCH_GENID`): if
 /// anything changed in between, the kernel refuses the batch whole
 /// (`ERESTART`) and it is built again from a new listing, after a short
-/// random pause, for up to [`RETRY_DEADLINE`]; past it the error is
+/// random pause, for up to 10 s; past it the error is
 /// [`FilterError::Busy`] (CNI code 11). No lock is taken: the kernel
 /// serialises batches per network namespace, so writers in different
 /// namespaces never wait for each other, and one in the same namespace
