@@ -116,3 +116,45 @@ fn nftables_writers_take_no_lock_not_even_the_one_older_versions_took() {
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn concurrent_nftables_writers_of_one_namespace_all_land_without_a_lock() {
+    // Each writer lists (ensured chains, deletions by comment) and ties
+    // its batch to that generation: colliding ones are refused whole and
+    // list again, so every change lands exactly once.
+    let ns = netns("lock-nft-busy");
+    let table = Table::new(Family::Ip, "cni_hostport");
+    let writers = 16;
+    std::thread::scope(|scope| {
+        for w in 0..writers {
+            let (ns, table) = (&ns, table.clone());
+            scope.spawn(move || {
+                let mine = format!("ctr-{w}");
+                try_nft(ns, |nft| {
+                    let mut add = Transaction::new(table.clone());
+                    add.ensure_table().ensure_chain(Chain::new("hostports"));
+                    for _ in 0..20 {
+                        add.add_rule(Rule::new("hostports").comment(&mine).then(Action::Accept));
+                    }
+                    nft.apply(&add)?;
+                    if w % 2 == 0 {
+                        let mut del = Transaction::new(table.clone());
+                        del.delete_rules_by_comment("hostports", CommentMatch::Exact(mine.clone()));
+                        nft.apply(&del)?;
+                    }
+                    Ok(())
+                })
+                .unwrap_or_else(|e| panic!("writer {w}: {e}"));
+            });
+        }
+    });
+    let left = try_nft(&ns, |nft| nft.list_rules(&table, "hostports")).unwrap();
+    for w in 0..writers {
+        let held = left
+            .iter()
+            .filter(|r| r.comment.as_deref() == Some(&format!("ctr-{w}")))
+            .count();
+        assert_eq!(held, if w % 2 == 0 { 0 } else { 20 }, "writer {w}");
+    }
+}
