@@ -335,3 +335,42 @@ impl Batch {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nft::socket::split;
+
+    #[test]
+    fn only_the_last_request_of_a_batch_asks_for_an_acknowledgement() {
+        let table = Table::new(Family::Ip, "t");
+        let mut batch = Batch::new(100, Some(7));
+        for name in ["a", "b", "c"] {
+            let chain = Chain::new(name);
+            batch
+                .push(new_chain(&table, &chain).unwrap(), "add", name.into())
+                .unwrap();
+        }
+        let batch = batch.finish(true);
+        // Each message's sequence number and whether it asks for an ack.
+        let mut flags = Vec::new();
+        let mut rest = batch.bytes.as_slice();
+        while rest.len() >= 16 {
+            let word = |at: usize| u32::from_ne_bytes(rest[at..at + 4].try_into().unwrap());
+            let ack = u16::from_ne_bytes([rest[6], rest[7]]) & NLM_F_ACK != 0;
+            flags.push((word(8), ack));
+            rest = &rest[(word(0) as usize).next_multiple_of(4)..];
+        }
+        assert_eq!(
+            flags,
+            [
+                (100, false),
+                (101, false),
+                (102, false),
+                (103, true),
+                (104, false)
+            ]
+        );
+        assert_eq!(split(&batch.bytes).unwrap().len(), 5);
+    }
+}
