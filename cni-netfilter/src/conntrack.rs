@@ -144,6 +144,16 @@ impl CtSocket {
         let mut socket = Socket::new(NETLINK_NETFILTER)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
+        // Every wait for the kernel has a deadline, as the nf_tables
+        // socket's (a lost answer is an error, not a hang).
+        let deadline = crate::nft::socket::RECEIVE_DEADLINE;
+        let deadline = nix::sys::time::TimeVal::new(deadline.as_secs() as i64, 0);
+        nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::ReceiveTimeout,
+            &deadline,
+        )
+        .map_err(io::Error::from)?;
         Ok(CtSocket {
             socket,
             seq: std::process::id().wrapping_mul(1 << 12),

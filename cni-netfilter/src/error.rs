@@ -74,6 +74,15 @@ pub enum FilterError {
         /// What: "the iptables rule for 10.1.0.5/24 in POSTROUTING".
         what: String,
     },
+    /// Another writer kept us from changing anything before our deadline:
+    /// a lock held past it (naming the lock file and its holder), or an
+    /// nftables ruleset that kept changing under every attempt. Nothing
+    /// was changed; trying again later may succeed (CNI code 11).
+    #[error("{what}")]
+    Busy {
+        /// What we waited for, and who held it.
+        what: String,
+    },
     /// The same work failed under both backends.
     #[error("iptables: {iptables}; nftables: {nftables}")]
     Both {
@@ -139,9 +148,13 @@ impl From<FilterError> for Error {
     /// and why) and [`FilterError::Unsupported`]: both come from what the
     /// configuration asked for. Code 999 (internal) for the rest, as the
     /// reference plugins answer for a failed `iptables` or `nft`, with the
-    /// cause in `details` as [`Error::internal`] gives it.
+    /// cause in `details` as [`Error::internal`] gives it. Code 11 (try
+    /// again later) for [`FilterError::Busy`]: nothing was changed.
     fn from(err: FilterError) -> Error {
         match err {
+            FilterError::Busy { what } => {
+                Error::try_again_later(what, "nothing was changed; try again later")
+            }
             FilterError::Invalid {
                 what,
                 value,

@@ -1,36 +1,169 @@
-//! One writer at a time among our own processes on a host, for the
-//! transactions that list rules and then change them.
+//! One writer at a time among our own processes in a network namespace,
+//! for the iptables transactions that list rules and then change them;
+//! waited for until a deadline, past which nothing is changed.
+//!
+//! The nftables backend takes no lock: its batches are tied to the
+//! ruleset generation they were built from, and the kernel refuses a
+//! stale one (`crate::nft::NftBackend`).
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
 
-/// The lock file of our iptables list-then-restore transactions. Not
-/// `/run/xtables.lock`: `iptables-legacy-restore -w` takes that one itself.
-/// It serializes the IPv4 tables' transactions; the IPv6 tables have
-/// [`IP6TABLES_LOCK`], so the two families of one plugin run side by side.
+use crate::{Family, FilterError};
+
+/// The lock file of our iptables list-then-restore transactions in the
+/// host's network namespace (the one of pid 1), the name every version
+/// of ours has used, so an older one running beside this one still takes
+/// turns with it. Not `/run/xtables.lock`: `iptables-legacy-restore -w`
+/// takes that one itself. It serializes the IPv4 tables' transactions;
+/// the IPv6 tables have [`IP6TABLES_LOCK`], so the two families of one
+/// plugin run side by side. In any other namespace the lock is
+/// `/run/cni-netfilter-iptables-<inode of the namespace>.lock`
+/// (`ip6tables` for IPv6): writers in different namespaces never wait
+/// for each other.
 pub const IPTABLES_LOCK: &str = "/run/cni-netfilter-iptables.lock";
 
-/// The lock file of our ip6tables list-then-restore transactions: the
-/// IPv6 twin of [`IPTABLES_LOCK`]. A family's listing says nothing of the
-/// other family's tables, so one lock each is enough.
+/// The lock file of our ip6tables list-then-restore transactions in the
+/// host's namespace: the IPv6 twin of [`IPTABLES_LOCK`]. A family's
+/// listing says nothing of the other family's tables, so one lock each is
+/// enough.
 pub const IP6TABLES_LOCK: &str = "/run/cni-netfilter-ip6tables.lock";
 
-/// The lock file of our nftables batches that were built from a listing.
-/// The kernel refuses such a batch when another writer committed since the
-/// listing (`ERESTART`); among our own processes (32 pods of one node
-/// deleting at once) taking turns is what keeps every one from starving.
-pub const NFTABLES_LOCK: &str = "/run/cni-netfilter-nftables.lock";
+/// How long a transaction waits for another of our processes' turn in
+/// the same namespace: far above one save and restore (milliseconds; a
+/// second for portmap's 4,096 mappings), so only a stuck holder makes it
+/// give up, with [`FilterError::Busy`] (CNI code 11).
+pub const LOCK_DEADLINE: Duration = Duration::from_secs(10);
 
-/// `path` locked exclusively, waited for as `iptables -w` waits for its
-/// own; none where it cannot be opened (a read-only `/run`), which leaves
-/// only the caller's retry.
-pub(crate) fn host_lock(path: &str) -> Option<Flock<File>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .ok()?;
-    Flock::lock(file, FlockArg::LockExclusive).ok()
+/// The lock file of `family`'s iptables transactions in the calling
+/// thread's network namespace.
+pub fn lock_path(family: Family) -> String {
+    let tool = match family {
+        Family::Ip6 => "ip6tables",
+        _ => "iptables",
+    };
+    let inode = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
+    let ours = inode("/proc/thread-self/ns/net");
+    if ours.is_none() || ours == inode("/proc/1/ns/net") {
+        return format!("/run/cni-netfilter-{tool}.lock");
+    }
+    let ino = ours.map(|(_, ino)| ino).unwrap_or_default();
+    format!("/run/cni-netfilter-{tool}-{ino}.lock")
+}
+
+/// A lock taken by [`lock`]; a namespace's own lock file is removed when
+/// it is released, so none is left per namespace.
+pub(crate) struct Turn {
+    file: Option<Flock<File>>,
+    remove: Option<String>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        // Removed while held: whoever opened it meanwhile sees that it is
+        // gone once it gets it, and opens the path afresh.
+        if let Some(path) = self.remove.take() {
+            let _ = std::fs::remove_file(path);
+        }
+        drop(self.file.take());
+    }
+}
+
+/// `family`'s lock in the calling thread's namespace, waited for until
+/// `deadline` has passed: then [`FilterError::Busy`] names the file and
+/// the process holding it. No lock (and no wait) when the file cannot be
+/// opened (a read-only `/run`), which leaves only the caller's retry.
+pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterError> {
+    let path = lock_path(family);
+    let shared = path == IPTABLES_LOCK || path == IP6TABLES_LOCK;
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let Ok(file) = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+        else {
+            return Ok(Turn {
+                file: None,
+                remove: None,
+            });
+        };
+        let opened = file.metadata().map(|m| (m.dev(), m.ino())).ok();
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(held) => {
+                let now = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).ok();
+                if shared || now == opened {
+                    let remove = (!shared).then(|| path.clone());
+                    return Ok(Turn {
+                        file: Some(held),
+                        remove,
+                    });
+                }
+                // Its holder removed it before we got it: open it again.
+                continue;
+            }
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
+            Err(_) => {
+                return Ok(Turn {
+                    file: None,
+                    remove: None,
+                })
+            }
+        }
+        if started.elapsed() + pause > deadline {
+            let holder = opened
+                .and_then(|(dev, ino)| holder_of(dev, ino))
+                .map_or("another process".into(), |pid| format!("process {pid}"));
+            return Err(FilterError::Busy {
+                what: format!(
+                    "{path} was held by {holder} for more than {} s: nothing was changed",
+                    deadline.as_secs_f32()
+                ),
+            });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// The process holding a `flock` on the file of this device and inode,
+/// from `/proc/locks` (`1: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> 0 EOF`).
+fn holder_of(dev: u64, ino: u64) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let wanted = format!(
+        "{:02x}:{:02x}:{ino}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    );
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // Blocked waiters are listed as `1: -> FLOCK ...`.
+        if fields.get(1) == Some(&"->") || !fields.contains(&wanted.as_str()) {
+            return None;
+        }
+        fields.get(4)?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_holder_of_a_lock_is_found_by_its_file() {
+        let dir = std::env::temp_dir().join(format!("cni-netfilter-lock-{}", std::process::id()));
+        std::fs::write(&dir, b"").unwrap();
+        let file = File::open(&dir).unwrap();
+        let meta = file.metadata().unwrap();
+        let held = Flock::lock(file, FlockArg::LockExclusive).unwrap();
+        assert_eq!(holder_of(meta.dev(), meta.ino()), Some(std::process::id()));
+        drop(held);
+        assert_eq!(holder_of(meta.dev(), meta.ino()), None);
+        std::fs::remove_file(dir).unwrap();
+    }
 }

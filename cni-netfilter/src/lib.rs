@@ -90,6 +90,15 @@
 //!   generation of the listing (`NFNL_BATCH_GENID`) and built again when
 //!   another writer changed the ruleset in between; knftables lists and
 //!   deletes by handle without that check.
+//! - No lock around nftables batches (the reference relies on nft's own
+//!   transaction too; older versions of ours took
+//!   `/run/cni-netfilter-nftables.lock`): a batch is one message of any
+//!   size, tied to its listing's generation, retried for up to 10 s
+//!   ([`nft::NftBackend`]), then code 11. The iptables
+//!   list-then-restore lock is per network namespace and waited for at
+//!   most [`iptables::LOCK_DEADLINE`], then code 11 naming the lock file
+//!   and its holder; `iptables-restore -w` waits as long for the xtables
+//!   lock, where go-iptables waits without end.
 //! - Listing a chain or table that does not exist gives no rules rather
 //!   than a "not found" error: every reference caller treats that error as
 //!   "no rules".
@@ -128,7 +137,7 @@ pub use backend::{open, Backend, BackendKind, ListedRule, RuleHandle};
 pub use chain_name::{chain_name, hashed, CHAIN_NAME_LEN};
 pub use choose::{cannot_list, choose, iptables_first, iptables_usable, nftables_usable};
 pub use error::FilterError;
-pub use host_lock::{IP6TABLES_LOCK, IPTABLES_LOCK, NFTABLES_LOCK};
+pub use host_lock::{IP6TABLES_LOCK, IPTABLES_LOCK};
 pub use rule::{Action, CtState, Match, Protocol, Rule};
 pub use set::{Set, SetElement, SetKey};
 pub use table::{priority, BaseChain, Chain, ChainType, Family, Hook, Policy, Table};

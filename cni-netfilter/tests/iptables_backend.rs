@@ -140,7 +140,10 @@ fn a_restore_that_fails_changes_nothing_and_reports_the_commands_stderr() {
         };
         assert_eq!(
             command,
-            &format!("{} --noflush -w", variant.program(Family::Ip6, "restore"))
+            &format!(
+                "{} --noflush -w 10",
+                variant.program(Family::Ip6, "restore")
+            )
         );
         assert!(!stderr.is_empty(), "{variant:?}: {err}");
         assert_eq!(

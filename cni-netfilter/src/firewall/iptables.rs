@@ -268,6 +268,8 @@ pub(super) fn check(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterErr
 ///
 /// Go: plugins firewall `iptablesBackend.Del`.
 pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), FilterError> {
+    // A wildcard name was never written by this layout (`add` refuses it).
+    let bridge = bridge.filter(|b| crate::iptables::literal_ifname(b).is_ok());
     let mut families = by_family(addresses);
     if families.is_empty() && bridge.is_some() {
         families = vec![(Family::Ip, Vec::new()), (Family::Ip6, Vec::new())];
@@ -347,7 +349,7 @@ pub(super) fn gc_bridges(bridge_exists: &dyn Fn(&str) -> bool) -> Result<(), Fil
                 .windows(2)
                 .find(|w| w[0] == "-o")
                 .map(|w| w[1].clone());
-            let named = named.filter(|b| crate::rule::validate_ifname(b).is_ok());
+            let named = named.filter(|b| crate::iptables::literal_ifname(b).is_ok());
             if let Some(bridge) = named.filter(|b| !bridge_exists(b)) {
                 gone.push(bridge);
             }

@@ -70,6 +70,12 @@
 //!   through our table only: a drop in another table's forward chain (an
 //!   iptables-nft `FORWARD` with policy DROP) still drops it. The
 //!   isolation drops hold whatever other tables say.
+//! - Under iptables, isolating a bridge whose name ends with `+` is
+//!   refused with code 7 before anything changes
+//!   ([`literal_ifname`](crate::iptables::literal_ifname)): iptables
+//!   reads `-o cni+` as every `cni*` link and `-o +` as every link (a
+//!   rule then listed without `-o`, which no DEL could find again). The
+//!   reference writes them. The nftables backend matches the whole name.
 
 mod iptables;
 mod nftables;
@@ -232,6 +238,11 @@ impl Rules<'_> {
 /// `setupIngressPolicy`).
 pub fn add(backend: BackendKind, rules: &Rules) -> Result<(), FilterError> {
     let bridge = rules.isolated_bridge()?;
+    if let (BackendKind::Iptables, Some(bridge)) = (backend, bridge) {
+        // Before the first family's rules: a bridge named `cni+` would
+        // isolate every `cni*` link, and one named `+` every link.
+        crate::iptables::literal_ifname(bridge)?;
+    }
     if rules.admin_chain != DEFAULT_ADMIN_CHAIN {
         validate_admin_chain(rules.admin_chain)?;
     }

@@ -99,6 +99,12 @@ impl Started {
                 Some(code) => format!("exit status {code}"),
                 None => format!("{status}"),
             };
+            if stderr.contains("holding the xtables lock") {
+                // iptables-legacy's own host-wide lock, past `-w`'s wait.
+                return Err(FilterError::Busy {
+                    what: format!("{command}: {}", stderr.trim()),
+                });
+            }
             return Err(FilterError::Command {
                 command,
                 status,

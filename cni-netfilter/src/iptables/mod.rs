@@ -15,10 +15,12 @@ mod save;
 
 pub use command::STDERR_LIMIT;
 pub use peek::may_mention;
-pub use render::MAX_COMMENT_LEN;
+pub use render::{literal_ifname, MAX_COMMENT_LEN};
 pub use save::Saved;
 
-use crate::host_lock::host_lock;
+use std::collections::HashSet;
+
+use crate::host_lock::lock;
 use crate::table::validate_name;
 use crate::{
     Backend, BackendKind, Chain, Family, FilterError, ListedRule, Op, RuleHandle, Table,
@@ -35,18 +37,22 @@ pub(crate) const MAX_CHAIN_LEN: usize = 28;
 /// restore fails, in case another writer changed the table in between.
 const ATTEMPTS: usize = 3;
 /// The file whose `flock` serializes our list-then-restore transactions
-/// of the IPv4 tables on a host ([`host_lock_of`] gives each family's).
+/// of the IPv4 tables in the host's namespace ([`host_lock_of`] gives
+/// each family's, in any namespace).
 pub use crate::host_lock::IPTABLES_LOCK as HOST_LOCK;
+pub use crate::host_lock::LOCK_DEADLINE;
 
 /// The lock file serializing our list-then-restore transactions of
-/// `family`'s tables: IPv4 and IPv6 have one each, so a plugin may change
-/// both families at once (the xtables lock `-w` waits for is the
-/// commands' own: per family with iptables-nft, shared with legacy).
-pub fn host_lock_of(family: Family) -> &'static str {
-    match family {
-        Family::Ip6 => crate::host_lock::IP6TABLES_LOCK,
-        _ => HOST_LOCK,
-    }
+/// `family`'s tables in the calling thread's network namespace: IPv4 and
+/// IPv6 have one each, so a plugin may change both families at once, and
+/// each namespace its own, so writers in different namespaces never wait
+/// for each other. The host's are [`HOST_LOCK`] and
+/// [`IP6TABLES_LOCK`](crate::IP6TABLES_LOCK). The xtables lock `-w`
+/// waits for is the commands' own: none with iptables-nft (its restore
+/// is one nftables transaction), one for the whole host with legacy,
+/// waited for at most [`LOCK_DEADLINE`] too.
+pub fn host_lock_of(family: Family) -> String {
+    crate::host_lock::lock_path(family)
 }
 
 /// Which iptables commands to run.
@@ -96,6 +102,7 @@ impl Variant {
 #[derive(Debug, Clone)]
 pub struct IptablesBackend {
     variant: Variant,
+    deadline: std::time::Duration,
 }
 
 impl IptablesBackend {
@@ -106,7 +113,26 @@ impl IptablesBackend {
 
     /// The commands of one variant.
     pub fn with_variant(variant: Variant) -> IptablesBackend {
-        IptablesBackend { variant }
+        IptablesBackend {
+            variant,
+            deadline: LOCK_DEADLINE,
+        }
+    }
+
+    /// The same backend waiting at most `deadline` (rather than
+    /// [`LOCK_DEADLINE`]) for our lock of the namespace and for the
+    /// xtables lock, before it fails with
+    /// [`FilterError::Busy`] having changed nothing.
+    pub fn with_lock_deadline(mut self, deadline: std::time::Duration) -> IptablesBackend {
+        self.deadline = deadline;
+        self
+    }
+
+    /// `--noflush` and `-w` with the deadline in whole seconds (at least
+    /// one): iptables-legacy waits that long for the xtables lock.
+    fn restore_args(&self) -> [String; 3] {
+        let seconds = self.deadline.as_secs().max(1);
+        ["--noflush".into(), "-w".into(), seconds.to_string()]
     }
 
     fn save(&self, table: &Table) -> Result<save::Saved, FilterError> {
@@ -122,8 +148,18 @@ impl IptablesBackend {
         let exists = |chain: &str| saved.is_some_and(|s| s.chains.iter().any(|c| c == chain));
         let mut lines = vec![format!("*{}", table.name)];
         let word = |w: &str| w.to_string();
-        // Rules this script adds, so an ensured rule is added once.
-        let mut added: Vec<(String, Vec<String>)> = Vec::new();
+        // The rules listed and those this script adds, each as its chain
+        // and words, so an ensured rule is added once: looked up, not
+        // compared with each (portmap ensures 12,000 rules for 4,096
+        // mappings).
+        let mut present: HashSet<(String, Vec<String>)> = HashSet::new();
+        if tx
+            .ops()
+            .iter()
+            .any(|op| matches!(op, Op::EnsureRule { .. }))
+        {
+            present.extend(saved.iter().flat_map(|s| &s.rules).map(keyed));
+        }
         for op in tx.ops() {
             match op {
                 Op::EnsureTable => {}
@@ -142,21 +178,17 @@ impl IptablesBackend {
                     let mut words = vec!["-A".into(), rule.chain.clone()];
                     words.extend(spec.iter().cloned());
                     lines.push(render::line(&words));
-                    added.push((rule.chain.clone(), spec));
+                    present.insert((rule.chain.clone(), spec));
                 }
                 Op::EnsureRule { rule, first } => {
                     let spec = render::render(rule, table.family)?;
-                    let listed = saved.map(|s| s.rules.as_slice()).unwrap_or_default();
-                    let there = listed
-                        .iter()
-                        .any(|r| r.chain == rule.chain && same(r, &spec))
-                        || added.iter().any(|(c, w)| c == &rule.chain && w == &spec);
-                    if !there {
+                    let key = (rule.chain.clone(), spec);
+                    if !present.contains(&key) {
                         let verb = if *first { "-I" } else { "-A" };
                         let mut words = vec![word(verb), rule.chain.clone()];
-                        words.extend(spec.iter().cloned());
+                        words.extend(key.1.iter().cloned());
                         lines.push(render::line(&words));
-                        added.push((rule.chain.clone(), spec));
+                        present.insert(key);
                     }
                 }
                 Op::DeleteRule(rule) => lines.push(delete_line(rule)?),
@@ -202,11 +234,13 @@ impl IptablesBackend {
         mut build: impl FnMut(&Saved) -> Transaction,
     ) -> Result<(), FilterError> {
         let program = self.variant.program(table.family, "restore");
-        let _turn = host_lock(host_lock_of(table.family));
+        let _turn = lock(table.family, self.deadline)?;
+        let args = self.restore_args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut attempt = 1;
         loop {
             // Started before the listing, so its start overlaps it.
-            let restore = command::Started::spawn(&program, &["--noflush", "-w"], true)?;
+            let restore = command::Started::spawn(&program, &args, true)?;
             let saved = self.save(table)?;
             let tx = build(&saved);
             if tx.table().family != table.family || tx.table().name != table.name {
@@ -247,14 +281,11 @@ impl IptablesBackend {
             return Ok(());
         }
         let program = self.variant.program(tx.table().family, "restore");
+        let args = self.restore_args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let applied = {
-            let _turn = host_lock(host_lock_of(tx.table().family));
-            command::run(
-                &program,
-                &["--noflush", "-w"],
-                Some(script.as_bytes()),
-                1 << 16,
-            )
+            let _turn = lock(tx.table().family, self.deadline)?;
+            command::run(&program, &args, Some(script.as_bytes()), 1 << 16)
         };
         match applied {
             Ok(_) => Ok(()),
@@ -273,14 +304,11 @@ impl IptablesBackend {
         rules: &'r [crate::Rule],
     ) -> Result<Vec<&'r crate::Rule>, FilterError> {
         let saved = self.save(table)?;
+        let listed: HashSet<_> = saved.rules.iter().map(keyed).collect();
         let mut missing = Vec::new();
         for rule in rules {
             let spec = render::render(rule, table.family)?;
-            if !saved
-                .rules
-                .iter()
-                .any(|r| r.chain == rule.chain && same(r, &spec))
-            {
+            if !listed.contains(&(rule.chain.clone(), spec)) {
                 missing.push(rule);
             }
         }
@@ -288,13 +316,10 @@ impl IptablesBackend {
     }
 }
 
-/// Whether a listed rule is the rule `spec` renders to, word for word
-/// once `iptables-save`'s quoting is undone.
-fn same(listed: &ListedRule, spec: &[String]) -> bool {
-    match &listed.handle {
-        RuleHandle::Iptables(text) => save::words(text) == spec,
-        RuleHandle::Nft(_) => false,
-    }
+/// A listed rule as its chain and its words once `iptables-save`'s
+/// quoting is undone: what a rendered rule is compared with.
+fn keyed(listed: &ListedRule) -> (String, Vec<String>) {
+    (listed.chain.clone(), listed_words(listed))
 }
 
 impl Default for IptablesBackend {
@@ -334,13 +359,9 @@ impl Backend for IptablesBackend {
             return Ok(());
         }
         let program = self.variant.program(tx.table().family, "restore");
-        command::run(
-            &program,
-            &["--noflush", "-w"],
-            Some(script.as_bytes()),
-            1 << 16,
-        )
-        .map(drop)
+        let args = self.restore_args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        command::run(&program, &args, Some(script.as_bytes()), 1 << 16).map(drop)
     }
 
     fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {
@@ -577,7 +598,7 @@ mod family_locks {
     #[ignore = "needs root: scripts/test.sh runs it"]
     fn an_ipv6_transaction_does_not_wait_for_the_ipv4_lock() {
         assert_ne!(host_lock_of(Family::Ip), host_lock_of(Family::Ip6));
-        let _ipv4 = host_lock(host_lock_of(Family::Ip)).expect("the IPv4 lock");
+        let _ipv4 = lock(Family::Ip, LOCK_DEADLINE).expect("the IPv4 lock");
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             // Lists ip6tables' nat table and, nothing to change, restores

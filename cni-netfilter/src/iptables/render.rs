@@ -128,13 +128,36 @@ fn address(
     Ok(flag)
 }
 
+/// Checks that iptables reads `name` as that one interface: a valid name
+/// (1 to 15 printable bytes) that does not end with `+`, which iptables reads
+/// as a wildcard (`-i cni+` is every link whose name starts with `cni`,
+/// and `-i +` every link, a rule `iptables-save` then prints without
+/// `-i`, so it could never be found again to be deleted). The kernel
+/// allows such link names; the iptables layouts refuse them, code 7,
+/// before anything changes. nftables compares the whole name, so its
+/// layouts take them.
+///
+/// Go: none; the reference writes the name as given.
+pub fn literal_ifname(name: &str) -> Result<(), FilterError> {
+    validate_ifname(name)?;
+    if name.ends_with('+') {
+        return Err(FilterError::invalid(
+            "interface name",
+            name,
+            "ends with '+', which iptables reads as a wildcard matching other interfaces; \
+             use the nftables backend for such a name",
+        ));
+    }
+    Ok(())
+}
+
 fn interface(
     args: &mut Vec<String>,
     flag: &'static str,
     name: &str,
     negate: bool,
 ) -> Result<&'static str, FilterError> {
-    validate_ifname(name)?;
+    literal_ifname(name)?;
     if negate {
         args.push("!".into());
     }

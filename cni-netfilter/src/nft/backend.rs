@@ -5,25 +5,43 @@ use super::nla::{self, Attrs};
 use super::plan;
 use super::socket::{DumpError, NftSocket};
 use super::udata::{comment_bytes, comment_of};
-use crate::host_lock::{host_lock, NFTABLES_LOCK};
 use crate::{
     Backend, BackendKind, CommentMatch, FilterError, ListedRule, Op, RuleHandle, Table, Transaction,
 };
 
-/// How often a transaction that depends on a listing is tried when the
-/// ruleset changed between the listing and the batch.
-const ATTEMPTS: usize = 16;
+/// How long a transaction that depends on a listing is tried again while
+/// the ruleset keeps changing between the listing and the batch.
+pub(crate) const RETRY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+/// The longest pause between two attempts.
+const MAX_PAUSE_MS: u64 = 32;
 /// `ERESTART`: the kernel's answer to a batch tied to a past generation.
 const ERESTART: i32 = 85;
 
 /// The nftables backend: a netlink socket speaking nf_tables itself, so
 /// no `nft` binary is needed at run time.
 ///
-/// Every [`Transaction`] is one batch, applied whole or not at all. When
-/// it deletes by comment (or deletes a chain or table if present), the
-/// rules are listed first and the batch is tied to that ruleset
-/// generation: if anything changed in between, the kernel refuses the
-/// batch and it is built again from a new listing.
+/// Every [`Transaction`] is one batch, sent in one message and applied
+/// whole or not at all, however many rules it holds: the socket's send
+/// buffer is raised to the batch's size (forced as root, else up to
+/// `net.core.wmem_max`, past which the batch is refused unsent), and
+/// only its last request is acknowledged, so the kernel's answers never
+/// overflow the receive buffer unless it refused the batch. Every wait
+/// for an answer has a deadline.
+///
+/// When a transaction deletes by comment (or deletes a chain or table if
+/// present, or ensures chains), what is there is listed first and the
+/// batch is tied to that ruleset generation (`NFNL_BATCH_GENID`): if
+/// anything changed in between, the kernel refuses the batch whole
+/// (`ERESTART`) and it is built again from a new listing, after a short
+/// random pause, for up to 10 s; past it the error is
+/// [`FilterError::Busy`] (CNI code 11). No lock is taken: the kernel
+/// serialises batches per network namespace, so writers in different
+/// namespaces never wait for each other, and one in the same namespace
+/// only repeats its own listing. Older versions of ours took
+/// `/run/cni-netfilter-nftables.lock` around the same work; alongside
+/// them, their batches are tied to the generation as ours are, so either
+/// side's stale batch is refused and listed again (an older version gives
+/// up after 16 attempts, with code 999, where it used to wait its turn).
 ///
 /// Go: `knftables.New` with `Run` (which runs `nft -f -`).
 pub struct NftBackend {
@@ -219,14 +237,8 @@ impl NftBackend {
                     | Op::EnsureChain(_)
             )
         });
-        // Our own writers take turns; a foreign one (nft, firewalld) that
-        // commits between our listing and our batch makes us list again.
-        let _turn = if lists && commit {
-            host_lock(NFTABLES_LOCK)
-        } else {
-            None
-        };
-        let mut attempt = 1;
+        let started = std::time::Instant::now();
+        let mut attempt: u32 = 0;
         loop {
             let genid = if lists {
                 Some(
@@ -250,11 +262,22 @@ impl NftBackend {
             let Some(refusal) = self.socket.send_batch(&batch)? else {
                 return Ok(());
             };
-            if refusal.index == 0 && refusal.errno == ERESTART && attempt < ATTEMPTS {
-                // Another writer committed since the listing: list again,
-                // after a pause that grows, so a busy writer gets done.
-                std::thread::sleep(std::time::Duration::from_millis(attempt as u64 * 2));
+            if refusal.index == 0 && refusal.errno == ERESTART {
+                // Another writer committed since the listing: list again
+                // after a random pause, so writers that collided spread.
                 attempt += 1;
+                let pause = pause(attempt);
+                if started.elapsed() + pause > RETRY_DEADLINE {
+                    return Err(FilterError::Busy {
+                        what: format!(
+                            "the nftables ruleset changed under each of {attempt} attempts to \
+                             change table {} in {} s",
+                            tx.table(),
+                            RETRY_DEADLINE.as_secs()
+                        ),
+                    });
+                }
+                std::thread::sleep(pause);
                 continue;
             }
             // Index 0 is the batch itself (a past generation, no permission).
@@ -266,6 +289,23 @@ impl NftBackend {
             return Err(FilterError::kernel(op, object, refusal.errno));
         }
     }
+}
+
+/// A pause of 1 ms up to `2^attempt` ms (at most [`MAX_PAUSE_MS`]),
+/// drawn from the clock and the process id: no two processes that
+/// collided pause alike.
+fn pause(attempt: u32) -> std::time::Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let mut x = u64::from(nanos) ^ (u64::from(std::process::id()) << 32) | 1;
+    // xorshift64: enough to spread pauses, no dependency.
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    let span = (1u64 << attempt.min(6)).min(MAX_PAUSE_MS);
+    std::time::Duration::from_micros(1000 + x % (span * 1000))
 }
 
 impl Backend for NftBackend {

@@ -233,8 +233,17 @@ pub(crate) fn encode(
     out.extend_from_slice(attrs);
 }
 
-/// A batch being built: `BATCH_BEGIN`, the requests (each acknowledged),
-/// `BATCH_END`. The kernel applies it whole or not at all.
+/// A batch being built: `BATCH_BEGIN`, the requests, `BATCH_END`. The
+/// kernel applies it whole or not at all.
+///
+/// Only the last request asks for an acknowledgement (`NLM_F_ACK`): the
+/// kernel answers every refused request anyway, and queues all its
+/// answers, in request order, before the `send` returns. One request
+/// acknowledged each would queue one datagram per request, and past the
+/// socket's receive buffer (about 200 of them by default) the kernel
+/// drops the rest, so a committed batch could look unanswered. With one
+/// acknowledgement, answers that overflow the buffer are refusals, and a
+/// refused batch changed nothing (`NftSocket::send_batch`).
 #[derive(Debug)]
 pub(crate) struct Batch {
     pub(crate) bytes: Vec<u8>,
@@ -242,6 +251,8 @@ pub(crate) struct Batch {
     pub(crate) begin: u32,
     /// Per request after the begin: what it does, for errors.
     pub(crate) described: Vec<(&'static str, String)>,
+    /// Where the last request's header starts in `bytes`.
+    last: Option<usize>,
 }
 
 impl Batch {
@@ -266,6 +277,7 @@ impl Batch {
             bytes,
             begin,
             described: Vec::new(),
+            last: None,
         }
     }
 
@@ -285,10 +297,11 @@ impl Batch {
             ));
         }
         let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
+        self.last = Some(self.bytes.len());
         encode(
             &mut self.bytes,
             req.kind.message_type(),
-            NLM_F_REQUEST | NLM_F_ACK | req.flags,
+            NLM_F_REQUEST | req.flags,
             seq,
             nfproto(req.family),
             0,
@@ -301,6 +314,12 @@ impl Batch {
     /// The finished batch; without `BATCH_END` (`commit == false`) the
     /// kernel checks every request, then throws them away (nft `--check`).
     pub(crate) fn finish(mut self, commit: bool) -> Batch {
+        if let Some(at) = self.last {
+            // The flags follow the length and the type in the header.
+            let flags = &mut self.bytes[at + 6..at + 8];
+            let acked = u16::from_ne_bytes([flags[0], flags[1]]) | NLM_F_ACK;
+            flags.copy_from_slice(&acked.to_ne_bytes());
+        }
         if commit {
             let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
             encode(
@@ -314,5 +333,44 @@ impl Batch {
             );
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nft::socket::split;
+
+    #[test]
+    fn only_the_last_request_of_a_batch_asks_for_an_acknowledgement() {
+        let table = Table::new(Family::Ip, "t");
+        let mut batch = Batch::new(100, Some(7));
+        for name in ["a", "b", "c"] {
+            let chain = Chain::new(name);
+            batch
+                .push(new_chain(&table, &chain).unwrap(), "add", name.into())
+                .unwrap();
+        }
+        let batch = batch.finish(true);
+        // Each message's sequence number and whether it asks for an ack.
+        let mut flags = Vec::new();
+        let mut rest = batch.bytes.as_slice();
+        while rest.len() >= 16 {
+            let word = |at: usize| u32::from_ne_bytes(rest[at..at + 4].try_into().unwrap());
+            let ack = u16::from_ne_bytes([rest[6], rest[7]]) & NLM_F_ACK != 0;
+            flags.push((word(8), ack));
+            rest = &rest[(word(0) as usize).next_multiple_of(4)..];
+        }
+        assert_eq!(
+            flags,
+            [
+                (100, false),
+                (101, false),
+                (102, false),
+                (103, true),
+                (104, false)
+            ]
+        );
+        assert_eq!(split(&batch.bytes).unwrap().len(), 5);
     }
 }

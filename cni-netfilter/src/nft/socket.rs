@@ -22,6 +22,10 @@ const DUMP_ATTEMPTS: usize = 10;
 const MAX_DUMP_BYTES: usize = 64 << 20;
 /// The largest datagram the kernel sends (a dump fills at most 32 KiB).
 const RECEIVE_BUFFER: usize = 64 * 1024;
+/// The longest the kernel may take to answer: it answers a batch or a
+/// generation request before `send` returns and each part of a dump as
+/// it is read, so a wait this long means an answer was lost.
+pub(crate) const RECEIVE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A message the kernel sent: its type, sequence number and payload (after the
 /// `nfgenmsg` for nf_tables messages, the error code for errors).
@@ -55,6 +59,14 @@ impl NftSocket {
         socket.connect(&SocketAddr::new(0, 0))?;
         // Error replies then carry the request's header, not all of it.
         let _ = socket.set_cap_ack(true);
+        // Every wait for the kernel has a deadline.
+        let deadline = nix::sys::time::TimeVal::new(RECEIVE_DEADLINE.as_secs() as i64, 0);
+        nix::sys::socket::setsockopt(
+            &socket,
+            nix::sys::socket::sockopt::ReceiveTimeout,
+            &deadline,
+        )
+        .map_err(io::Error::from)?;
         Ok(NftSocket {
             socket,
             seq: std::process::id().wrapping_mul(1 << 12),
@@ -69,44 +81,107 @@ impl NftSocket {
         first
     }
 
-    /// Sends a batch and reads every acknowledgement: `Ok(None)` when the
-    /// kernel accepted every request, else the first refusal. The kernel
-    /// handles a batch inside `send`, so its answers are all queued when
-    /// it returns; they are read without waiting.
+    /// Sends a batch in one message and reads the kernel's answers:
+    /// `Ok(None)` when it applied the batch, else the first refusal, after
+    /// which the kernel holds none of it.
+    ///
+    /// The kernel handles a batch inside `send` and queues its answers
+    /// before `send` returns: a refusal for each refused request, then the
+    /// acknowledgement of the last one ([`Batch`] asks for no other). They
+    /// are read until that last answer, each wait bounded by
+    /// [`RECEIVE_DEADLINE`]. Answers that overflowed the receive buffer
+    /// (`ENOBUFS`) can only be refusals, so the batch was refused. An
+    /// error before the kernel saw the batch (a send that fails) changed
+    /// nothing either.
     pub(crate) fn send_batch(&mut self, batch: &Batch) -> Result<Option<Refusal>, FilterError> {
-        let os = |e: io::Error| FilterError::Kernel {
+        let send = |source: io::Error| FilterError::Kernel {
             op: "send",
-            object: "an nf_tables batch".into(),
-            source: e,
+            object: format!("an nf_tables batch of {} bytes", batch.bytes.len()),
+            source,
         };
-        self.socket.send(&batch.bytes, 0).map_err(os)?;
-        let expected = batch.described.len();
-        let mut answered = 0;
+        self.make_room(batch.bytes.len()).map_err(send)?;
+        self.socket.send(&batch.bytes, 0).map_err(send)?;
+        let last = batch.described.len();
         let mut refusal: Option<Refusal> = None;
-        while answered < expected {
-            let replies = match self.receive(MsgFlags::MSG_DONTWAIT) {
+        let mut overflowed = false;
+        let mut answered = false;
+        loop {
+            // Once the last request (or the batch itself) is answered,
+            // whatever else the kernel queued is read without waiting.
+            let settled = answered || refusal.is_some_and(|r| r.index == 0);
+            let flags = match settled {
+                true => MsgFlags::MSG_DONTWAIT,
+                false => MsgFlags::empty(),
+            };
+            let replies = match self.receive(flags) {
                 Ok(replies) => replies,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(os(e)),
+                Err(e) if settled && e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
+                    overflowed = true;
+                    answered = true;
+                    continue;
+                }
+                Err(e) => {
+                    return Err(FilterError::Kernel {
+                        op: "read the answer to",
+                        object: "an nf_tables batch".into(),
+                        source: timed_out(e),
+                    })
+                }
             };
             for reply in replies.iter().filter(|r| r.kind == NLMSG_ERROR) {
                 let index = reply.seq.wrapping_sub(batch.begin) as usize;
-                if index > expected {
+                if index > last {
                     continue;
                 }
-                answered += usize::from(index > 0);
                 let errno = error_code(&reply.payload)?;
+                answered |= index == last;
                 if errno != 0 && refusal.is_none_or(|r| index < r.index) {
                     refusal = Some(Refusal { index, errno });
                 }
             }
         }
-        if answered < expected && refusal.is_none() {
-            return Err(malformed(format!(
-                "it acknowledged {answered} of the {expected} requests of a batch"
-            )));
+        if refusal.is_none() && overflowed {
+            // More answers than the buffer holds: refusals, all of them.
+            refusal = Some(Refusal {
+                index: 0,
+                errno: nix::errno::Errno::ENOBUFS as i32,
+            });
         }
         Ok(refusal)
+    }
+
+    /// Lets the socket send a message of `len` bytes at once, as nft does
+    /// (`mnl_set_sndbuffer`): netlink refuses a message larger than the
+    /// send buffer (`EMSGSIZE`; 208 KiB by default, about 700 of
+    /// portmap's rules), and a batch must be one message to be one
+    /// transaction. As root the buffer is forced to the size
+    /// (`SO_SNDBUFFORCE`); otherwise `net.core.wmem_max` bounds it, and a
+    /// larger batch is refused here, before the kernel sees any of it.
+    fn make_room(&mut self, len: usize) -> io::Result<()> {
+        use nix::sys::socket::{getsockopt, setsockopt, sockopt};
+        // The kernel keeps 32 bytes of the buffer for itself.
+        let needed = len + 64;
+        let have = getsockopt(&self.socket, sockopt::SndBuf).map_err(io::Error::from)?;
+        if have >= needed {
+            return Ok(());
+        }
+        // Both options store twice the value (the kernel's overhead).
+        let asked = needed.div_ceil(2);
+        if setsockopt(&self.socket, sockopt::SndBufForce, &asked).is_err() {
+            let _ = setsockopt(&self.socket, sockopt::SndBuf, &asked);
+        }
+        let have = getsockopt(&self.socket, sockopt::SndBuf).map_err(io::Error::from)?;
+        if have >= needed {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!(
+                "the socket sends at most {have} bytes at once without CAP_NET_ADMIN \
+                 (net.core.wmem_max): the batch, one transaction, was not sent"
+            ),
+        ))
     }
 
     /// A dump, each reply's payload (after the `nfgenmsg`) given to
@@ -161,7 +236,7 @@ impl NftSocket {
         );
         self.socket.send(&request, 0)?;
         loop {
-            for reply in self.receive(MsgFlags::empty())? {
+            for reply in self.receive(MsgFlags::empty()).map_err(timed_out)? {
                 if reply.seq != seq {
                     continue;
                 }
@@ -191,7 +266,7 @@ impl NftSocket {
         let mut interrupted = false;
         loop {
             self.receive_datagram(MsgFlags::empty())
-                .map_err(DumpError::Io)?;
+                .map_err(|e| DumpError::Io(timed_out(e)))?;
             for message in Messages(&self.buffer) {
                 let message = message.map_err(DumpError::Visit)?;
                 if message.seq != seq {
@@ -243,6 +318,21 @@ impl NftSocket {
             ));
         }
         Ok(())
+    }
+}
+
+/// A receive that ran out of time (`EAGAIN` under `SO_RCVTIMEO`) as
+/// `ETIMEDOUT`, so the error says what happened.
+fn timed_out(e: io::Error) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the kernel did not answer within {} s",
+                RECEIVE_DEADLINE.as_secs()
+            ),
+        ),
+        _ => e,
     }
 }
 

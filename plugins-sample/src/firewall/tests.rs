@@ -257,3 +257,35 @@ fn del_succeeds_when_the_requested_backend_is_unavailable() {
     let out = run_in(&host, "DEL", "c1", &c);
     assert_eq!(out.exit_code, 0, "{:?}", out.error());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_bridge_named_as_an_iptables_wildcard_is_refused_under_iptables_and_matched_whole_under_nftables(
+) {
+    for bridge in ["cni+", "+"] {
+        let host = TempNetns::new("fw-plus").unwrap();
+        let before = ruleset(&host);
+        let mut c = conf(json!({"ingressPolicy": "isolated"}));
+        c["prevResult"]["interfaces"][0]["name"] = json!(bridge);
+        let err = run_in(&host, "ADD", "c1", &c).error().expect(bridge);
+        assert_eq!(
+            (err.code, err.msg.as_str()),
+            (
+                cni_types::Code::INVALID_NETWORK_CONFIG,
+                "invalid interface name"
+            ),
+            "{err:?}"
+        );
+        assert!(err.details.contains(&format!("{bridge:?}")), "{err:?}");
+        assert_eq!(ruleset(&host), before, "{bridge}: nothing written");
+        assert_eq!(run_in(&host, "DEL", "c1", &c).exit_code, 0, "{bridge}");
+
+        // nftables compares the whole name: no wildcard to fear.
+        c["backend"] = json!("nftables");
+        let added = run_in(&host, "ADD", "c1", &c);
+        assert_eq!(added.exit_code, 0, "{bridge}: {:?}", added.error());
+        let isolated = ruleset(&host);
+        assert!(isolated.contains(&format!("\"{bridge}\"")), "{isolated}");
+        assert_eq!(run_in(&host, "DEL", "c1", &c).exit_code, 0, "{bridge}");
+    }
+}

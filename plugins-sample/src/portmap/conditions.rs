@@ -103,6 +103,9 @@ fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
             }
             "-i" | "--in-interface" | "-o" | "--out-interface" => {
                 let name = interface(&value(tail)?)?;
+                // Written as one interface: a trailing `+` would be
+                // iptables' wildcard under the iptables layout.
+                cni_netfilter::iptables::literal_ifname(&name).map_err(|e| e.to_string())?;
                 out.push(if option.starts_with("-i") || option.starts_with("--i") {
                     Match::InInterface { name, negate }
                 } else {
@@ -342,6 +345,8 @@ mod tests {
                 false,
             ),
             (vec!["-j", "DROP"], BackendKind::Iptables, false),
+            (vec!["-i", "cni+"], BackendKind::Iptables, false),
+            (vec!["!", "-o", "+"], BackendKind::Iptables, false),
             (vec!["tcp dport 80"], BackendKind::Nftables, false),
             (vec!["ip saddr 10.0.0.1"], BackendKind::Nftables, true),
             (vec!["meta mark 0x1ffffffff"], BackendKind::Nftables, false),

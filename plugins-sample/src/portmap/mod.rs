@@ -30,6 +30,10 @@
 //! - Conditions are read, not pasted into the rules: the common matches
 //!   only, anything else refused with code 7 naming the condition
 //!   (`conditions.rs`).
+//!   An iptables condition naming an interface that ends with `+`
+//!   (iptables' wildcard: `-i cni+` is every `cni*` link) is refused too:
+//!   the rules name one interface each, and `-i +` would be listed back
+//!   without `-i`, never to be found again.
 //! - Bad input is refused before any change, naming the field, code 7:
 //!   ports outside 1..=65535, a protocol other than tcp, udp or sctp (any
 //!   case), a `hostIP` that is not an address, more than

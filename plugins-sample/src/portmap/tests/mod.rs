@@ -5,6 +5,7 @@
 
 mod host;
 mod layout;
+mod many;
 mod traffic;
 
 use std::process::Command;

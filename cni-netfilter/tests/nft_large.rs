@@ -1,0 +1,117 @@
+//! The nftables backend with transactions of thousands of rules (portmap
+//! takes 4,096 mappings): each is applied whole or refused whole, and no
+//! answer of the kernel is waited for forever (needs root).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use cni_netfilter::{
+    Action, Backend, Chain, CommentMatch, Family, FilterError, Match, Protocol, Rule, Table,
+    Transaction,
+};
+use common::{netns, ruleset, try_nft, with_nft};
+
+fn table() -> Table {
+    Table::new(Family::Ip, "cni_hostport")
+}
+
+/// A table, a chain and `n` rules of portmap's size, commented `ctr`.
+fn many(n: u16, ctr: &str) -> Transaction {
+    let mut tx = Transaction::new(table());
+    tx.ensure_table().ensure_chain(Chain::new("hostports"));
+    for port in 1..=n {
+        tx.add_rule(
+            Rule::new("hostports")
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPort(port))
+                .counted()
+                .then(Action::Accept)
+                .comment(ctr),
+        );
+    }
+    tx
+}
+
+fn mine(ctr: &str) -> CommentMatch {
+    CommentMatch::Exact(ctr.into())
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn batches_of_up_to_4096_rules_are_applied_found_and_deleted_whole() {
+    let ns = netns("nf-large");
+    for n in [300, 700, 4096] {
+        let (added, left) = with_nft(&ns, |nft| {
+            nft.apply(&many(n, "ctr-big"))?;
+            let added = nft
+                .find_rules(&table(), "hostports", &mine("ctr-big"))?
+                .len();
+            let mut del = Transaction::new(table());
+            del.delete_rules_by_comment("hostports", mine("ctr-big"));
+            nft.apply(&del)?;
+            let left = nft.list_rules(&table(), "hostports")?.len();
+            Ok((added, left))
+        });
+        assert_eq!((added, left), (usize::from(n), 0), "{n} rules");
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_batch_of_4096_rules_refused_at_its_last_rule_leaves_nothing() {
+    let ns = netns("nf-large-last");
+    let mut tx = many(4096, "ctr-big");
+    tx.add_rule(
+        Rule::new("hostports")
+            .then(Action::Jump("missing".into()))
+            .comment("last"),
+    );
+    let err = try_nft(&ns, |nft| nft.apply(&tx)).unwrap_err();
+    let FilterError::Kernel { op, object, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        (*op, object.as_str()),
+        (
+            "add rule to",
+            "chain ip cni_hostport hostports (comment \"last\")"
+        )
+    );
+    assert_eq!(ruleset(&ns), serde_json::json!({"nftables": []}));
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_batch_whose_4096_rules_are_all_refused_ends_at_once_and_leaves_nothing() {
+    // Every request refused: more answers than the receive buffer holds,
+    // which the kernel drops (ENOBUFS). The first refusal is named.
+    let ns = netns("nf-large-all");
+    let mut tx = Transaction::new(table());
+    tx.ensure_table().ensure_chain(Chain::new("hostports"));
+    for port in 1..=4096u16 {
+        tx.add_rule(
+            Rule::new("hostports")
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPort(port))
+                .then(Action::Jump("missing".into()))
+                .comment(format!("r{port}")),
+        );
+    }
+    let started = Instant::now();
+    let err = try_nft(&ns, |nft| nft.apply(&tx)).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "{err}");
+    let FilterError::Kernel { object, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(object, "chain ip cni_hostport hostports (comment \"r1\")");
+    assert_eq!(ruleset(&ns), serde_json::json!({"nftables": []}));
+    // The socket still answers afterwards.
+    let added = with_nft(&ns, |nft| {
+        nft.apply(&many(10, "ctr-after"))?;
+        Ok(nft
+            .find_rules(&table(), "hostports", &mine("ctr-after"))?
+            .len())
+    });
+    assert_eq!(added, 10);
+}
