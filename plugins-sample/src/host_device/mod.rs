@@ -5,12 +5,11 @@
 //! The device is named by the first of `device` (its name), `hwaddr`
 //! (its MAC), `kernelpath` (its `/sys/devices/...` path) or `pciBusID`
 //! that is set; `runtimeConfig.deviceID` (a device plugin's PCI address
-//! or auxiliary device) overrides them. ADD renames it `CNI_IFNAME` in an
-//! unnamed staging namespace, keeps its original name as its alias
-//! (`ip link set DEV alias NAME`), moves it into `CNI_NETNS` and sets it
-//! up; with `ipam`, the addresses and routes IPAM gives go on it. DEL
-//! moves it back, renamed to its alias, down, after releasing IPAM's
-//! reservation. A PCI device bound to a user-space driver (DPDK:
+//! or auxiliary device) overrides them. ADD moves it into `CNI_NETNS`
+//! renamed `CNI_IFNAME`, its original name kept as its alias (`ip link
+//! set DEV alias NAME`), and sets it up; with `ipam`, the addresses and
+//! routes IPAM gives go on it. DEL moves it back, renamed to its alias,
+//! down, after releasing IPAM's reservation. A PCI device bound to a user-space driver (DPDK:
 //! `vfio-pci`, `uio_pci_generic`, `igb_uio`) has no link: only IPAM runs.
 //! CHECK compares the device in the container with `prevResult` (MAC,
 //! addresses, routes) after IPAM's CHECK; STATUS is IPAM's.
@@ -33,6 +32,13 @@
 //!   repeated DEL) or the namespace is gone; the reference fails both.
 //! - A `pciBusID`, `deviceID` or `kernelpath` that would leave its `/sys`
 //!   directory (`..`, `/`) is refused.
+//! - Each move is one netlink request that also renames the device and
+//!   sets its alias, so a plugin killed at any instant (a runtime's
+//!   deadline) leaves the device in the host under its own name or in the
+//!   container as `CNI_IFNAME`, where the next DEL finds it. The
+//!   reference renames in the container after moving in and before moving
+//!   out: killed between the two, the device stays in the container under
+//!   a name no DEL looks for, and is lost with the namespace.
 //!
 //! Go: containernetworking/plugins `plugins/main/host-device`.
 
