@@ -30,6 +30,10 @@
 //!   device in the container when IPAM or the addresses fail.
 //! - DEL succeeds when the device is no longer in the container (a
 //!   repeated DEL) or the namespace is gone; the reference fails both.
+//! - A `kernelpath` whose `net` directory lists several links
+//!   (`/sys/devices/virtual`) is code 7 naming the path and the count;
+//!   the reference moves whichever comes first. An all-zero `hwaddr`
+//!   (what `lo` reports) is code 7.
 //! - A `pciBusID`, `deviceID` or `kernelpath` that would leave its `/sys`
 //!   directory (`..`, `/`) is refused.
 //! - Each move is one netlink request that also renames the device and
@@ -50,7 +54,7 @@ use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{CniResult, Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 pub use self::config::Fields;
-use self::config::{ipam_type, net_dir, plan, Selector};
+use self::config::{ipam_type, link_in, net_dir, plan, Selector};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI host-device plugin v0.1.0 (cni-rs)";
@@ -229,23 +233,8 @@ fn find_device(host: &mut Netlink, selector: &Selector) -> Result<Link, Error> {
                 _ => "runtimeConfig.deviceID",
             };
             let dir = net_dir(other).unwrap_or_default();
-            let mut names: Vec<String> = std::fs::read_dir(&dir)
-                .map_err(|e| {
-                    Error::invalid_config(
-                        field,
-                        format!("failed to read directory {}: {e}", dir.display()),
-                    )
-                })?
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            let name = names.into_iter().next().ok_or_else(|| {
-                Error::invalid_config(
-                    field,
-                    format!("failed to find network device in path {}", dir.display()),
-                )
-            })?;
+            let only_one = matches!(other, Selector::KernelPath(_));
+            let name = link_in(&dir, field, only_one)?;
             host.find_link(&name)?
                 .ok_or_else(|| missing(field, format!("link {name:?}")))
         }
