@@ -33,8 +33,9 @@
 //! too: the reference's netlink path drops them silently (vishvananda
 //! netlink's `Tuntap` creation sets only the TUN ioctls). A device is
 //! never attached to an existing one of the name (`IFF_TUN_EXCL`). Bad
-//! input (`mtu`, `bridge` missing or not a bridge, a MAC) is code 7
-//! naming the field before anything changes. A kernel without
+//! input (`mtu`, `bridge` missing or not a bridge, a MAC, an `owner` or
+//! `group` of 4294967295, the kernel's "unset") is code 7 naming the
+//! field before anything changes. A kernel without
 //! tun/tap is an error saying so. The temporary name is derived rather
 //! than random; DEL deletes the link even when IPAM's DEL fails; GC goes
 //! to IPAM.
@@ -102,6 +103,16 @@ fn plan(req: &Req) -> Result<(Plan, Netns), Error> {
             Code::UNSUPPORTED_FIELD,
             "selinuxContext is not supported: this plugin runs no `ip` command to label",
         ));
+    }
+    for (field, id) in [("owner", f.owner), ("group", f.group)] {
+        // (uid_t)-1 is the kernel's "no user": TUNSETOWNER refuses it
+        // only after the device exists.
+        if id == Some(u32::MAX) {
+            return Err(Error::invalid_config(
+                field,
+                format!("{}: means no {field} to the kernel", u32::MAX),
+            ));
+        }
     }
     let mtu = match f.mtu.unwrap_or(0) {
         0 => None,

@@ -46,6 +46,29 @@ fn namespaces() -> (TempNetns, TempNetns) {
 }
 
 #[test]
+fn an_owner_or_group_the_kernel_reads_as_unset_is_refused_naming_it() {
+    for field in ["owner", "group"] {
+        let mut c = json!({"cniVersion": "1.0.0", "name": "t", "type": "tap",
+                           "owner": 107, "group": 107});
+        c[field] = json!(4294967295u32);
+        let err = TestRequest::new("ADD")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/cni-rs-tap-does-not-exist")
+            .env("CNI_IFNAME", "tap0")
+            .stdin(c.to_string())
+            .run(&Tap, &PluginInfo::all())
+            .error()
+            .expect("an error");
+        let msg = format!("invalid {field}");
+        assert_eq!(
+            (err.code, err.msg.as_str()),
+            (Code(7), msg.as_str()),
+            "{err:?}"
+        );
+    }
+}
+
+#[test]
 fn an_selinux_context_or_bad_mtu_is_refused_naming_it() {
     for (extra, code, msg) in [
         (
