@@ -39,8 +39,8 @@ pub struct Fields {
     /// Egress burst, bits.
     #[serde(rename = "egressBurst", default)]
     pub egress_burst: Option<Number>,
-    /// Subnets whose traffic is left unshaped: refused unless empty (see
-    /// [`refuse_subnets`]).
+    /// Subnets whose traffic is left unshaped: refused unless empty (the
+    /// reference reverted the field before v1.6.0 and ignores it).
     #[serde(rename = "unshapedSubnets", default)]
     pub unshaped_subnets: Option<Value>,
     /// The only subnets whose traffic is shaped: refused unless empty.
