@@ -7,6 +7,8 @@
 //! device the kernel destroyed takes its peer with it.
 
 use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -16,7 +18,7 @@ use tests::{ip, plugin_bin_dir, NetNs};
 
 const DEVICE: &str = "hdkill0";
 const IFNAME: &str = "net1";
-/// Kills, half during ADDs and half during DELs. Each takes about 60 ms.
+/// Kills, half during ADDs and half during DELs: about 15 s in all.
 const KILLS: u64 = 200;
 
 /// The names of the links in `ns`, with their aliases (read over
@@ -69,9 +71,20 @@ fn start(command: &str, host: &NetNs, container: &NetNs) -> Child {
         "ipam": {"type": "static", "addresses": [{"address": "198.18.77.5/24"}],
                  "routes": [{"dst": "198.19.77.0/24", "gw": "198.18.77.1"}]}
     });
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", host.name()])
-        .arg(plugin_bin_dir().join("host-device"))
+    // Straight into `host` (setns before exec) rather than through `ip
+    // netns exec`: a process less per run, a third of the test's time.
+    let host_ns = std::fs::File::open(host.path()).expect("open the host namespace");
+    let fd = host_ns.as_raw_fd();
+    let mut command_line = Command::new(plugin_bin_dir().join("host-device"));
+    // SAFETY: setns is async-signal-safe, and `fd` stays open in the
+    // parent until spawn returns.
+    unsafe {
+        command_line.pre_exec(move || match libc::setns(fd, libc::CLONE_NEWNET) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
+    let mut child = command_line
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .env("CNI_COMMAND", command)
