@@ -69,6 +69,17 @@ fn an_owner_or_group_the_kernel_reads_as_unset_is_refused_naming_it() {
 }
 
 #[test]
+fn an_id_outside_the_user_namespaces_map_is_not_one_the_kernel_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("uid_map");
+    std::fs::write(&map, "         0     100000      65536\n").unwrap();
+    assert!(super::mapped(0, &map) && super::mapped(65535, &map));
+    assert!(!super::mapped(65536, &map) && !super::mapped(u32::MAX, &map));
+    std::fs::write(&map, "         0          0 4294967295\n").unwrap();
+    assert!(super::mapped(u32::MAX - 1, &map) && !super::mapped(u32::MAX, &map));
+}
+
+#[test]
 fn an_selinux_context_or_bad_mtu_is_refused_naming_it() {
     for (extra, code, msg) in [
         (
