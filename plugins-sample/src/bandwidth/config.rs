@@ -6,7 +6,7 @@ use std::time::Duration;
 use cni_net::tc::Tbf;
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
-use serde_json::Number;
+use serde_json::{Number, Value};
 
 /// The queue beyond the bucket: 25 ms of the rate, as the reference's
 /// `latencyInMillis`.
@@ -39,6 +39,13 @@ pub struct Fields {
     /// Egress burst, bits.
     #[serde(rename = "egressBurst", default)]
     pub egress_burst: Option<Number>,
+    /// Subnets whose traffic is left unshaped: refused unless empty (the
+    /// reference reverted the field before v1.6.0 and ignores it).
+    #[serde(rename = "unshapedSubnets", default)]
+    pub unshaped_subnets: Option<Value>,
+    /// The only subnets whose traffic is shaped: refused unless empty.
+    #[serde(rename = "shapedSubnets", default)]
+    pub shaped_subnets: Option<Value>,
 }
 
 impl Fields {
@@ -69,6 +76,7 @@ impl Shaping {
     /// the kernel cannot hold (a rate or burst under 8 bits, a queue over
     /// 4 GiB).
     pub fn read(conf: &NetConf<Fields>) -> Result<Shaping, Error> {
+        refuse_subnets("", &conf.plugin)?;
         let runtime;
         let (fields, section) = if conf.plugin.is_given() {
             (&conf.plugin, "")
@@ -82,6 +90,7 @@ impl Shaping {
                 .transpose()?;
             match from_runtime {
                 Some(fields) => {
+                    refuse_subnets("runtimeConfig.bandwidth.", &fields)?;
                     runtime = fields;
                     (&runtime, "runtimeConfig.bandwidth.")
                 }
@@ -106,6 +115,38 @@ impl Shaping {
     pub fn is_none(&self) -> bool {
         self.ingress.is_none() && self.egress.is_none()
     }
+}
+
+/// Refuses `unshapedSubnets` and `shapedSubnets` holding anything (code
+/// 7 naming the field): this plugin shapes all of a direction's traffic,
+/// and shaping what the operator asked to leave alone, silently, is the
+/// one wrong answer.
+///
+/// The reference merged them for v1.6.0 (containernetworking/plugins
+/// #921: u32 filters sorting destinations into a shaped and an unshaped
+/// htb class) and reverted that before the release (d44bbf28); v1.6.0 to
+/// v1.9 decode neither and shape everything. Empty lists and `null` ask
+/// for nothing and pass.
+fn refuse_subnets(section: &str, fields: &Fields) -> Result<(), Error> {
+    let named = [
+        ("unshapedSubnets", &fields.unshaped_subnets),
+        ("shapedSubnets", &fields.shaped_subnets),
+    ];
+    for (field, value) in named {
+        let empty = match value {
+            None | Some(Value::Null) => true,
+            Some(Value::Array(subnets)) => subnets.is_empty(),
+            Some(_) => false,
+        };
+        if !empty {
+            return Err(Error::invalid_config(
+                &format!("{section}{field}"),
+                "not supported: every packet of a shaped direction is shaped (the reference \
+                 reverted this field before v1.6.0 and ignores it)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A named number of the entry.
@@ -224,6 +265,35 @@ mod tests {
         .unwrap();
         assert_eq!(shaping.ingress.unwrap().rate, 1_000_000);
         assert_eq!(shaping.egress.unwrap().rate, 2_000_000);
+    }
+
+    #[test]
+    fn shaped_or_unshaped_subnets_are_refused_naming_the_field_rather_than_ignored() {
+        let subnets = json!(["10.0.0.0/8"]);
+        let cases = [
+            (
+                json!({"ingressRate": 8_000, "ingressBurst": 800, "unshapedSubnets": subnets}),
+                "invalid unshapedSubnets",
+            ),
+            (
+                json!({"shapedSubnets": subnets, "runtimeConfig": {"bandwidth":
+                    {"egressRate": 16_000, "egressBurst": 1_600}}}),
+                "invalid shapedSubnets",
+            ),
+            (
+                json!({"runtimeConfig": {"bandwidth": {"egressRate": 16_000,
+                    "egressBurst": 1_600, "unshapedSubnets": subnets}}}),
+                "invalid runtimeConfig.bandwidth.unshapedSubnets",
+            ),
+        ];
+        for (conf, msg) in cases {
+            let err = read(conf.clone()).unwrap_err();
+            assert_eq!(err.code, cni_types::Code::INVALID_NETWORK_CONFIG, "{conf}");
+            assert_eq!(err.msg, msg, "{conf}");
+        }
+        let asks_nothing = json!({"ingressRate": 8_000, "ingressBurst": 800,
+            "unshapedSubnets": [], "shapedSubnets": null});
+        assert_eq!(read(asks_nothing).unwrap().ingress.unwrap().rate, 1_000);
     }
 
     #[test]

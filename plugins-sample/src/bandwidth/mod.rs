@@ -46,6 +46,11 @@
 //!   one.
 //! - The tbfs get the Ethernet link layer, as `tc` gives them (the
 //!   reference leaves it unspecified; the kernel computes the same).
+//! - `unshapedSubnets` and `shapedSubnets` (in the configuration or in
+//!   `runtimeConfig.bandwidth`) holding anything are code 7 naming the
+//!   field. The reference merged them for v1.6.0 and reverted them before
+//!   the release; v1.9 ignores them and shapes everything, so an
+//!   operator who asked for an exemption silently got none.
 //! - A failed ADD removes what it installed.
 //! - DEL also removes the host end's ingress qdisc (when its filter
 //!   redirects to this attachment's ifb, or to a link gone, as after the

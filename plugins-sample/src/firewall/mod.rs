@@ -53,7 +53,13 @@
 //!   attachment holds. Rules the reference added have no record: GC
 //!   leaves them. nftables rules carry their attachment in their comment.
 //! - DEL without a previous result still removes the attachment's rules:
-//!   nftables ones by comment, iptables ones by the record.
+//!   nftables ones by comment, iptables ones by the record. A record that
+//!   cannot be read (damaged, truncated) is said on stderr and the
+//!   previous result's addresses are used instead; only without a
+//!   previous result does DEL then fail (code 5, the record kept), after
+//!   removing everything else.
+//! - An ADD under iptables whose record cannot be written removes the
+//!   rules it added and fails: rules without a record no GC could find.
 //! - The firewalld backend (`firewalld.rs`, over
 //!   [`cni_netfilter::firewalld`]) is chosen, as in the reference, when
 //!   asked for or when firewalld owns its bus name. Asked for while it is
@@ -236,18 +242,41 @@ impl Plugin for Firewall {
         )
         .map_err(Error::from)?;
         if kind == BackendKind::Iptables {
-            setup.records.save(&Record {
+            let record = Record {
                 container_id: req.container_id.clone(),
                 ifname: req.ifname.clone(),
                 addresses: setup.addresses.clone(),
-            })?;
+            };
+            if let Err(e) = setup.records.save(&record) {
+                // Without its record no GC finds these rules: take them
+                // back, so the failed ADD leaves nothing behind.
+                if let Err(undo) = firewall::del(&rules, false) {
+                    req.log(format_args!(
+                        "firewall: failed to remove the rules of an ADD whose record failed: {undo}"
+                    ));
+                }
+                return Err(e.into());
+            }
         }
         Ok(prev.into())
     }
 
     fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let mut setup = Setup::read(&req.config)?;
-        let recorded = setup.records.load(&req.container_id, &req.ifname)?;
+        let (recorded, damaged) = match setup.records.load(&req.container_id, &req.ifname) {
+            Ok(recorded) => (recorded, None),
+            Err(e) => {
+                req.log(format_args!(
+                    "firewall: {}: {}; removing the rules of the previous result's addresses",
+                    e.msg, e.details
+                ));
+                (None, Some(e))
+            }
+        };
+        // Without a previous result the record was all there was to go
+        // by: everything else is removed, and the record stays, with the
+        // error, for an operator to see which rules may be left.
+        let damaged = damaged.filter(|_| req.config.prev_result.is_none());
         for address in recorded.into_iter().flat_map(|r| r.addresses) {
             if !setup.addresses.contains(&address) {
                 setup.addresses.push(address);
@@ -264,6 +293,9 @@ impl Plugin for Firewall {
             .bridge
             .is_some_and(|bridge| vacated_or_log(req, bridge, &setup.host_ports));
         firewall::del(&rules, last).map_err(Error::from)?;
+        if let Some(e) = damaged {
+            return Err(e.into());
+        }
         setup.records.remove(&req.container_id, &req.ifname)?;
         Ok(())
     }

@@ -289,3 +289,59 @@ fn a_bridge_named_as_an_iptables_wildcard_is_refused_under_iptables_and_matched_
         assert_eq!(run_in(&host, "DEL", "c1", &c).exit_code, 0, "{bridge}");
     }
 }
+
+/// The one record file of `network` in the test's data directory.
+fn record_file(network: &str) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(data_dir().join(network))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.pop().unwrap()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_add_whose_record_cannot_be_written_takes_its_rules_back() {
+    let host = TempNetns::new("fw-norecord").unwrap();
+    // A data directory under a regular file cannot be created.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let c = conf(json!({"name": "fwnorecord", "dataDir": file.path().join("records")}));
+    let err = run_in(&host, "ADD", "c1", &c).error().unwrap();
+    assert_eq!(err.code.0, 5, "{err:?}");
+    let left = ruleset(&host);
+    assert!(
+        !left.contains("10.88.0.5") && !left.contains("fd00:88::5"),
+        "{left}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn del_with_a_truncated_record_removes_the_previous_results_rules() {
+    let host = TempNetns::new("fw-truncated").unwrap();
+    let c = conf(json!({"name": "fwtruncated"}));
+    let mut bare = c.clone();
+    bare.as_object_mut().unwrap().remove("prevResult");
+    assert_eq!(run_in(&host, "ADD", "c1", &c).exit_code, 0);
+    let record = record_file("fwtruncated");
+    let text = std::fs::read(&record).unwrap();
+    std::fs::write(&record, &text[..text.len() / 2]).unwrap();
+
+    // Without a previous result the record was all there was: code 5,
+    // and the record stays for the DEL that has one.
+    let err = run_in(&host, "DEL", "c1", &bare).error().unwrap();
+    assert_eq!(err.code.0, 5, "{err:?}");
+    assert!(record.exists());
+
+    let out = run_in(&host, "DEL", "c1", &c);
+    assert_eq!(out.exit_code, 0, "{:?}", out.error());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("previous result"), "{said}");
+    let left = ruleset(&host);
+    assert!(
+        !left.contains("10.88.0.5") && !left.contains("fd00:88::5"),
+        "{left}"
+    );
+    assert!(!data_dir().join("fwtruncated").exists());
+}

@@ -42,7 +42,7 @@ pub(super) enum Selector {
     Name(String),
     /// `hwaddr`.
     Mac(Mac),
-    /// `kernelpath`: the first entry of its `net` directory.
+    /// `kernelpath`: the one entry of its `net` directory.
     KernelPath(PathBuf),
     /// `pciBusID` or a PCI `runtimeConfig.deviceID`: the first entry of
     /// its `net` directory (or of a virtio function's).
@@ -100,10 +100,18 @@ fn by_fields(f: &Fields) -> Result<Selector, Error> {
         return Ok(Selector::Name(f.device.clone()));
     }
     if !f.hwaddr.is_empty() {
-        let mac = f
+        let mac: Mac = f
             .hwaddr
             .parse()
             .map_err(|e| Error::invalid_config("hwaddr", e))?;
+        // All zeros is no device's address: it is what links without one
+        // (`lo`, tunnels) report, and one of those would be moved.
+        if mac.octets() == [0; 6] {
+            return Err(Error::invalid_config(
+                "hwaddr",
+                format!("{:?} is not a device's address (all zeros)", f.hwaddr),
+            ));
+        }
         return Ok(Selector::Mac(mac));
     }
     if !f.kernelpath.is_empty() {
@@ -202,5 +210,69 @@ pub(super) fn net_dir(selector: &Selector) -> Option<PathBuf> {
         }
         Selector::Auxiliary(name) => Some(Path::new(SYS_BUS_AUXILIARY).join(name).join("net")),
         Selector::Name(_) | Selector::Mac(_) => None,
+    }
+}
+
+/// The link `dir` (a device's `net` directory) names: its first entry by
+/// name, or with `only_one`, its one entry; code 7 naming `field` and the
+/// directory otherwise.
+///
+/// Go: the directory scan of `getLink`, which takes whichever entry
+/// comes first, also for a `kernelpath` naming many devices
+/// (`/sys/devices/virtual`).
+pub(super) fn link_in(dir: &Path, field: &str, only_one: bool) -> Result<String, Error> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| {
+            Error::invalid_config(
+                field,
+                format!("failed to read directory {}: {e}", dir.display()),
+            )
+        })?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if only_one && names.len() > 1 {
+        return Err(Error::invalid_config(
+            field,
+            format!(
+                "{} names {} network devices, not one: {}",
+                dir.display(),
+                names.len(),
+                names.join(", ")
+            ),
+        ));
+    }
+    names.into_iter().next().ok_or_else(|| {
+        Error::invalid_config(
+            field,
+            format!("failed to find network device in path {}", dir.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use cni_types::Code;
+
+    use super::*;
+
+    #[test]
+    fn a_kernelpath_naming_several_links_is_refused_with_their_count() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("eth0")).unwrap();
+        assert_eq!(link_in(dir.path(), "kernelpath", true).unwrap(), "eth0");
+        std::fs::create_dir(dir.path().join("eth1")).unwrap();
+        let err = link_in(dir.path(), "kernelpath", true).unwrap_err();
+        assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG, "{err:?}");
+        let path = dir.path().display().to_string();
+        assert_eq!(err.msg, "invalid kernelpath", "{err:?}");
+        let details = &err.details;
+        assert!(
+            details.contains(&format!("{path} names 2 network devices")),
+            "{err:?}"
+        );
+        // A PCI function with two ports keeps the reference's choice.
+        assert_eq!(link_in(dir.path(), "pciBusID", false).unwrap(), "eth0");
     }
 }

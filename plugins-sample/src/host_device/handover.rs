@@ -1,15 +1,21 @@
-//! Handing a device to a container and back, through an unnamed staging
-//! namespace where it is renamed, so no daemon of either namespace sees a
-//! transient name. Each step that fails is undone, in reverse order.
+//! Handing a device to a container and back. Each hand-over is one
+//! netlink request that moves, renames and sets the alias at once
+//! ([`Netlink::move_to_netns_as`]), so a plugin killed at any instant
+//! leaves the device either where it was, under the name it had, or
+//! where it was going, under the name it was to have: in the host under
+//! its own name, or in the container as `CNI_IFNAME`, where the next DEL
+//! finds it. A staging namespace would die with the plugin and take the
+//! device with it. Each step that fails is undone, in reverse order.
 
-use cni_net::{Link, NetError, Netlink, Netns};
+use cni_net::{Link, Netlink, Netns};
 use cni_types::{Code, Error};
 
 /// Moves `device` from `host` into `container` as `ifname`, up, with its
 /// original name kept as its alias; returns it as the container sees it.
 /// On failure the device is back in `host` as it was (name, alias, up).
 ///
-/// Go: `moveLinkIn`.
+/// Go: `moveLinkIn`, which moves the device under its own name and then
+/// renames it in the container.
 pub(super) fn move_in(
     host: &mut Netlink,
     device: &Link,
@@ -18,27 +24,29 @@ pub(super) fn move_in(
 ) -> Result<Link, Error> {
     // Everything that can fail without changing anything comes first.
     let home = Netns::current()?;
-    let staging = Netns::unnamed()?;
-    let mut staged = staging.socket()?;
     let mut inside = container.socket()?;
     let alias = host.alias(device.index)?.unwrap_or_default();
-    host.move_to_netns(device.index, &staging)?;
-    match hand_over(&mut staged, &mut inside, container, &device.name, ifname) {
+    let moved = host
+        .move_to_netns_as(device.index, container, ifname, &device.name)
+        .and_then(|()| {
+            let link = inside.link(ifname)?;
+            inside.set_up(link.index)?;
+            inside.link(link.index)
+        });
+    match moved {
         Ok(link) => Ok(link),
         Err(e) => {
-            // Undo what was done, from wherever the device got to.
-            if let Ok(Some(link)) = inside.find_link(ifname) {
-                if inside.alias(link.index).ok().flatten().as_deref() == Some(&device.name) {
-                    let _ = inside.move_to_netns(link.index, &staging);
+            // Undo what was done, from wherever the device got to: the
+            // rename or the alias may have failed after the move.
+            if host.find_link(&device.name).ok().flatten().is_none() {
+                let ours = [ifname, &device.name]
+                    .into_iter()
+                    .find_map(|n| inside.find_link(n).ok().flatten())
+                    .filter(|l| l.mac == device.mac);
+                if let Some(link) = ours {
+                    let _ = inside.move_to_netns_as(link.index, &home, &device.name, &alias);
                 }
             }
-            let _ = restore(
-                &mut staged,
-                &home,
-                &[ifname, &device.name],
-                &device.name,
-                &alias,
-            );
             if device.up {
                 if let Ok(Some(link)) = host.find_link(&device.name) {
                     let _ = host.set_up(link.index);
@@ -49,50 +57,14 @@ pub(super) fn move_in(
     }
 }
 
-/// The steps of [`move_in`] after the device reached the staging
-/// namespace.
-fn hand_over(
-    staged: &mut Netlink,
-    inside: &mut Netlink,
-    container: &Netns,
-    name: &str,
-    ifname: &str,
-) -> Result<Link, NetError> {
-    let index = staged.link(name)?.index;
-    staged.rename(index, ifname)?;
-    staged.set_alias(index, name)?;
-    staged.move_to_netns(index, container)?;
-    let link = inside.link(ifname)?;
-    inside.set_up(link.index)?;
-    inside.link(link.index)
-}
-
-/// Renames the staged device (under any of `names`) to `name`, sets its
-/// alias, and moves it to `to`.
-fn restore(
-    staged: &mut Netlink,
-    to: &Netns,
-    names: &[&str],
-    name: &str,
-    alias: &str,
-) -> Result<(), NetError> {
-    let link = names
-        .iter()
-        .find_map(|n| staged.find_link(*n).ok().flatten())
-        .ok_or_else(|| NetError::NoSuchLink(name.into()))?;
-    if link.name != name {
-        staged.rename(link.index, name)?;
-    }
-    staged.set_alias(link.index, alias)?;
-    staged.move_to_netns(link.index, to)
-}
-
 /// Returns the container's `ifname` to the plugin's own namespace under
 /// the name its alias keeps, down (its state before is unknown), alias
 /// cleared. `false` when the container has no such link (DEL already
 /// done). On failure the device is back in the container as it was.
 ///
-/// Go: `moveLinkOut`.
+/// Go: `moveLinkOut`, which renames the device in the container and then
+/// moves it: a plugin killed between the two leaves it there under a
+/// name no DEL looks for.
 pub(super) fn move_out(container: &Netns, ifname: &str) -> Result<bool, Error> {
     let mut inside = container.socket()?;
     let Some(link) = inside.find_link(ifname)? else {
@@ -112,7 +84,8 @@ pub(super) fn move_out(container: &Netns, ifname: &str) -> Result<bool, Error> {
         .with_details(e.to_string())
     })?;
     let home = Netns::current()?;
-    if Netlink::open()?.find_link(&original)?.is_some() {
+    let mut host = Netlink::open()?;
+    if host.find_link(&original)?.is_some() {
         return Err(Error::new(
             Code::INTERNAL,
             format!(
@@ -120,19 +93,15 @@ pub(super) fn move_out(container: &Netns, ifname: &str) -> Result<bool, Error> {
             ),
         ));
     }
-    let staging = Netns::unnamed()?;
-    let mut staged = staging.socket()?;
-    inside.move_to_netns(link.index, &staging)?;
-    match restore(&mut staged, &home, &[ifname], &original, "") {
+    match inside.move_to_netns_as(link.index, &home, &original, "") {
         Ok(()) => Ok(true),
         Err(e) => {
-            let _ = restore(
-                &mut staged,
-                container,
-                &[&original, ifname],
-                ifname,
-                &original,
-            );
+            // A rename refused after the move (a link named `original`
+            // appeared meanwhile) leaves the device here as `ifname`.
+            let stray = host.find_link(ifname).ok().flatten();
+            if let Some(back) = stray.filter(|l| l.mac == link.mac) {
+                let _ = host.move_to_netns_as(back.index, container, ifname, &original);
+            }
             if link.up {
                 if let Ok(Some(back)) = inside.find_link(ifname) {
                     let _ = inside.set_up(back.index);

@@ -5,12 +5,11 @@
 //! The device is named by the first of `device` (its name), `hwaddr`
 //! (its MAC), `kernelpath` (its `/sys/devices/...` path) or `pciBusID`
 //! that is set; `runtimeConfig.deviceID` (a device plugin's PCI address
-//! or auxiliary device) overrides them. ADD renames it `CNI_IFNAME` in an
-//! unnamed staging namespace, keeps its original name as its alias
-//! (`ip link set DEV alias NAME`), moves it into `CNI_NETNS` and sets it
-//! up; with `ipam`, the addresses and routes IPAM gives go on it. DEL
-//! moves it back, renamed to its alias, down, after releasing IPAM's
-//! reservation. A PCI device bound to a user-space driver (DPDK:
+//! or auxiliary device) overrides them. ADD moves it into `CNI_NETNS`
+//! renamed `CNI_IFNAME`, its original name kept as its alias (`ip link
+//! set DEV alias NAME`), and sets it up; with `ipam`, the addresses and
+//! routes IPAM gives go on it. DEL moves it back, renamed to its alias,
+//! down, after releasing IPAM's reservation. A PCI device bound to a user-space driver (DPDK:
 //! `vfio-pci`, `uio_pci_generic`, `igb_uio`) has no link: only IPAM runs.
 //! CHECK compares the device in the container with `prevResult` (MAC,
 //! addresses, routes) after IPAM's CHECK; STATUS is IPAM's.
@@ -31,8 +30,19 @@
 //!   device in the container when IPAM or the addresses fail.
 //! - DEL succeeds when the device is no longer in the container (a
 //!   repeated DEL) or the namespace is gone; the reference fails both.
+//! - A `kernelpath` whose `net` directory lists several links
+//!   (`/sys/devices/virtual`) is code 7 naming the path and the count;
+//!   the reference moves whichever comes first. An all-zero `hwaddr`
+//!   (what `lo` reports) is code 7.
 //! - A `pciBusID`, `deviceID` or `kernelpath` that would leave its `/sys`
 //!   directory (`..`, `/`) is refused.
+//! - Each move is one netlink request that also renames the device and
+//!   sets its alias, so a plugin killed at any instant (a runtime's
+//!   deadline) leaves the device in the host under its own name or in the
+//!   container as `CNI_IFNAME`, where the next DEL finds it. The
+//!   reference renames in the container after moving in and before moving
+//!   out: killed between the two, the device stays in the container under
+//!   a name no DEL looks for, and is lost with the namespace.
 //!
 //! Go: containernetworking/plugins `plugins/main/host-device`.
 
@@ -44,7 +54,7 @@ use cni_skel::{BoxError, Plugin, Reply, Request};
 use cni_types::{CniResult, Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 pub use self::config::Fields;
-use self::config::{ipam_type, net_dir, plan, Selector};
+use self::config::{ipam_type, link_in, net_dir, plan, Selector};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI host-device plugin v0.1.0 (cni-rs)";
@@ -223,23 +233,8 @@ fn find_device(host: &mut Netlink, selector: &Selector) -> Result<Link, Error> {
                 _ => "runtimeConfig.deviceID",
             };
             let dir = net_dir(other).unwrap_or_default();
-            let mut names: Vec<String> = std::fs::read_dir(&dir)
-                .map_err(|e| {
-                    Error::invalid_config(
-                        field,
-                        format!("failed to read directory {}: {e}", dir.display()),
-                    )
-                })?
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            let name = names.into_iter().next().ok_or_else(|| {
-                Error::invalid_config(
-                    field,
-                    format!("failed to find network device in path {}", dir.display()),
-                )
-            })?;
+            let only_one = matches!(other, Selector::KernelPath(_));
+            let name = link_in(&dir, field, only_one)?;
             host.find_link(&name)?
                 .ok_or_else(|| missing(field, format!("link {name:?}")))
         }

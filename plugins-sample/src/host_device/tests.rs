@@ -198,6 +198,7 @@ fn bad_configuration_is_code_7_naming_the_field() {
         (json!({}), "invalid device"),
         (json!({"device": "a/b"}), "invalid device"),
         (json!({"hwaddr": "00:11:22"}), "invalid hwaddr"),
+        (json!({"hwaddr": "00:00:00:00:00:00"}), "invalid hwaddr"),
         (json!({"kernelpath": "/etc/passwd"}), "invalid kernelpath"),
         (
             json!({"kernelpath": "/sys/devices/../../etc"}),

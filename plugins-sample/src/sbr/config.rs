@@ -37,6 +37,18 @@ pub(super) struct Plan {
     pub add_source_hints: bool,
 }
 
+/// The name of the kernel's own tables (`rt_tables`: 253 `default`, 254
+/// `main`, 255 `local`): rules sending a pod's addresses there would
+/// route nothing apart, and DEL would remove rules that look up `main`.
+fn reserved_table(table: u32) -> Option<&'static str> {
+    match table {
+        253 => Some("default"),
+        254 => Some("main"),
+        255 => Some("local"),
+        _ => None,
+    }
+}
+
 /// Validates the configuration: code 7 naming the field and value.
 pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     let f = &req.config.plugin;
@@ -46,6 +58,15 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
             Error::invalid_config("table", format!("{t}: a routing table is 1 to 4294967295"))
         })?),
     };
+    if let Some(name) = table.and_then(reserved_table) {
+        return Err(Error::invalid_config(
+            "table",
+            format!(
+                "{}: the kernel's {name} table, which every lookup shares, is not the pod's",
+                f.table.unwrap_or_default()
+            ),
+        ));
+    }
     let mut plan = Plan {
         table,
         add_source_hints: f.add_source_hints,

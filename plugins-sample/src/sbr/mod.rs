@@ -28,7 +28,8 @@
 //!
 //! Where we deliberately differ from the reference:
 //! - A bad `table` or `gateways` is code 7 naming the field, before
-//!   anything changes; a failure part-way removes the rules and table
+//!   anything changes, as are the kernel's own tables 253 (`default`),
+//!   254 (`main`) and 255 (`local`), which the reference accepts; a failure part-way removes the rules and table
 //!   routes added (the reference leaves them).
 //! - A table is free when no rule and no route of any table uses it (the
 //!   reference looks at main-table routes only, so a table holding

@@ -1,6 +1,6 @@
 use cni_net::testing::TempNetns;
 use cni_net::{Dad, Netlink, TableRoute, MAIN_TABLE};
-use cni_skel::Outcome;
+use cni_skel::{Outcome, TestRequest};
 use cni_version::PluginInfo;
 use serde_json::{json, Value};
 
@@ -141,6 +141,29 @@ fn source_hints_keep_the_subnet_route_in_main_and_a_static_gateway_is_used() {
         routes(&mut nl, 100).contains(&("0.0.0.0/0".to_owned(), Some("10.219.0.254".to_owned())))
     );
     assert_eq!(run("DEL", &ns, &conf).exit_code, 0);
+}
+
+#[test]
+fn the_kernels_default_main_and_local_tables_are_refused_naming_table() {
+    let prev = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.219.0.5/24"}]});
+    for (table, name) in [(253, "default"), (254, "main"), (255, "local")] {
+        let fields = json!({"table": table, "prevResult": prev});
+        let mut conf = json!({"cniVersion": "1.0.0", "name": "sbr", "type": "sbr"});
+        conf.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        let err = TestRequest::add()
+            .stdin(conf.to_string())
+            .run(&Sbr, &PluginInfo::all())
+            .error()
+            .unwrap_or_else(|| panic!("table {table} accepted"));
+        assert_eq!(
+            (err.code.0, err.msg.as_str()),
+            (7, "invalid table"),
+            "{err:?}"
+        );
+        assert!(err.details.contains(name), "{err:?}");
+    }
 }
 
 #[test]

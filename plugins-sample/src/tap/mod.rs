@@ -33,13 +33,17 @@
 //! too: the reference's netlink path drops them silently (vishvananda
 //! netlink's `Tuntap` creation sets only the TUN ioctls). A device is
 //! never attached to an existing one of the name (`IFF_TUN_EXCL`). Bad
-//! input (`mtu`, `bridge` missing or not a bridge, a MAC) is code 7
-//! naming the field before anything changes. A kernel without
+//! input (`mtu`, `bridge` missing or not a bridge, a MAC, an `owner` or
+//! `group` the plugin's user namespace does not map, such as 4294967295,
+//! the kernel's "unset") is code 7 naming the field before anything
+//! changes; the reference's kernel call fails after the device exists. A kernel without
 //! tun/tap is an error saying so. The temporary name is derived rather
 //! than random; DEL deletes the link even when IPAM's DEL fails; GC goes
 //! to IPAM.
 //!
 //! Go: containernetworking/plugins `plugins/main/tap`.
+
+use std::path::Path;
 
 use cni_net::{LinkKind, Netns, Tap as TapDevice};
 use cni_skel::{BoxError, Plugin, Reply, Request};
@@ -103,6 +107,20 @@ fn plan(req: &Req) -> Result<(Plan, Netns), Error> {
             "selinuxContext is not supported: this plugin runs no `ip` command to label",
         ));
     }
+    let ids = [
+        ("owner", f.owner, "/proc/self/uid_map"),
+        ("group", f.group, "/proc/self/gid_map"),
+    ];
+    for (field, id, map) in ids {
+        if let Some(id) = id.filter(|id| !mapped(*id, Path::new(map))) {
+            return Err(Error::invalid_config(
+                field,
+                format!(
+                    "{id}: no {field} to the kernel (not mapped in {map}; 4294967295 never is)"
+                ),
+            ));
+        }
+    }
     let mtu = match f.mtu.unwrap_or(0) {
         0 => None,
         m => Some(
@@ -151,6 +169,24 @@ fn plan(req: &Req) -> Result<(Plan, Netns), Error> {
         bridge,
     };
     Ok((plan, netns))
+}
+
+/// Whether `id` is a user or group the kernel knows in this process's
+/// user namespace: one of the ranges of `map` (`/proc/self/uid_map`,
+/// whose ranges never hold 4294967295, `(uid_t)-1`). `TUNSETOWNER` and
+/// `TUNSETGROUP` refuse any other with `EINVAL`, after the device
+/// exists. Without a readable map, only 4294967295 is refused.
+fn mapped(id: u32, map: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(map) else {
+        return id != u32::MAX;
+    };
+    text.lines().any(|line| {
+        let numbers: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        matches!(numbers[..], [inside, _, count] if (inside..inside + count).contains(&u64::from(id)))
+    })
 }
 
 /// The device as the reference makes it (see the module's docs).

@@ -46,6 +46,40 @@ fn namespaces() -> (TempNetns, TempNetns) {
 }
 
 #[test]
+fn an_owner_or_group_the_kernel_reads_as_unset_is_refused_naming_it() {
+    for field in ["owner", "group"] {
+        let mut c = json!({"cniVersion": "1.0.0", "name": "t", "type": "tap",
+                           "owner": 107, "group": 107});
+        c[field] = json!(4294967295u32);
+        let err = TestRequest::new("ADD")
+            .env("CNI_CONTAINERID", "c1")
+            .env("CNI_NETNS", "/run/netns/cni-rs-tap-does-not-exist")
+            .env("CNI_IFNAME", "tap0")
+            .stdin(c.to_string())
+            .run(&Tap, &PluginInfo::all())
+            .error()
+            .expect("an error");
+        let msg = format!("invalid {field}");
+        assert_eq!(
+            (err.code, err.msg.as_str()),
+            (Code(7), msg.as_str()),
+            "{err:?}"
+        );
+    }
+}
+
+#[test]
+fn an_id_outside_the_user_namespaces_map_is_not_one_the_kernel_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("uid_map");
+    std::fs::write(&map, "         0     100000      65536\n").unwrap();
+    assert!(super::mapped(0, &map) && super::mapped(65535, &map));
+    assert!(!super::mapped(65536, &map) && !super::mapped(u32::MAX, &map));
+    std::fs::write(&map, "         0          0 4294967295\n").unwrap();
+    assert!(super::mapped(u32::MAX - 1, &map) && !super::mapped(u32::MAX, &map));
+}
+
+#[test]
 fn an_selinux_context_or_bad_mtu_is_refused_naming_it() {
     for (extra, code, msg) in [
         (
