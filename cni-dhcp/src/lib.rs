@@ -15,7 +15,9 @@
 //! - [`config`]: the `ipam` section (`daemonSocketPath`, `request`,
 //!   `provide`, `priority`).
 //! - [`daemon`]: the daemon and its flags.
-//! - [`protocol`]: what the plugin and the daemon say to each other.
+//! - [`rpc`]: what the plugin and the daemon say to each other: the
+//!   reference's protocol, Go's `net/rpc` over HTTP, carrying [`gob`].
+//! - [`gob`]: Go's `encoding/gob`, for the types those calls carry.
 //!
 //! ```no_run
 //! // The binary's main: `dhcp daemon [flags]` runs the daemon, anything
@@ -30,13 +32,19 @@
 //! ```
 //!
 //! # Where we deliberately differ
-//! - The two halves speak [`protocol`], a small versioned JSON protocol,
-//!   instead of Go's `net/rpc`: our plugin works with our daemon only (and
-//!   the reference's plugin with the reference's daemon).
-//! - A daemon that is not running is code 11 (try again later) naming the
-//!   socket, and for STATUS code 50 (not available); the reference's
-//!   plugin answers 999 ("error dialing DHCP daemon"). Nothing is changed
-//!   on the host either way.
+//! - None in the protocol: the two halves speak the reference's, Go's
+//!   `net/rpc` over HTTP with [`gob`] ([`rpc`]), byte for byte, so our
+//!   plugin works with the reference's daemon and the reference's plugin
+//!   with ours. Our daemon also serves `DHCP.Check`, `DHCP.GC` and
+//!   `DHCP.Status`; against the reference's daemon, which does not, our
+//!   plugin's CHECK asks `DHCP.Allocate` as the reference's does, GC
+//!   releases nothing and STATUS only checks that the daemon answers.
+//! - The messages are the reference's ("error dialing DHCP daemon: ...",
+//!   "error calling DHCP.Allocate: no more tries"), the codes ours: a
+//!   daemon that is not running, or that found no server in time, is code
+//!   11 (try again later), and for STATUS code 50 (not available); the
+//!   reference's plugin answers 999. Nothing is changed on the host either
+//!   way.
 //! - CHECK succeeds when the daemon holds the attachment's lease and fails
 //!   otherwise; the reference's CHECK asks for a lease, acquiring one when
 //!   none is held. STATUS exists, and GC releases the network's leases of
@@ -58,10 +66,11 @@
 pub mod client;
 pub mod config;
 pub mod daemon;
+pub mod gob;
 pub mod lease;
 pub mod message;
 mod plugin;
-pub mod protocol;
+pub mod rpc;
 
 use std::path::PathBuf;
 use std::time::Duration;

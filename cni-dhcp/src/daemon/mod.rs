@@ -1,6 +1,6 @@
 //! The lease daemon (`dhcp daemon`): holds one lease per attachment,
 //! renews it at T1, rebinds at T2, releases it on DEL, and answers the
-//! plugin over its Unix socket ([`crate::protocol`]).
+//! plugin over its Unix socket ([`crate::rpc`]).
 //!
 //! One thread per lease keeps its timers; one thread per connection
 //! answers the plugin.
@@ -22,10 +22,15 @@ use cni_types::{Code, Error};
 use crate::client::Client;
 use crate::config::NetConfig;
 use crate::lease::Lease;
-use crate::protocol::{self, Answer, Call};
+use crate::rpc::{self, Answer, CmdArgs, EMPTY, RESULT};
 use crate::DhcpError;
 use keep::{current, keep, stop_keeping, Held};
 pub use options::DaemonOptions;
+
+/// What the daemon answers when no server gave a lease in time.
+///
+/// Go: `errNoMoreTries`.
+pub const NO_MORE_TRIES: &str = "no more tries";
 
 /// The daemon: its options and the leases it holds, by client id.
 pub struct Daemon {
@@ -108,7 +113,10 @@ impl Daemon {
             };
             let daemon = Arc::clone(self);
             std::thread::spawn(move || {
-                if let Err(e) = protocol::serve_one(stream, |call| daemon.handle(call)) {
+                let served = rpc::serve(stream, rpc::READ_DEADLINE, |method, args, _| {
+                    daemon.handle(method, &args)
+                });
+                if let Err(e) = served {
                     eprintln!("dhcp daemon: a plugin's connection failed: {e}");
                 }
             });
@@ -124,29 +132,42 @@ impl Daemon {
         }
     }
 
-    /// Answers one call.
-    pub fn handle(&self, call: Call) -> Answer {
-        let outcome = match call.command.as_str() {
-            "ADD" => self.add(&call).map(Answer::Result),
-            "DEL" => self.del(&call).map(Answer::Done),
-            "CHECK" => self.check(&call).map(Answer::Done),
-            "GC" => self.gc(&call).map(Answer::Done),
-            "STATUS" => Ok(Answer::Done(())),
-            other => Err(Error::invalid_env(
-                "CNI_COMMAND",
-                format!("the DHCP daemon does not serve {other:?}"),
-            )),
+    /// Answers one call: `DHCP.Allocate` (ADD, and the reference's CHECK),
+    /// `DHCP.Release` (DEL), `DHCP.Check`, `DHCP.GC`, `DHCP.Status`; an
+    /// error is the string the plugin shows after `error calling METHOD: `.
+    ///
+    /// Go: the methods of `DHCP` (plugins `plugins/ipam/dhcp/daemon.go`).
+    pub fn handle(&self, method: &str, args: &CmdArgs) -> Answer {
+        let empty = || (&EMPTY, crate::gob::Value::Struct(Vec::new()));
+        let outcome = match method {
+            "DHCP.Allocate" => self.add(args).and_then(|result| {
+                rpc::result_to_value(&result)
+                    .map(|v| (&RESULT, v))
+                    .map_err(|e| Error::internal(&e))
+            }),
+            "DHCP.Release" => self.del(args).map(|()| empty()),
+            "DHCP.Check" => self.check(args).map(|()| empty()),
+            "DHCP.GC" => self.gc(args).map(|()| empty()),
+            "DHCP.Status" => Ok(empty()),
+            other => return Err(format!("rpc: can't find method {other}")),
         };
-        outcome.unwrap_or_else(Answer::Error)
+        outcome.map_err(|e| match e.details.as_str() {
+            "" => e.msg,
+            details => format!("{}: {details}", e.msg),
+        })
     }
 
     fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
         self.leases.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn config(call: &Call) -> Result<NetConfig, Error> {
-        serde_json::from_value(call.config.clone())
-            .map_err(|e| Error::decoding("the network configuration", e))
+    fn config(args: &CmdArgs) -> Result<NetConfig, Error> {
+        serde_json::from_slice(&args.stdin_data).map_err(|e| {
+            Error::new(
+                Code::DECODING_FAILURE,
+                format!("error parsing netconf: {e}"),
+            )
+        })
     }
 
     /// A lease for the attachment: the one held (as last renewed or
@@ -154,7 +175,7 @@ impl Daemon {
     /// get the configuration's `priority`.
     ///
     /// Go: `DHCP.Allocate`.
-    fn add(&self, call: &Call) -> Result<serde_json::Value, Error> {
+    fn add(&self, call: &CmdArgs) -> Result<serde_json::Value, Error> {
         let conf = Daemon::config(call)?;
         let ipam = conf.ipam.clone().unwrap_or_default();
         let options = ipam.client_options(&call.args)?;
@@ -174,7 +195,16 @@ impl Daemon {
             self.options.broadcast,
         )?;
         eprintln!("dhcp daemon: {id}: acquiring lease");
-        let lease = client.acquire()?;
+        let lease = match client.acquire() {
+            Ok(lease) => lease,
+            // The reference's words for it ("error calling DHCP.Allocate:
+            // no more tries" on the plugin's side); the details are logged.
+            Err(e @ DhcpError::NoAnswer { .. }) => {
+                eprintln!("dhcp daemon: {id}: {e}");
+                return Err(Error::new(Code::TRY_AGAIN_LATER, NO_MORE_TRIES));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let value = Daemon::answer(&lease, ipam.priority)?;
         eprintln!("dhcp daemon: {id}: lease acquired: {}", lease.address);
         let stopper = client.stopper()?;
@@ -215,7 +245,7 @@ impl Daemon {
     /// is success.
     ///
     /// Go: `DHCP.Release`.
-    fn del(&self, call: &Call) -> Result<(), Error> {
+    fn del(&self, call: &CmdArgs) -> Result<(), Error> {
         let conf = Daemon::config(call)?;
         let id = client_id(&call.container_id, &conf.name, &call.ifname);
         let held = self.leases().remove(&id);
@@ -228,7 +258,7 @@ impl Daemon {
     /// Releases the network's leases whose attachment is not in
     /// `cni.dev/valid-attachments`; without a list, releases nothing (see
     /// [`cni_types::ValidAttachments`]).
-    fn gc(&self, call: &Call) -> Result<(), Error> {
+    fn gc(&self, call: &CmdArgs) -> Result<(), Error> {
         let conf = Daemon::config(call)?;
         let stale: Vec<Held> = {
             let mut leases = self.leases();
@@ -247,7 +277,7 @@ impl Daemon {
     }
 
     /// Succeeds when the daemon holds a lease for the attachment.
-    fn check(&self, call: &Call) -> Result<(), Error> {
+    fn check(&self, call: &CmdArgs) -> Result<(), Error> {
         let conf = Daemon::config(call)?;
         let id = client_id(&call.container_id, &conf.name, &call.ifname);
         if self.leases().contains_key(&id) {
