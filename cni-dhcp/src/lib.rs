@@ -12,6 +12,7 @@
 //! - [`client`]: DISCOVER/OFFER/REQUEST/ACK with retries, RENEW, REBIND,
 //!   RELEASE, on a socket bound to the container's interface.
 //! - [`lease`]: a granted lease, its timers and its CNI result.
+//! - [`sanity`]: which offers make no sense (refused, declined).
 //! - [`config`]: the `ipam` section (`daemonSocketPath`, `request`,
 //!   `provide`, `priority`).
 //! - [`daemon`]: the daemon and its flags.
@@ -50,6 +51,14 @@
 //!   none is held. STATUS exists, and GC releases the network's leases of
 //!   attachments not in `cni.dev/valid-attachments` (none without a list);
 //!   the reference has neither.
+//! - An offer that makes no sense is refused, and such an ACK declined
+//!   (DHCPDECLINE), and the client keeps trying ([`sanity`]): an address
+//!   that is unspecified, broadcast, loopback, multicast or class E, a
+//!   zero or non-contiguous mask, the subnet's network or broadcast
+//!   address, a router outside the subnet. When time runs out the ADD
+//!   fails with code 11, "no more tries: the DHCP server S offered X ...,
+//!   refused". The reference accepts whatever the server sends (a mask of
+//!   0.0.0.0 makes every IPv4 destination on-link).
 //! - The client receives on a UDP socket bound to the interface, not on a
 //!   raw socket, so DISCOVER and the first REQUEST always set the
 //!   broadcast flag (`-broadcast` also sets it when renewing).
@@ -71,6 +80,7 @@ pub mod lease;
 pub mod message;
 mod plugin;
 pub mod rpc;
+pub mod sanity;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -131,6 +141,17 @@ pub enum DhcpError {
     Stopped {
         /// The container's interface.
         ifname: String,
+    },
+    /// Every lease offered until the client gave up made no sense
+    /// ([`sanity::refusal`]).
+    #[error("the DHCP server {server} offered {why} on {ifname}, refused")]
+    Refused {
+        /// The container's interface.
+        ifname: String,
+        /// The last server that offered one (option 54).
+        server: std::net::Ipv4Addr,
+        /// What was wrong with its last offer.
+        why: String,
     },
     /// The server refused the request (DHCPNAK).
     #[error("the DHCP server refused the lease on {ifname} (DHCPNAK)")]

@@ -203,6 +203,13 @@ impl Daemon {
                 eprintln!("dhcp daemon: {id}: {e}");
                 return Err(Error::new(Code::TRY_AGAIN_LATER, NO_MORE_TRIES));
             }
+            Err(e @ DhcpError::Refused { .. }) => {
+                eprintln!("dhcp daemon: {id}: {e}");
+                return Err(Error::new(
+                    Code::TRY_AGAIN_LATER,
+                    format!("{NO_MORE_TRIES}: {e}"),
+                ));
+            }
             Err(e) => return Err(e.into()),
         };
         let value = Daemon::answer(&lease, ipam.priority)?;

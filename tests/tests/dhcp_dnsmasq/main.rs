@@ -4,6 +4,7 @@
 //! running.
 
 mod maintenance;
+mod misbehaving;
 mod podman;
 mod server;
 mod vs_reference;

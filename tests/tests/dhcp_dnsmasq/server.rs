@@ -242,6 +242,11 @@ impl DhcpNet {
         );
     }
 
+    /// The server's namespace, where `br0` has [`SERVER_IP`].
+    pub fn server_netns(&self) -> &TempNetns {
+        &self.server.netns
+    }
+
     /// Puts `address` (`A.B.C.D/N`) on the container's `eth0`, as the
     /// interface plugin would after ADD.
     pub fn put_on_eth0(&self, address: &str) {

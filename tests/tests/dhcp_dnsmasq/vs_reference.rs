@@ -72,9 +72,12 @@ impl Run<'_> {
         let list = json!({"cniVersion": self.version, "name": "dhcpnet", "plugins": [
             {"type": "dhcp", "ipam": {"type": "dhcp", "daemonSocketPath": self.socket}}]});
         std::fs::write(&conflist, list.to_string()).unwrap();
-        let driver = Driver::new([self.plugin.bin_dir()], self.dir.join(format!("cache-{side}")))
-            .with_container_id(&format!("{side}-{}", std::process::id()))
-            .with_netns(&self.net.container.path().display().to_string());
+        let driver = Driver::new(
+            [self.plugin.bin_dir()],
+            self.dir.join(format!("cache-{side}")),
+        )
+        .with_container_id(&format!("{side}-{}", std::process::id()))
+        .with_netns(&self.net.container.path().display().to_string());
         let mut add = driver.add(&conflist);
         assert_eq!(add["ok"], true, "{side} ADD: {add}");
         let address = add["result"]["ips"][0]["address"]
