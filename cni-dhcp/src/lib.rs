@@ -62,6 +62,13 @@
 //! - The client receives on a UDP socket bound to the interface, not on a
 //!   raw socket, so DISCOVER and the first REQUEST always set the
 //!   broadcast flag (`-broadcast` also sets it when renewing).
+//! - Without `-resendtimeout`, an acquisition gives up after 29 s, when
+//!   the reference's daemon v1.9.1 does on a silent network, rather than
+//!   after the 208 s its flag's default reads. A DEL or GC of the
+//!   attachment, or its plugin going away, stops an acquisition at once
+//!   (the reference finishes it and keeps the lease); connections are
+//!   served by at most [`daemon::MAX_CONNECTIONS`] threads, each read
+//!   with a deadline ([`rpc::READ_DEADLINE`]).
 //! - Systemd socket activation (`LISTEN_FDS`) is not supported.
 //! - A stale socket file left by a daemon that died is replaced; a live
 //!   daemon's is refused ([`DhcpError::AlreadyRunning`]).

@@ -3,6 +3,7 @@
 //! router and routes; renewal at T1; release on DEL; a daemon that is not
 //! running.
 
+mod gone;
 mod maintenance;
 mod misbehaving;
 mod podman;

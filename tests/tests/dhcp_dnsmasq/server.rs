@@ -69,6 +69,11 @@ impl Logged {
         }
     }
 
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything logged so far.
     pub fn log(&self) -> String {
         self.seen.lock().unwrap().join("\n")
