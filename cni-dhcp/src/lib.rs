@@ -12,13 +12,13 @@
 //! - [`client`]: DISCOVER/OFFER/REQUEST/ACK with retries, RENEW, REBIND,
 //!   RELEASE, on a socket bound to the container's interface.
 //! - [`lease`]: a granted lease, its timers and its CNI result.
-//! - [`sanity`]: which offers make no sense (refused, declined).
 //! - [`config`]: the `ipam` section (`daemonSocketPath`, `request`,
 //!   `provide`, `priority`).
 //! - [`daemon`]: the daemon and its flags.
 //! - [`rpc`]: what the plugin and the daemon say to each other: the
 //!   reference's protocol, Go's `net/rpc` over HTTP, carrying [`gob`].
 //! - [`gob`]: Go's `encoding/gob`, for the types those calls carry.
+//! - [`sanity`]: which offers make no sense (refused, declined).
 //!
 //! ```no_run
 //! // The binary's main: `dhcp daemon [flags]` runs the daemon, anything
