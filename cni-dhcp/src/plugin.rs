@@ -224,3 +224,71 @@ mod tests {
         assert!(err.to_string().contains("host-nam"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod reference_daemon_tests {
+    use std::os::unix::net::UnixListener;
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+
+    use cni_skel::TestRequest;
+    use cni_version::PluginInfo;
+
+    use super::*;
+    use crate::rpc::{Answer, EMPTY, RESULT};
+
+    /// A daemon serving only what the reference's serves, recording the
+    /// methods called.
+    fn reference_like(socket: &Path) -> Arc<Mutex<Vec<String>>> {
+        let listener = UnixListener::bind(socket).unwrap();
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&calls);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let seen = Arc::clone(&seen);
+                let _ = rpc::serve(stream.unwrap(), rpc::READ_DEADLINE, move |m, _, _| {
+                    seen.lock().unwrap().push(m.to_string());
+                    let answer: Answer = match m {
+                        "DHCP.Allocate" => {
+                            let result = serde_json::json!({"cniVersion": "1.0.0",
+                                "ips": [{"address": "10.1.2.3/24"}]});
+                            Ok((&RESULT, rpc::result_to_value(&result).unwrap()))
+                        }
+                        "DHCP.Release" => Ok((&EMPTY, Value::Struct(Vec::new()))),
+                        other => Err(format!("rpc: can't find method {other}")),
+                    };
+                    answer
+                });
+            }
+        });
+        calls
+    }
+
+    fn conf(version: &str, socket: &Path) -> String {
+        serde_json::json!({"cniVersion": version, "name": "net", "type": "macvlan",
+            "cni.dev/valid-attachments": [],
+            "ipam": {"type": "dhcp", "daemonSocketPath": socket}})
+        .to_string()
+    }
+
+    #[test]
+    fn with_the_references_daemon_check_allocates_gc_does_nothing_and_status_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("dhcp.sock");
+        let calls = reference_like(&socket);
+        for (req, version) in [
+            (TestRequest::check(), "1.0.0"),
+            (TestRequest::gc(), "1.1.0"),
+            (TestRequest::status(), "1.1.0"),
+        ] {
+            let out = req
+                .stdin(conf(version, &socket))
+                .run(&DhcpPlugin, &PluginInfo::all());
+            assert_eq!(out.exit_code, 0, "{:?}", out.error());
+        }
+        assert_eq!(
+            *calls.lock().unwrap(),
+            ["DHCP.Check", "DHCP.Allocate", "DHCP.GC", "DHCP.Status"]
+        );
+    }
+}

@@ -13,13 +13,22 @@ use cni_dhcp::daemon::MAX_CONNECTIONS;
 use tests::plugin_bin_dir;
 
 use super::dhcp;
-use super::server::{start_daemon, DhcpNet};
+use super::server::{start_daemon, DhcpNet, Logged};
 
 /// How many threads the process `pid` runs.
 fn threads(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .expect("the daemon's tasks")
         .count()
+}
+
+/// How many threads the daemon runs once it has served a call (it says
+/// it listens before its accepting thread starts).
+fn threads_at_rest(daemon: &Logged, net: &DhcpNet, socket: &std::path::Path) -> usize {
+    let del = dhcp("DEL", net, socket);
+    assert!(del.success(), "{}", del.excerpts(2000));
+    std::thread::sleep(Duration::from_millis(200));
+    threads(daemon.pid())
 }
 
 /// Waits until `pid` runs `count` threads or fewer; panics after `limit`.
@@ -43,7 +52,7 @@ fn a_killed_add_and_its_del_leave_no_acquisition_and_no_thread_behind() {
     net.dnsmasq.kill();
     let socket = dir.path().join("dhcp.sock");
     let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
-    let before = threads(daemon.pid());
+    let before = threads_at_rest(&daemon, &net, &socket);
 
     // An ADD with nobody answering, killed by the runtime after a while.
     let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "dhcpnet",
@@ -92,7 +101,7 @@ fn silent_connections_hold_a_bounded_number_of_threads_for_a_bounded_time() {
     let net = DhcpNet::start(dir.path(), 60, &["eth0"]);
     let socket = dir.path().join("dhcp.sock");
     let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
-    let before = threads(daemon.pid());
+    let before = threads_at_rest(&daemon, &net, &socket);
     let silent: Vec<UnixStream> = (0..MAX_CONNECTIONS + 4)
         .map(|_| UnixStream::connect(&socket).unwrap())
         .collect();
