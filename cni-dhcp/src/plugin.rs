@@ -3,7 +3,7 @@
 //! Go: `cmdAdd`, `cmdDel`, `cmdCheck` and `rpcCall` (plugins
 //! `plugins/ipam/dhcp/main.go`).
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, Command, Plugin, Reply, Request};
 use cni_types::{CniResult, Code, Error, NetConf};
 
 use crate::config::NetConfig;
@@ -39,14 +39,18 @@ fn call_error(e: CallError) -> Error {
 
 impl DhcpPlugin {
     /// The daemon's socket and the call's arguments; the configuration
-    /// and its options are checked here first, so a bad one is refused
-    /// (code 6 or 7) before the daemon is asked.
+    /// (and for ADD its options) is checked here first, so a bad one is
+    /// refused (code 6 or 7) before the daemon is asked.
     fn args(req: &Request<NetConf>) -> Result<(std::path::PathBuf, CmdArgs), Error> {
         let conf = NetConfig::parse(&req.stdin)?;
-        conf.ipam
-            .clone()
-            .unwrap_or_default()
-            .client_options(&req.args)?;
+        // Only an ADD sends the options; a DEL must release whatever the
+        // configuration has become.
+        if req.command == Command::Add {
+            conf.ipam
+                .clone()
+                .unwrap_or_default()
+                .client_options(&req.args)?;
+        }
         // The daemon may run in another directory: the path goes absolute.
         let netns = match &req.netns {
             Some(p) => std::path::absolute(p)
