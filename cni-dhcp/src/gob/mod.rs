@@ -295,4 +295,31 @@ mod tests {
         let err = Decoder::new().decode(&mut [5u8, 1].as_slice()).unwrap_err();
         assert!(matches!(err, GobError::Io(_)), "{err}");
     }
+
+    #[test]
+    fn truncated_or_corrupted_streams_are_refused_without_panicking() {
+        // Recorded from Go (see rpc/fixtures/README.md), after the HTTP head.
+        for recorded in [
+            &include_bytes!("../rpc/fixtures/v19-allocate.server")[..],
+            &include_bytes!("../rpc/fixtures/v19-allocate.client")[..],
+        ] {
+            let start = recorded.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+            let gob = &recorded[start..];
+            let read_all = |bytes: &[u8]| {
+                let mut input = bytes;
+                let mut decoder = Decoder::new();
+                while decoder.decode(&mut input).is_ok() {}
+            };
+            for cut in 0..gob.len() {
+                read_all(&gob[..cut]);
+            }
+            for at in 0..gob.len() {
+                for bit in 0..8 {
+                    let mut flipped = gob.to_vec();
+                    flipped[at] ^= 1 << bit;
+                    read_all(&flipped);
+                }
+            }
+        }
+    }
 }
