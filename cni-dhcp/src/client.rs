@@ -44,7 +44,10 @@ pub struct Timing {
     pub timeout: Duration,
     /// The longest delay between two sends (`-resendmax`, default 62 s).
     pub resend_max: Duration,
-    /// No more sends after this long (`-resendtimeout`, default 208 s).
+    /// No more sends after this long (`-resendtimeout`, default 29 s: when
+    /// the reference's daemon, v1.9.1, gives up on a silent network with
+    /// its default flags, as measured in issue 32, although its flag's
+    /// default reads 208 s).
     pub resend_timeout: Duration,
     /// When set, every lease is shortened to at most this long, its T1 and
     /// T2 in proportion ([`Lease::shortened_to`]). No flag sets it: it is
@@ -58,11 +61,14 @@ impl Default for Timing {
         Timing {
             timeout: Duration::from_secs(10),
             resend_max: Duration::from_secs(62),
-            resend_timeout: Duration::from_secs(208),
+            resend_timeout: DEFAULT_RESEND_TIMEOUT,
             lease_time_cap: None,
         }
     }
 }
+
+/// [`Timing::resend_timeout`] without `-resendtimeout`.
+pub const DEFAULT_RESEND_TIMEOUT: Duration = Duration::from_secs(29);
 
 /// The delay of the first [`FAST_RESENDS`] repetitions of a send.
 ///
@@ -76,6 +82,11 @@ const FAST_RESENDS: u32 = 4;
 ///
 /// Go: `resendDelay0`.
 const FIRST_RESEND: Duration = Duration::from_secs(4);
+
+/// The pause after a DHCPDECLINE before starting over (RFC 2131 section
+/// 3.1, step 5: "a minimum of ten seconds ... to avoid excessive network
+/// traffic in case of looping").
+const AFTER_DECLINE: Duration = Duration::from_secs(10);
 
 /// A DHCP client bound to one interface of one namespace.
 #[derive(Debug)]
@@ -194,7 +205,7 @@ impl Client {
     fn message(&self, kind: MessageType, xid: u32) -> Message {
         let mut m = Message::client(kind, xid, self.mac);
         m.set_option(code::CLIENT_ID, self.client_id.clone());
-        if !matches!(kind, MessageType::Release) {
+        if !matches!(kind, MessageType::Release | MessageType::Decline) {
             if !self.options.request.is_empty() {
                 m.set_option(code::PARAMETER_REQUEST_LIST, self.options.request.clone());
             }
@@ -206,29 +217,69 @@ impl Client {
     }
 
     /// A new lease: DISCOVER, the first OFFER, REQUEST, ACK. A NAK starts
-    /// over until [`Timing::resend_timeout`].
+    /// over until [`Timing::resend_timeout`]. An offer that makes no sense
+    /// ([`crate::sanity::refusal`]) is not requested, and an ACK that makes
+    /// none is declined (DHCPDECLINE, RFC 2131 section 3.1, step 5); the
+    /// client starts over after a pause, and when time runs out the last
+    /// refusal is the error ([`DhcpError::Refused`]).
     pub fn acquire(&self) -> Result<Lease, DhcpError> {
         let deadline = Instant::now() + self.timing.resend_timeout;
+        let mut refused: Option<(Ipv4Addr, String)> = None;
+        let give_up = |e: DhcpError, refused: &Option<(Ipv4Addr, String)>| match (e, refused) {
+            (DhcpError::NoAnswer { .. }, Some((server, why))) => DhcpError::Refused {
+                ifname: self.ifname.clone(),
+                server: *server,
+                why: why.clone(),
+            },
+            (e, _) => e,
+        };
         loop {
             let xid = new_xid();
             let mut discover = self.message(MessageType::Discover, xid);
             discover.flags = BROADCAST_FLAG;
-            let offer =
-                self.exchange(&discover, Ipv4Addr::BROADCAST, deadline, "DHCPOFFER", |m| {
+            let offer = self
+                .exchange(&discover, Ipv4Addr::BROADCAST, deadline, "DHCPOFFER", |m| {
                     m.kind == MessageType::Offer
-                })?;
+                })
+                .map_err(|e| give_up(e, &refused))?;
             let server = offer
                 .ipv4_option(code::SERVER_ID)
                 .ok_or(DhcpError::MissingOption("server identifier (54)"))?;
+            if let Some(why) = crate::sanity::refusal(&offer) {
+                eprintln!(
+                    "dhcp: {}: refusing the offer of {server}: {why}",
+                    self.ifname
+                );
+                refused = Some((server, why));
+                self.pause_until(deadline, FAST_RESEND)
+                    .map_err(|e| give_up(e, &refused))?;
+                continue;
+            }
             let mut request = self.message(MessageType::Request, xid);
             request.flags = BROADCAST_FLAG;
             request.set_option(code::REQUESTED_IP, offer.yiaddr.octets().to_vec());
             request.set_option(code::SERVER_ID, server.octets().to_vec());
-            let reply = self.exchange(&request, Ipv4Addr::BROADCAST, deadline, "DHCPACK", |m| {
-                matches!(m.kind, MessageType::Ack | MessageType::Nak)
-            })?;
+            let reply = self
+                .exchange(&request, Ipv4Addr::BROADCAST, deadline, "DHCPACK", |m| {
+                    matches!(m.kind, MessageType::Ack | MessageType::Nak)
+                })
+                .map_err(|e| give_up(e, &refused))?;
             if reply.kind == MessageType::Ack {
-                return self.lease(reply);
+                let Some(why) = crate::sanity::refusal(&reply) else {
+                    return self.lease(reply);
+                };
+                eprintln!(
+                    "dhcp: {}: declining the lease of {server}: {why}",
+                    self.ifname
+                );
+                let mut decline = self.message(MessageType::Decline, new_xid());
+                decline.set_option(code::REQUESTED_IP, reply.yiaddr.octets().to_vec());
+                decline.set_option(code::SERVER_ID, server.octets().to_vec());
+                self.send(&decline, Ipv4Addr::BROADCAST)?;
+                refused = Some((server, why));
+                self.pause_until(deadline, AFTER_DECLINE)
+                    .map_err(|e| give_up(e, &refused))?;
+                continue;
             }
             if Instant::now() >= deadline {
                 return Err(DhcpError::Nak {
@@ -236,6 +287,28 @@ impl Client {
                 });
             }
         }
+    }
+
+    /// Waits `pause` before starting over after a refusal, or until
+    /// `deadline` ([`DhcpError::NoAnswer`] then); a stop ends it.
+    fn pause_until(&self, deadline: Instant, pause: Duration) -> Result<(), DhcpError> {
+        let end = (Instant::now() + pause).min(deadline);
+        while Instant::now() < end {
+            if self.stopped.load(Ordering::SeqCst) {
+                return Err(DhcpError::Stopped {
+                    ifname: self.ifname.clone(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
+        }
+        if Instant::now() >= deadline {
+            return Err(DhcpError::NoAnswer {
+                what: "acceptable lease",
+                ifname: self.ifname.clone(),
+                after: self.timing.resend_timeout,
+            });
+        }
+        Ok(())
     }
 
     /// Extends `lease`: a REQUEST with its address, unicast to the server

@@ -15,7 +15,10 @@
 //! - [`config`]: the `ipam` section (`daemonSocketPath`, `request`,
 //!   `provide`, `priority`).
 //! - [`daemon`]: the daemon and its flags.
-//! - [`protocol`]: what the plugin and the daemon say to each other.
+//! - [`rpc`]: what the plugin and the daemon say to each other: the
+//!   reference's protocol, Go's `net/rpc` over HTTP, carrying [`gob`].
+//! - [`gob`]: Go's `encoding/gob`, for the types those calls carry.
+//! - [`sanity`]: which offers make no sense (refused, declined).
 //!
 //! ```no_run
 //! // The binary's main: `dhcp daemon [flags]` runs the daemon, anything
@@ -30,21 +33,42 @@
 //! ```
 //!
 //! # Where we deliberately differ
-//! - The two halves speak [`protocol`], a small versioned JSON protocol,
-//!   instead of Go's `net/rpc`: our plugin works with our daemon only (and
-//!   the reference's plugin with the reference's daemon).
-//! - A daemon that is not running is code 11 (try again later) naming the
-//!   socket, and for STATUS code 50 (not available); the reference's
-//!   plugin answers 999 ("error dialing DHCP daemon"). Nothing is changed
-//!   on the host either way.
+//! - None in the protocol: the two halves speak the reference's, Go's
+//!   `net/rpc` over HTTP with [`gob`] ([`rpc`]), byte for byte, so our
+//!   plugin works with the reference's daemon and the reference's plugin
+//!   with ours. Our daemon also serves `DHCP.Check`, `DHCP.GC` and
+//!   `DHCP.Status`; against the reference's daemon, which does not, our
+//!   plugin's CHECK asks `DHCP.Allocate` as the reference's does, GC
+//!   releases nothing and STATUS only checks that the daemon answers.
+//! - The messages are the reference's ("error dialing DHCP daemon: ...",
+//!   "error calling DHCP.Allocate: no more tries"), the codes ours: a
+//!   daemon that is not running, or that found no server in time, is code
+//!   11 (try again later), and for STATUS code 50 (not available); the
+//!   reference's plugin answers 999. Nothing is changed on the host either
+//!   way.
 //! - CHECK succeeds when the daemon holds the attachment's lease and fails
 //!   otherwise; the reference's CHECK asks for a lease, acquiring one when
 //!   none is held. STATUS exists, and GC releases the network's leases of
 //!   attachments not in `cni.dev/valid-attachments` (none without a list);
 //!   the reference has neither.
+//! - An offer that makes no sense is refused, and such an ACK declined
+//!   (DHCPDECLINE), and the client keeps trying ([`sanity`]): an address
+//!   that is unspecified, broadcast, loopback, multicast or class E, a
+//!   zero or non-contiguous mask, the subnet's network or broadcast
+//!   address, a router outside the subnet. When time runs out the ADD
+//!   fails with code 11, "no more tries: the DHCP server S offered X ...,
+//!   refused". The reference accepts whatever the server sends (a mask of
+//!   0.0.0.0 makes every IPv4 destination on-link).
 //! - The client receives on a UDP socket bound to the interface, not on a
 //!   raw socket, so DISCOVER and the first REQUEST always set the
 //!   broadcast flag (`-broadcast` also sets it when renewing).
+//! - Without `-resendtimeout`, an acquisition gives up after 29 s, when
+//!   the reference's daemon v1.9.1 does on a silent network, rather than
+//!   after the 208 s its flag's default reads. A DEL or GC of the
+//!   attachment, or its plugin going away, stops an acquisition at once
+//!   (the reference finishes it and keeps the lease); connections are
+//!   served by at most [`daemon::MAX_CONNECTIONS`] threads, each read
+//!   with a deadline ([`rpc::READ_DEADLINE`]).
 //! - Systemd socket activation (`LISTEN_FDS`) is not supported.
 //! - A stale socket file left by a daemon that died is replaced; a live
 //!   daemon's is refused ([`DhcpError::AlreadyRunning`]).
@@ -58,10 +82,12 @@
 pub mod client;
 pub mod config;
 pub mod daemon;
+pub mod gob;
 pub mod lease;
 pub mod message;
 mod plugin;
-pub mod protocol;
+pub mod rpc;
+pub mod sanity;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -122,6 +148,17 @@ pub enum DhcpError {
     Stopped {
         /// The container's interface.
         ifname: String,
+    },
+    /// Every lease offered until the client gave up made no sense
+    /// ([`sanity::refusal`]).
+    #[error("the DHCP server {server} offered {why} on {ifname}, refused")]
+    Refused {
+        /// The container's interface.
+        ifname: String,
+        /// The last server that offered one (option 54).
+        server: std::net::Ipv4Addr,
+        /// What was wrong with its last offer.
+        why: String,
     },
     /// The server refused the request (DHCPNAK).
     #[error("the DHCP server refused the lease on {ifname} (DHCPNAK)")]

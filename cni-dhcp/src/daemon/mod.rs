@@ -1,6 +1,6 @@
 //! The lease daemon (`dhcp daemon`): holds one lease per attachment,
 //! renews it at T1, rebinds at T2, releases it on DEL, and answers the
-//! plugin over its Unix socket ([`crate::protocol`]).
+//! plugin over its Unix socket ([`crate::rpc`]).
 //!
 //! One thread per lease keeps its timers; one thread per connection
 //! answers the plugin.
@@ -10,11 +10,13 @@
 
 mod keep;
 mod options;
+mod pending;
 
 use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, PoisonError};
 
 use cni_net::Netns;
 use cni_types::{Code, Error};
@@ -22,15 +24,28 @@ use cni_types::{Code, Error};
 use crate::client::Client;
 use crate::config::NetConfig;
 use crate::lease::Lease;
-use crate::protocol::{self, Answer, Call};
+use crate::rpc::{self, Answer, CmdArgs, EMPTY, RESULT};
 use crate::DhcpError;
 use keep::{current, keep, stop_keeping, Held};
 pub use options::DaemonOptions;
+use pending::{watch_caller, Pending, PendingSet};
 
-/// The daemon: its options and the leases it holds, by client id.
+/// What the daemon answers when no server gave a lease in time.
+///
+/// Go: `errNoMoreTries`.
+pub const NO_MORE_TRIES: &str = "no more tries";
+
+/// How many plugins' connections are served at once; more wait in the
+/// socket's backlog. Each has [`rpc::READ_DEADLINE`] to send its call.
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// The daemon: its options, the leases it holds by client id, the
+/// acquisitions under way, the connections being served.
 pub struct Daemon {
     options: DaemonOptions,
     leases: Mutex<HashMap<String, Held>>,
+    pending: Mutex<PendingSet>,
+    connections: (Mutex<usize>, Condvar),
 }
 
 /// The client id of an attachment: `CONTAINERID/NETNAME/IFNAME`, cut to
@@ -55,6 +70,8 @@ impl Daemon {
         Daemon {
             options,
             leases: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingSet::default()),
+            connections: (Mutex::new(0), Condvar::new()),
         }
     }
 
@@ -98,22 +115,50 @@ impl Daemon {
     }
 
     /// Answers connections on `listener` until it fails, each on a
-    /// thread of its own.
+    /// thread of its own, at most [`MAX_CONNECTIONS`] at once: the next
+    /// is accepted when one ends.
     pub fn serve(self: &Arc<Self>, listener: UnixListener) -> std::io::Result<()> {
-        for stream in listener.incoming() {
-            let stream = match stream {
-                Ok(s) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+        loop {
+            {
+                let (count, freed) = &self.connections;
+                let mut count = count.lock().unwrap_or_else(PoisonError::into_inner);
+                while *count >= MAX_CONNECTIONS {
+                    count = freed.wait(count).unwrap_or_else(PoisonError::into_inner);
+                }
+                *count += 1;
+            }
+            let stream = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    self.connection_ended();
+                    if e.kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(e);
+                }
             };
             let daemon = Arc::clone(self);
-            std::thread::spawn(move || {
-                if let Err(e) = protocol::serve_one(stream, |call| daemon.handle(call)) {
+            let spawned = std::thread::Builder::new().spawn(move || {
+                let served = rpc::serve(stream, rpc::READ_DEADLINE, |method, args, connection| {
+                    daemon.answer_call(method, &args, Some(connection))
+                });
+                if let Err(e) = served {
                     eprintln!("dhcp daemon: a plugin's connection failed: {e}");
                 }
+                daemon.connection_ended();
             });
+            if let Err(e) = spawned {
+                eprintln!("dhcp daemon: cannot serve a connection: {e}");
+                self.connection_ended();
+            }
         }
-        Ok(())
+    }
+
+    fn connection_ended(&self) {
+        let (count, freed) = &self.connections;
+        let mut count = count.lock().unwrap_or_else(PoisonError::into_inner);
+        *count = count.saturating_sub(1);
+        freed.notify_one();
     }
 
     /// Removes what [`Daemon::listen`] created (the socket, the pid file).
@@ -124,29 +169,53 @@ impl Daemon {
         }
     }
 
-    /// Answers one call.
-    pub fn handle(&self, call: Call) -> Answer {
-        let outcome = match call.command.as_str() {
-            "ADD" => self.add(&call).map(Answer::Result),
-            "DEL" => self.del(&call).map(Answer::Done),
-            "CHECK" => self.check(&call).map(Answer::Done),
-            "GC" => self.gc(&call).map(Answer::Done),
-            "STATUS" => Ok(Answer::Done(())),
-            other => Err(Error::invalid_env(
-                "CNI_COMMAND",
-                format!("the DHCP daemon does not serve {other:?}"),
-            )),
-        };
-        outcome.unwrap_or_else(Answer::Error)
+    /// Answers one call: `DHCP.Allocate` (ADD, and the reference's CHECK),
+    /// `DHCP.Release` (DEL), `DHCP.Check`, `DHCP.GC`, `DHCP.Status`; an
+    /// error is the string the plugin shows after `error calling METHOD: `.
+    ///
+    /// Go: the methods of `DHCP` (plugins `plugins/ipam/dhcp/daemon.go`).
+    pub fn handle(&self, method: &str, args: &CmdArgs) -> Answer {
+        self.answer_call(method, args, None)
     }
 
+    /// [`Daemon::handle`], for a plugin on `caller`: an ADD whose plugin
+    /// hangs up stops waiting for a server.
+    fn answer_call(&self, method: &str, args: &CmdArgs, caller: Option<&UnixStream>) -> Answer {
+        let empty = || (&EMPTY, crate::gob::Value::Struct(Vec::new()));
+        let outcome = match method {
+            "DHCP.Allocate" => self.add(args, caller).and_then(|result| {
+                rpc::result_to_value(&result)
+                    .map(|v| (&RESULT, v))
+                    .map_err(|e| Error::internal(&e))
+            }),
+            "DHCP.Release" => self.del(args).map(|()| empty()),
+            "DHCP.Check" => self.check(args).map(|()| empty()),
+            "DHCP.GC" => self.gc(args).map(|()| empty()),
+            "DHCP.Status" => Ok(empty()),
+            other => return Err(format!("rpc: can't find method {other}")),
+        };
+        outcome.map_err(|e| match e.details.as_str() {
+            "" => e.msg,
+            details => format!("{}: {details}", e.msg),
+        })
+    }
+
+    /// The leases held. Taken before [`Daemon::pending`] when both are.
     fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
         self.leases.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn config(call: &Call) -> Result<NetConfig, Error> {
-        serde_json::from_value(call.config.clone())
-            .map_err(|e| Error::decoding("the network configuration", e))
+    fn pending(&self) -> std::sync::MutexGuard<'_, PendingSet> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn config(args: &CmdArgs) -> Result<NetConfig, Error> {
+        serde_json::from_slice(&args.stdin_data).map_err(|e| {
+            Error::new(
+                Code::DECODING_FAILURE,
+                format!("error parsing netconf: {e}"),
+            )
+        })
     }
 
     /// A lease for the attachment: the one held (as last renewed or
@@ -154,7 +223,7 @@ impl Daemon {
     /// get the configuration's `priority`.
     ///
     /// Go: `DHCP.Allocate`.
-    fn add(&self, call: &Call) -> Result<serde_json::Value, Error> {
+    fn add(&self, call: &CmdArgs, caller: Option<&UnixStream>) -> Result<serde_json::Value, Error> {
         let conf = Daemon::config(call)?;
         let ipam = conf.ipam.clone().unwrap_or_default();
         let options = ipam.client_options(&call.args)?;
@@ -174,8 +243,60 @@ impl Daemon {
             self.options.broadcast,
         )?;
         eprintln!("dhcp daemon: {id}: acquiring lease");
-        let lease = client.acquire()?;
-        let value = Daemon::answer(&lease, ipam.priority)?;
+        let ticket = self.pending().insert(Pending {
+            id: id.clone(),
+            network: conf.name.clone(),
+            container_id: call.container_id.clone(),
+            ifname: call.ifname.clone(),
+            stopper: client.stopper()?,
+        });
+        let done = Arc::new(AtomicBool::new(false));
+        let watcher = match caller.map(UnixStream::try_clone) {
+            Some(Ok(connection)) => Some(watch_caller(
+                connection,
+                client.stopper()?,
+                Arc::clone(&done),
+            )),
+            _ => None,
+        };
+        let acquired = client.acquire();
+        done.store(true, Ordering::SeqCst);
+        if let Some(w) = watcher {
+            let _ = w.join();
+        }
+        let cancelled = || {
+            Error::try_again_later(
+                format!("stopped acquiring a lease for {id}"),
+                "the attachment was deleted, or its plugin went away, while the daemon waited for a server",
+            )
+        };
+        let lease = match acquired {
+            Ok(lease) => lease,
+            Err(DhcpError::Stopped { .. }) => {
+                self.pending().finish(ticket);
+                return Err(cancelled());
+            }
+            // The reference's words for it ("error calling DHCP.Allocate:
+            // no more tries" on the plugin's side); the details are logged.
+            Err(e @ DhcpError::NoAnswer { .. }) => {
+                self.pending().finish(ticket);
+                eprintln!("dhcp daemon: {id}: {e}");
+                return Err(Error::new(Code::TRY_AGAIN_LATER, NO_MORE_TRIES));
+            }
+            Err(e @ DhcpError::Refused { .. }) => {
+                self.pending().finish(ticket);
+                eprintln!("dhcp daemon: {id}: {e}");
+                return Err(Error::new(
+                    Code::TRY_AGAIN_LATER,
+                    format!("{NO_MORE_TRIES}: {e}"),
+                ));
+            }
+            Err(e) => {
+                self.pending().finish(ticket);
+                return Err(e.into());
+            }
+        };
+        let value = Daemon::answer(&lease, ipam.priority);
         eprintln!("dhcp daemon: {id}: lease acquired: {}", lease.address);
         let stopper = client.stopper()?;
         let (stop, stopped) = mpsc::channel();
@@ -192,9 +313,25 @@ impl Daemon {
             stopper,
             keeper,
         };
+        // Stopped by a DEL or GC after the lease was granted: nobody
+        // waits for it any more, so it goes back at once.
+        let mut leases = self.leases();
+        if !self.pending().finish(ticket) {
+            drop(leases);
+            stop_keeping(held);
+            return Err(cancelled());
+        }
+        // A lease that makes no result goes back too.
+        let value = match value {
+            Ok(value) => value,
+            Err(e) => {
+                drop(leases);
+                stop_keeping(held);
+                return Err(e);
+            }
+        };
         // A concurrent ADD of the same attachment got there first: keep
         // its lease, and give this one back.
-        let mut leases = self.leases();
         if let Some(first) = leases.get(&id) {
             let value = Daemon::answer(&current(&first.lease), ipam.priority);
             drop(leases);
@@ -215,10 +352,14 @@ impl Daemon {
     /// is success.
     ///
     /// Go: `DHCP.Release`.
-    fn del(&self, call: &Call) -> Result<(), Error> {
+    fn del(&self, call: &CmdArgs) -> Result<(), Error> {
         let conf = Daemon::config(call)?;
         let id = client_id(&call.container_id, &conf.name, &call.ifname);
-        let held = self.leases().remove(&id);
+        let held = {
+            let mut leases = self.leases();
+            self.pending().stop(|p| p.id == id);
+            leases.remove(&id)
+        };
         if let Some(held) = held {
             stop_keeping(held);
         }
@@ -228,7 +369,7 @@ impl Daemon {
     /// Releases the network's leases whose attachment is not in
     /// `cni.dev/valid-attachments`; without a list, releases nothing (see
     /// [`cni_types::ValidAttachments`]).
-    fn gc(&self, call: &Call) -> Result<(), Error> {
+    fn gc(&self, call: &CmdArgs) -> Result<(), Error> {
         let conf = Daemon::config(call)?;
         let stale: Vec<Held> = {
             let mut leases = self.leases();
@@ -240,6 +381,9 @@ impl Daemon {
                 })
                 .map(|(id, _)| id.clone())
                 .collect();
+            self.pending().stop(|p| {
+                p.network == conf.name && !conf.valid_attachments.keeps(&p.container_id, &p.ifname)
+            });
             ids.iter().filter_map(|id| leases.remove(id)).collect()
         };
         stale.into_iter().for_each(stop_keeping);
@@ -247,7 +391,7 @@ impl Daemon {
     }
 
     /// Succeeds when the daemon holds a lease for the attachment.
-    fn check(&self, call: &Call) -> Result<(), Error> {
+    fn check(&self, call: &CmdArgs) -> Result<(), Error> {
         let conf = Daemon::config(call)?;
         let id = client_id(&call.container_id, &conf.name, &call.ifname);
         if self.leases().contains_key(&id) {

@@ -1,9 +1,13 @@
 //! The `dhcp` plugin and its daemon against a real DHCP server (Debian's
 //! dnsmasq) in a namespace the test creates: a lease with its address,
 //! router and routes; renewal at T1; release on DEL; a daemon that is not
-//! running.
+//! running; each half against the reference's other half
+//! (`vs_reference`); offers that make no sense (`misbehaving`); callers
+//! that have gone (`gone`).
 
+mod gone;
 mod maintenance;
+mod misbehaving;
 mod podman;
 mod server;
 mod vs_reference;

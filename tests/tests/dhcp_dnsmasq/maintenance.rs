@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use cni_dhcp::client::Timing;
 use cni_dhcp::daemon::{Daemon, DaemonOptions};
-use cni_dhcp::protocol::{Answer, Call, VERSION};
+use cni_dhcp::rpc::{Answer, CmdArgs};
 
 use super::server::{start_daemon, DhcpNet, SERVER_IP};
 use super::{dhcp, stdout_json};
@@ -130,19 +130,21 @@ fn del_does_not_wait_for_a_renewal_nobody_answers() {
 }
 
 /// One call of the test's network to an in-process daemon.
-fn call(daemon: &Daemon, command: &str, net: &DhcpNet) -> Answer {
-    daemon.handle(Call {
-        version: VERSION,
-        command: command.to_string(),
-        container_id: net.container.name().to_string(),
-        netns: net.container.path().display().to_string(),
-        ifname: "eth0".to_string(),
-        args: String::new(),
-        config: serde_json::json!({
-            "cniVersion": "1.0.0", "name": "dhcpnet", "type": "macvlan",
-            "ipam": {"type": "dhcp"}
-        }),
-    })
+fn call(daemon: &Daemon, method: &str, net: &DhcpNet) -> Answer {
+    let config = serde_json::json!({
+        "cniVersion": "1.0.0", "name": "dhcpnet", "type": "macvlan",
+        "ipam": {"type": "dhcp"}
+    });
+    daemon.handle(
+        method,
+        &CmdArgs {
+            container_id: net.container.name().to_string(),
+            netns: net.container.path().display().to_string(),
+            ifname: "eth0".to_string(),
+            stdin_data: config.to_string().into_bytes(),
+            ..CmdArgs::default()
+        },
+    )
 }
 
 #[test]
@@ -160,8 +162,8 @@ fn an_expired_lease_brings_the_interface_down() {
         },
         ..DaemonOptions::default()
     });
-    let added = call(&daemon, "ADD", &net);
-    assert!(matches!(added, Answer::Result(_)), "{added:?}");
+    let added = call(&daemon, "DHCP.Allocate", &net);
+    assert!(added.is_ok(), "{added:?}");
 
     // No server renews or rebinds it: at expiry eth0 goes down.
     net.dnsmasq.kill();
@@ -171,5 +173,5 @@ fn an_expired_lease_brings_the_interface_down() {
         assert!(Instant::now() < end, "eth0 is still up 40 s after ADD");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(matches!(call(&daemon, "DEL", &net), Answer::Done(())));
+    assert!(call(&daemon, "DHCP.Release", &net).is_ok());
 }

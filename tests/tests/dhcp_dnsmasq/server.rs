@@ -69,6 +69,11 @@ impl Logged {
         }
     }
 
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything logged so far.
     pub fn log(&self) -> String {
         self.seen.lock().unwrap().join("\n")
@@ -240,6 +245,11 @@ impl DhcpNet {
             self.server.timers,
             &range,
         );
+    }
+
+    /// The server's namespace, where `br0` has [`SERVER_IP`].
+    pub fn server_netns(&self) -> &TempNetns {
+        &self.server.netns
     }
 
     /// Puts `address` (`A.B.C.D/N`) on the container's `eth0`, as the
