@@ -23,8 +23,8 @@
 //! ports (which would bypass the new DNAT), and with `snat` sets
 //! `route_localnet` on the host interface routing to the container, so
 //! the host reaches `127.0.0.1:hostPort`. DEL removes the container's
-//! rules in both families. CHECK looks for them. GC removes the rules of
-//! attachments the runtime no longer lists, under both backends.
+//! rules in both families. CHECK looks for them. GC removes the iptables rules of
+//! attachments the runtime no longer lists.
 //!
 //! # Where we deliberately differ from the reference
 //! - Conditions are read, not pasted into the rules: the common matches
@@ -39,19 +39,16 @@
 //! - CHECK checks only the families the container has addresses of;
 //!   Debian's reference 1.1.1 fails an IPv4-only pod ("could not check
 //!   ipv6 dnat").
-//! - GC, which the reference lacks, under both backends whatever the
-//!   configured one (nothing when `cni.dev/valid-attachments` is absent;
-//!   `null` is the empty list). Under iptables the entry rules' comments
-//!   name network and container, so the rules of this network's
-//!   containers that the list does not name are removed. Under nftables
-//!   a rule's comment is only the container ID, the same for every
-//!   network a container is on: the rules of a container the list does
-//!   not name are removed, whichever network's portmap wrote them. A
-//!   runtime lists a network's own attachments, so a container with port
-//!   mappings on two portmap networks is kept while it is on this one;
-//!   one mapped only on another network loses its nftables mappings to
-//!   this network's GC (its next ADD or the other network's CHECK shows
-//!   it).
+//! - GC, which the reference lacks, collects the iptables layout whatever
+//!   the configured backend (nothing when `cni.dev/valid-attachments` is
+//!   absent; `null` is the empty list): the entry rules' comments name
+//!   network and container, so the rules of this network's containers
+//!   that the list does not name are removed. Under nftables a rule's
+//!   comment is only the container ID, the same for every network a
+//!   container is on, and a runtime lists only this network's
+//!   attachments: CRI-O's GC at start sends `null` for a network without
+//!   a live pod, which would remove the mappings of every pod on every
+//!   other network. So GC removes no nftables mapping; DEL does.
 //! - masqAll under nftables masquerades from every source, as upstream
 //!   after v1.9.1 does (v1.9.1 ignored it there).
 //! - The host interface for `route_localnet` is the one of the longest
@@ -189,20 +186,10 @@ impl Plugin for Portmap {
         // Read for its errors too: a configuration ADD would refuse is
         // refused.
         let setup = Self::setup(req)?;
-        // Both layouts, whatever the configured backend: the rules may come
-        // from another configuration or version.
+        // The iptables layout whatever the configured backend: the rules
+        // may come from another configuration or version. The nftables
+        // layout cannot say whose network a rule is (see the module docs).
         let mut failures = Vec::new();
-        match NftBackend::open() {
-            Ok(mut nft) => {
-                for ipv6 in [false, true] {
-                    if let Err(e) = nftables::collect(&mut nft, ipv6, &valid) {
-                        failures.push(format!("nftables: {e}"));
-                    }
-                }
-            }
-            Err(_) if !cni_netfilter::nftables_usable() => {}
-            Err(e) => failures.push(format!("nftables: {e}")),
-        }
         let mut backend = IptablesBackend::new();
         for ipv6 in [false, true] {
             let ids = match iptables::containers(&mut backend, &setup.network, ipv6) {

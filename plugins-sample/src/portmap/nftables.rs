@@ -20,7 +20,7 @@ use cni_netfilter::{
     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,
     Hook, Match, Rule, Table, Transaction,
 };
-use cni_types::{IpNetwork, ValidAttachments};
+use cni_types::IpNetwork;
 
 use super::config::Setup;
 
@@ -224,38 +224,6 @@ pub fn unforward(backend: &mut dyn Backend, container_id: &str) -> Result<(), Fi
         backend.apply(&tx)?;
     }
     Ok(())
-}
-
-/// GC: removes, in one family's table, the rules of every container
-/// `valid` does not keep (their comment is the container ID); nothing
-/// when the table is absent or `valid` unspecified.
-///
-/// Go: none; the reference's portmap has no GC.
-pub fn collect(
-    backend: &mut dyn Backend,
-    ipv6: bool,
-    valid: &ValidAttachments,
-) -> Result<(), FilterError> {
-    if valid.is_unspecified() {
-        return Ok(());
-    }
-    let table = table(ipv6);
-    let mut tx = Transaction::new(table.clone());
-    for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING] {
-        for rule in backend.list_rules(&table, chain)? {
-            if rule
-                .comment
-                .as_deref()
-                .is_some_and(|id| !valid.keeps_container(id))
-            {
-                tx.delete_rule(rule);
-            }
-        }
-    }
-    if tx.is_empty() {
-        return Ok(());
-    }
-    backend.apply(&tx)
 }
 
 #[cfg(test)]

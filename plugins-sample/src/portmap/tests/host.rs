@@ -93,10 +93,11 @@ fn gc_removes_only_the_unlisted_attachments_of_its_network_and_nothing_without_a
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
-fn gc_removes_the_nftables_mappings_of_containers_not_listed_and_keeps_the_listed_ones() {
+fn gc_of_another_network_keeps_the_nftables_mappings_whose_network_it_cannot_tell() {
     let host = TempNetns::new("pm-gc-nft").unwrap();
     let add = |id: &str, address: &str, port: u16| {
         let c = conf(json!({
+            "name": "elsewhere",
             "backend": "nftables",
             "runtimeConfig": {"portMappings": [
                 {"hostPort": port, "containerPort": 80, "protocol": "tcp"}
@@ -108,29 +109,17 @@ fn gc_removes_the_nftables_mappings_of_containers_not_listed_and_keeps_the_liste
         assert_eq!(run_in(&host, "ADD", id, &c).exit_code, 0);
     };
     add("ctr-a", "10.88.0.5/16", 8080);
-    add("ctr-b", "10.88.0.6/16", 8081);
     add("ctr-c", "fd00::7/64", 8082);
-    let owners = || {
-        let ruleset = exec_in(&host, "nft", &["list", "ruleset"]);
-        ["ctr-a", "ctr-b", "ctr-c"].map(|id| ruleset.matches(&format!("comment \"{id}\"")).count())
-    };
-    let before = owners();
-    assert!(before.iter().all(|n| *n > 0), "{before:?}");
-    gc_in(&host, "nftables", None);
-    assert_eq!(owners(), before, "no list: everything is kept");
-    // Configured for iptables: the nftables layout is collected all the same.
-    gc_in(
-        &host,
-        "iptables",
-        Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])),
-    );
-    assert_eq!(
-        owners(),
-        [before[0], 0, 0],
-        "b and c go, a's rules all stay"
-    );
+    let ruleset = || exec_in(&host, "nft", &["list", "ruleset"]);
+    let before = ruleset();
+    assert!(before.contains("comment \"ctr-a\""), "{before}");
+    // CRI-O's GC at start for `pmtest`, a network without a live pod.
     gc_in(&host, "nftables", Some(Value::Null));
-    assert_eq!(owners(), [0, 0, 0]);
+    assert_eq!(
+        ruleset(),
+        before,
+        "another network's pods keep their mappings"
+    );
 }
 
 #[test]
