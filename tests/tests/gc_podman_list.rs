@@ -1,16 +1,19 @@
 //! GC as a runtime sends it through libcni, over Podman's default list
 //! (`bridge` with `isGateway`, `ipMasq` and `hairpinMode` over
-//! `host-local`, `portmap`, `firewall`, `tuning`), with only our plugins
-//! on `CNI_PATH`, under both masquerading and port-mapping backends:
+//! `host-local`, `portmap`, `firewall`, `tuning`) with `bandwidth` added,
+//! with only our plugins on `CNI_PATH`, under both masquerading and
+//! port-mapping backends:
 //!
 //! - CRI-O's GC at start: `null` for a network without a live pod (libcni
 //!   marshals the empty list so), the live pods' list for a busy one. The
-//!   runtime's libcni cache is gone (a restart of the node), so the
-//!   plugins' own GC is what releases: every reservation, masquerading
-//!   rule, port mapping, firewall rule and firewall record of the pods not
-//!   listed goes, and the listed pod keeps all of it: libcni's CHECK
-//!   passes and its published port still answers. A later `null` releases
-//!   that pod too. Except portmap's nftables rules: their comment is the
+//!   dead pods' namespaces are gone and the runtime's libcni cache too (a
+//!   restart of the node), so the plugins' own GC is what releases: every
+//!   reservation, masquerading rule, port mapping, firewall rule and
+//!   firewall record and bandwidth ifb of the pods not listed goes, and
+//!   the listed pod keeps all of it: libcni's CHECK passes and its
+//!   published port still answers. A later `null` releases that pod too,
+//!   but its ifb, which its live host end still redirects to (an ifb's
+//!   name cannot say its network). Except portmap's nftables rules: their comment is the
 //!   container ID alone, so no GC can tell this network's from another's
 //!   (the idle network's `null` would remove every pod's mappings), and
 //!   portmap's GC leaves them to DEL; under nftables they are left out of
@@ -70,7 +73,14 @@ impl Node {
         let scratch = tempfile::tempdir().expect("a temporary directory");
         let bin = scratch.path().join("bin");
         std::fs::create_dir(&bin).expect("a directory for the wrappers");
-        for name in ["bridge", "host-local", "portmap", "firewall", "tuning"] {
+        for name in [
+            "bridge",
+            "host-local",
+            "portmap",
+            "firewall",
+            "tuning",
+            "bandwidth",
+        ] {
             in_host_namespace(&bin, &plugin_bin_dir().join(name), &host);
         }
         Node { host, scratch, bin }
@@ -88,7 +98,8 @@ impl Node {
             json!([
                 {"type": "portmap", "capabilities": {"portMappings": true}, "backend": backend},
                 {"type": "firewall", "backend": "", "dataDir": self.dir("firewall")},
-                {"type": "tuning"}
+                {"type": "tuning"},
+                {"type": "bandwidth", "capabilities": {"bandwidth": true}}
             ])
         });
         let mut plugins = vec![json!({
@@ -189,9 +200,7 @@ fn add(node: &Node, list: &Path, tag: &str, host_port: u16) -> Pod {
         .driver("cache")
         .with_container_id(&cid)
         .with_netns(&ns.path())
-        .with_cap_args(json!({"portMappings": [
-            {"hostPort": host_port, "containerPort": 80, "protocol": "tcp"}
-        ]}))
+        .with_cap_args(caps(host_port))
         .add(list);
     assert_eq!(out["ok"], true, "ADD {tag}: {out}");
     let address = out["result"]["ips"][0]["address"]
@@ -205,6 +214,23 @@ fn add(node: &Node, list: &Path, tag: &str, host_port: u16) -> Pod {
         address,
         host_port,
     }
+}
+
+/// The capability arguments of a pod publishing `host_port`.
+fn caps(host_port: u16) -> Value {
+    json!({
+        "portMappings": [{"hostPort": host_port, "containerPort": 80, "protocol": "tcp"}],
+        "bandwidth": {"ingressRate": 80_000_000, "ingressBurst": 800_000,
+                      "egressRate": 80_000_000, "egressBurst": 800_000}
+    })
+}
+
+/// The pod dies: its namespace goes, and its host end with it. (The
+/// pair is deleted first: the kernel cleans a namespace up later.)
+fn kill(pod: &Pod) {
+    let name = pod.ns.name();
+    assert!(ip(&["-n", name, "link", "del", "eth0"]).success());
+    assert!(ip(&["netns", "del", name]).success());
 }
 
 fn attachment(pod: &Pod) -> Value {
@@ -227,6 +253,10 @@ fn held(node: &Node, net: &Network, pod: &Pod) -> Vec<&'static str> {
     }
     if node.records_of(&pod.cid) > 0 {
         held.push("firewall record");
+    }
+    let ifb = plugins_sample::bandwidth::ifb_name(net.name, &pod.cid);
+    if ip(&["-n", node.host.name(), "link", "show", &ifb]).success() {
+        held.push("ifb");
     }
     held
 }
@@ -277,6 +307,7 @@ fn gc_at_start_releases_every_unlisted_pod_completely(backend: &str) {
         "reservation",
         "rules naming its address",
         "rules naming its container",
+        "ifb",
     ];
     for (net, pod) in [(&BUSY, &live), (&BUSY, &gone[0]), (&IDLE, &idle)] {
         let held = held(&node, net, pod);
@@ -289,6 +320,9 @@ fn gc_at_start_releases_every_unlisted_pod_completely(backend: &str) {
         }
     }
 
+    for pod in [&gone[0], &gone[1], &idle] {
+        kill(pod);
+    }
     let busy_gc = node.list(&BUSY, "1.1.0", backend, None);
     let idle_gc = node.list(&IDLE, "1.1.0", backend, None);
     let out = gc(&node, &idle_gc, Value::Null);
@@ -313,9 +347,7 @@ fn gc_at_start_releases_every_unlisted_pod_completely(backend: &str) {
         .driver("cache")
         .with_container_id(&live.cid)
         .with_netns(&live.ns.path())
-        .with_cap_args(json!({"portMappings": [
-            {"hostPort": live.host_port, "containerPort": 80, "protocol": "tcp"}
-        ]}))
+        .with_cap_args(caps(live.host_port))
         .check(&busy_add);
     assert_eq!(
         check["ok"], true,
@@ -333,7 +365,7 @@ fn gc_at_start_releases_every_unlisted_pod_completely(backend: &str) {
 
     let out = gc(&node, &busy_gc, Value::Null);
     assert_eq!(out["ok"], true, "{backend}: {out}");
-    assert_eq!(held(&node, &BUSY, &live), Vec::<&str>::new(), "{backend}");
+    assert_eq!(held(&node, &BUSY, &live), ["ifb"], "{backend}");
 }
 
 #[test]
