@@ -4,9 +4,10 @@
 //! attachments not in this list". Three states, read safely (see
 //! [`ValidAttachments`]):
 //!
-//! - no list (key absent or `null`): the runtime did not say, so nothing is
+//! - no list (key absent): the runtime did not say, so nothing is
 //!   released;
-//! - `[]`: nothing is valid, every reservation of this node is released;
+//! - `[]` or `null` (libcni's empty list): nothing is valid, every
+//!   reservation of this node is released;
 //! - a list: the reservations of every other attachment are released. An
 //!   older reservation naming only a container is kept while any attachment
 //!   of that container is listed.

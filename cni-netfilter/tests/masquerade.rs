@@ -203,3 +203,75 @@ fn another_pods_setup_leaves_postrouting_as_it_is_when_it_holds_the_references_r
         .unwrap();
     assert_eq!(handles(&ns, masquerade::NFT_TABLE, "postrouting").len(), 3);
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn gc_removes_the_iptables_chains_of_containers_not_listed_in_both_families() {
+    let ns = netns("masq-gc-ipt");
+    let ipt = Some(BackendKind::Iptables);
+    let at = |network, container_id| Attachment {
+        network,
+        ifname: "eth0",
+        container_id,
+    };
+    let (a, b, c) = (
+        at("podman", "ctr-a"),
+        at("podman", "ctr-b"),
+        at("podman", "ctr-c"),
+    );
+    let other_net = at("other", "ctr-b");
+    // The container ids whose chains are in the nat table of a family.
+    let chains = |program: &str| -> Vec<String> {
+        let saved = run_in(&ns, program, &["-t", "nat"], "");
+        let mut owners: Vec<String> = [&a, &b, &c, &other_net]
+            .iter()
+            .filter(|at| {
+                let chain = masquerade::chain_name(at.network, at.container_id);
+                saved.contains(&format!(":{chain} ")) || saved.contains(&format!("-j {chain}"))
+            })
+            .map(|at| format!("{}/{}", at.network, at.container_id))
+            .collect();
+        owners.sort();
+        owners
+    };
+    let keep_a = ValidAttachments::List(vec![cni_types::Attachment {
+        container_id: "ctr-a".into(),
+        ifname: "eth0".into(),
+    }]);
+    ns.run(|_| {
+        masquerade::setup(ipt, &nets(&["10.88.0.5/16", "fd00::5/64"]), &a)?;
+        masquerade::setup(ipt, &nets(&["10.88.0.6/16", "fd00::6/64"]), &b)?;
+        masquerade::setup(ipt, &nets(&["10.88.0.7/16"]), &c)?;
+        masquerade::setup(ipt, &nets(&["10.89.0.6/16"]), &other_net)?;
+        masquerade::gc("podman", &ValidAttachments::Unspecified)?;
+        Ok::<_, BoxError>(())
+    })
+    .unwrap();
+    let all = [
+        "other/ctr-b",
+        "podman/ctr-a",
+        "podman/ctr-b",
+        "podman/ctr-c",
+    ];
+    assert_eq!(chains("iptables-save"), all, "no list, nothing removed");
+
+    ns.run(|_| Ok::<_, BoxError>(masquerade::gc("podman", &keep_a)?))
+        .unwrap();
+    assert_eq!(
+        chains("iptables-save"),
+        ["other/ctr-b", "podman/ctr-a"],
+        "b and c went; a and the other network's b stay"
+    );
+    assert_eq!(chains("ip6tables-save"), ["podman/ctr-a"]);
+    ns.run(|_| {
+        masquerade::check(ipt, &nets(&["10.88.0.5/16", "fd00::5/64"]), &a)?;
+        Ok::<_, BoxError>(())
+    })
+    .expect("the kept attachment's rules are all there");
+
+    // `null` on the wire: the empty list.
+    ns.run(|_| Ok::<_, BoxError>(masquerade::gc("podman", &ValidAttachments::List(vec![]))?))
+        .unwrap();
+    assert_eq!(chains("iptables-save"), ["other/ctr-b"]);
+    assert_eq!(chains("ip6tables-save"), Vec::<String>::new());
+}

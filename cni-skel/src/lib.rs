@@ -103,9 +103,11 @@
 //! 5. **A `prevResult` of another version family is accepted and
 //!    converted** to the configuration's version; the reference rejects it.
 //! 6. **GC without `cni.dev/valid-attachments` is not GC of everything**:
-//!    [`Request::valid_attachments`] tells an absent or `null` list
+//!    [`Request::valid_attachments`] tells an absent key
 //!    ([`cni_types::ValidAttachments::Unspecified`], keep everything) from
-//!    `[]`; the reference reads all three as an empty list.
+//!    `null` and `[]` (the empty list, release everything: libcni marshals
+//!    an empty Go slice as `null`); the reference reads all three as an
+//!    empty list.
 //!
 //! Point 3, like the empty `dns` that results omit (`cni-types`), is only a
 //! matter of bytes: a plugin that must print exactly what the reference

@@ -11,8 +11,9 @@ use std::sync::Mutex;
 use std::thread::ThreadId;
 
 use cni_types::{CniArgs, Error, NetConf, Result100, ValidAttachments};
-use cni_version::peek_fields;
+use cni_version::json_key_matches;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use crate::{Command, TraceContext};
 
@@ -147,12 +148,17 @@ impl<C> Request<'_, C> {
     }
 
     /// GC: the attachments still in use, from `cni.dev/valid-attachments`
-    /// (or the older `cni.dev/attachments`), read from stdin whatever the
-    /// plugin's configuration type, as [`cni_types::NetConf`] reads them.
+    /// (or the older `cni.dev/attachments` when that key is absent), read
+    /// from stdin whatever the plugin's configuration type, as
+    /// [`cni_types::NetConf`] reads them.
     ///
-    /// Absent or `null` is [`ValidAttachments::Unspecified`], which a GC
-    /// must read as "keep everything"; `[]` is an empty list, "nothing is
-    /// valid". A malformed list is code 6.
+    /// Both keys absent is [`ValidAttachments::Unspecified`], which a GC
+    /// must read as "keep everything". `null` and `[]` are the empty list,
+    /// "nothing is valid": libcni's `GCNetworkList` sends the runtime's
+    /// list as Go marshals it, and an empty Go slice is `null` (CRI-O's GC
+    /// at start, for a network without a live pod). A malformed list is
+    /// code 6. Keys match as Go's decoder matches them (another case
+    /// names the same key).
     ///
     /// This is the one to call in a plugin's `gc`: it works whatever the
     /// plugin's `Config` type is. [`cni_types::NetConf::valid_attachments`]
@@ -172,29 +178,45 @@ impl<C> Request<'_, C> {
     ///         let valid = req.valid_attachments()?;
     ///         if valid.is_unspecified() {
     ///             req.log("GC: no cni.dev/valid-attachments, releasing nothing");
+    ///         } else {
+    ///             req.log(format!("GC: keeping c1: {}", valid.keeps("c1", "eth0")));
     ///         }
-    ///         assert!(valid.keeps("c1", "eth0"));
     ///         Ok(())
     ///     }
     /// }
-    /// let out: Outcome = cni_skel::TestRequest::gc()
-    ///     .stdin(r#"{"cniVersion": "1.1.0", "name": "n", "type": "t"}"#)
-    ///     .run(&Gc, &cni_version::PluginInfo::all());
-    /// assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
-    /// assert!(String::from_utf8_lossy(&out.stderr).contains("releasing nothing"));
+    /// let gc = |stdin: &str| {
+    ///     let out: Outcome = cni_skel::TestRequest::gc()
+    ///         .stdin(stdin)
+    ///         .run(&Gc, &cni_version::PluginInfo::all());
+    ///     assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    ///     String::from_utf8_lossy(&out.stderr).into_owned()
+    /// };
+    /// assert!(gc(r#"{"cniVersion": "1.1.0", "name": "n", "type": "t"}"#)
+    ///     .contains("releasing nothing"));
+    /// assert!(gc(r#"{"cniVersion": "1.1.0", "name": "n", "type": "t",
+    ///     "cni.dev/valid-attachments": null}"#).contains("keeping c1: false"));
     /// ```
     pub fn valid_attachments(&self) -> Result<ValidAttachments, Error> {
-        let [valid, legacy] = peek_fields(
-            &self.stdin,
-            ["cni.dev/valid-attachments", "cni.dev/attachments"],
-        )
-        .map_err(|e| Error::decoding("the network configuration", e))?;
-        let given = |v: Option<serde_json::Value>| v.filter(|v| !v.is_null());
-        match given(valid).or(given(legacy)) {
-            None => Ok(ValidAttachments::Unspecified),
-            Some(v) => serde_json::from_value(v)
-                .map_err(|e| Error::decoding("cni.dev/valid-attachments", e)),
+        let decoding = |e| Error::decoding("the network configuration", e);
+        let serde_json::Value::Object(conf) =
+            serde_json::from_slice(&self.stdin).map_err(decoding)?
+        else {
+            return Ok(ValidAttachments::Unspecified);
+        };
+        for name in ["cni.dev/valid-attachments", "cni.dev/attachments"] {
+            let value = conf.get(name).or_else(|| {
+                // Go's decoder: another case names the key, the last one wins.
+                conf.iter()
+                    .filter(|(k, _)| json_key_matches(k, name))
+                    .map(|(_, v)| v)
+                    .next_back()
+            });
+            if let Some(value) = value {
+                return ValidAttachments::deserialize(value)
+                    .map_err(|e| Error::decoding("cni.dev/valid-attachments", e));
+            }
         }
+        Ok(ValidAttachments::Unspecified)
     }
 
     /// Writes one line to stderr (never stdout, which carries the result).

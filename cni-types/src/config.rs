@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::conventions::{Args, RuntimeConfig};
 use crate::result::Wire;
-use crate::{Attachment, CniResult, Dns, ValidAttachments};
+use crate::{CniResult, Dns, ValidAttachments};
 
 mod ipam;
 mod parse;
@@ -111,9 +111,11 @@ pub struct NetConf<T = Extra> {
     prev_wire: Option<Wire>,
     /// GC: "`cni.dev/valid-attachments` (array of objects): List of
     /// attachments that are still valid" (1.1.0). Also read from the older
-    /// name `cni.dev/attachments`, which the reference runtime sends too.
-    /// Absent or `null` is [`ValidAttachments::Unspecified`]: release
-    /// nothing (see [`ValidAttachments`] for the safe reading). A plugin's
+    /// name `cni.dev/attachments`, which the reference runtime sends too,
+    /// when `cni.dev/valid-attachments` is absent. `null` is the empty list
+    /// (libcni's marshalling of an empty list): release everything. Both
+    /// keys absent is [`ValidAttachments::Unspecified`]: release nothing
+    /// (see [`ValidAttachments`] for the reading). A plugin's
     /// `gc` reads the same value with `cni_skel::Request::valid_attachments`,
     /// whatever its configuration type; this field is for code that holds
     /// a `NetConf`.
@@ -124,7 +126,7 @@ pub struct NetConf<T = Extra> {
     )]
     pub valid_attachments: ValidAttachments,
     #[serde(rename = "cni.dev/attachments", default, skip_serializing)]
-    legacy_attachments: Option<Vec<Attachment>>,
+    legacy_attachments: ValidAttachments,
     /// The plugin's own fields.
     #[serde(flatten)]
     pub plugin: T,
@@ -187,12 +189,20 @@ mod tests {
     }
 
     #[test]
-    fn gc_attachments_absent_or_null_are_unspecified_and_empty_is_a_list() {
+    fn gc_attachments_absent_are_unspecified_and_null_or_empty_are_the_empty_list() {
         for (extra, want) in [
             (json!({}), ValidAttachments::Unspecified),
             (
                 json!({"cni.dev/valid-attachments": null}),
-                ValidAttachments::Unspecified,
+                ValidAttachments::List(vec![]),
+            ),
+            (
+                json!({"cni.dev/attachments": null}),
+                ValidAttachments::List(vec![]),
+            ),
+            (
+                json!({"cni.dev/valid-attachments": null, "cni.dev/attachments": null}),
+                ValidAttachments::List(vec![]),
             ),
             (
                 json!({"cni.dev/valid-attachments": []}),

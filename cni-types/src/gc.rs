@@ -5,24 +5,28 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::Attachment;
 
 /// The attachments a GC request names as valid, in the three states a
-/// runtime can send: the key absent (or `null`), an empty list, a list.
+/// runtime can send: the key absent, an empty list (`[]` or `null`), a list.
 ///
 /// SPEC-1.1.0: "`cni.dev/valid-attachments` (array of objects): List of
 /// attachments that are still valid", and the plugin "should remove any
 /// resources related to attachments not in this list". A runtime that
-/// sends no list at all has not said that nothing is valid: the reference
-/// `cnitool gc` sends no key, and reading that as "release everything"
-/// frees the addresses of every running container on the node. So the
-/// safe reading, and the one [`ValidAttachments::keeps`] implements, is:
+/// sends no key at all has not said that nothing is valid: reading that as
+/// "release everything" would free the addresses of every running
+/// container on the node. `null` is different: libcni's `GCNetworkList`
+/// puts the runtime's list into each plugin's configuration as it is, and
+/// Go marshals an empty (nil) slice as `null`. CRI-O runs GC at start with
+/// the attachments of its live pods, so a network without a live pod gets
+/// `null`, meaning that none is valid. So the reading
+/// [`ValidAttachments::keeps`] implements is:
 ///
-/// | on the wire           | value                  | a GC releases        |
-/// |-----------------------|------------------------|----------------------|
-/// | key absent, or `null` | [`Unspecified`]        | nothing (say so)     |
-/// | `[]`                  | `List(vec![])`         | everything           |
-/// | `[{..}, ..]`          | `List(..)`             | all but those listed |
+/// | on the wire    | value            | a GC releases        |
+/// |----------------|------------------|----------------------|
+/// | key absent     | [`Unspecified`]  | nothing (say so)     |
+/// | `null` or `[]` | `List(vec![])`   | everything           |
+/// | `[{..}, ..]`   | `List(..)`       | all but those listed |
 ///
-/// The reference library reads all three as an empty list; departing from
-/// it here is deliberate.
+/// The reference plugins read all three as an empty list; keeping
+/// everything when the key is absent is a deliberate departure.
 ///
 /// Go: `types.GCAttachment` slices in `libcni.GCArgs`.
 ///
@@ -37,17 +41,23 @@ use crate::Attachment;
 ///     "cni.dev/valid-attachments": [{"containerID": "c1", "ifname": "eth0"}]}"#).unwrap();
 /// assert!(listed.valid_attachments.keeps("c1", "eth0"));
 /// assert!(!listed.valid_attachments.keeps("c2", "eth0"));
+///
+/// // What libcni sends for a network without a live pod: none is valid.
+/// let none: NetConf = NetConf::from_json(br#"{"cniVersion": "1.1.0", "name": "n",
+///     "cni.dev/valid-attachments": null}"#).unwrap();
+/// assert_eq!(none.valid_attachments, ValidAttachments::List(vec![]));
+/// assert!(!none.valid_attachments.keeps("c1", "eth0"));
 /// ```
 ///
 /// [`Unspecified`]: ValidAttachments::Unspecified
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum ValidAttachments {
-    /// The runtime sent no list (the key is absent or `null`): it did not
-    /// say what is in use, so every attachment must be taken as valid.
+    /// The runtime sent no list (the key is absent): it did not say what
+    /// is in use, so every attachment must be taken as valid.
     #[default]
     Unspecified,
-    /// The runtime's list: exactly these attachments are valid. Empty means
-    /// none is.
+    /// The runtime's list: exactly these attachments are valid. Empty
+    /// (`[]` or `null`) means none is.
     List(Vec<Attachment>),
 }
 
@@ -90,24 +100,36 @@ impl ValidAttachments {
 }
 
 impl From<Option<Vec<Attachment>>> for ValidAttachments {
-    /// `None` (absent or `null`) is [`ValidAttachments::Unspecified`].
+    /// `None` (the key absent) is [`ValidAttachments::Unspecified`].
     fn from(list: Option<Vec<Attachment>>) -> ValidAttachments {
         list.map_or(ValidAttachments::Unspecified, ValidAttachments::List)
     }
 }
 
 impl<'de> Deserialize<'de> for ValidAttachments {
-    /// `null` is [`ValidAttachments::Unspecified`]; a list is a list.
+    /// A list is a list, and `null` the empty one (what Go marshals an
+    /// empty slice as). An absent key never reaches this: a field of this
+    /// type takes `#[serde(default)]`, which is
+    /// [`ValidAttachments::Unspecified`].
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<ValidAttachments, D::Error> {
-        Option::<Vec<Attachment>>::deserialize(de).map(ValidAttachments::from)
+        Option::<Vec<Attachment>>::deserialize(de)
+            .map(|list| ValidAttachments::List(list.unwrap_or_default()))
     }
 }
 
 impl Serialize for ValidAttachments {
-    /// The list, or `null` when unspecified (a [`crate::NetConf`] leaves the
-    /// key out instead).
+    /// The list. [`ValidAttachments::Unspecified`] has no JSON value (it is
+    /// the key's absence; `null` would read back as the empty list), so a
+    /// field of this type takes `#[serde(skip_serializing_if =
+    /// "ValidAttachments::is_unspecified")]`, as [`crate::NetConf`]'s does;
+    /// serialized on its own it is refused.
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        self.list().serialize(ser)
+        match self.list() {
+            Some(list) => list.serialize(ser),
+            None => Err(serde::ser::Error::custom(
+                "an unspecified cni.dev/valid-attachments has no JSON value: leave the key out",
+            )),
+        }
     }
 }
 
@@ -122,10 +144,28 @@ mod tests {
     }
 
     #[test]
-    fn null_is_unspecified_and_keeps_everything() {
+    fn null_is_the_empty_list_and_keeps_nothing() {
         let v = read(json!(null));
-        assert_eq!(v, ValidAttachments::Unspecified);
-        assert!(v.keeps("any", "eth0") && v.keeps_container("any"));
+        assert_eq!(v, ValidAttachments::List(Vec::new()));
+        assert!(!v.keeps("any", "eth0") && !v.keeps_container("any"));
+    }
+
+    #[test]
+    fn an_absent_key_is_unspecified_keeps_everything_and_is_left_out() {
+        #[derive(serde::Deserialize, serde::Serialize)]
+        struct Gc {
+            #[serde(
+                rename = "cni.dev/valid-attachments",
+                default,
+                skip_serializing_if = "ValidAttachments::is_unspecified"
+            )]
+            valid: ValidAttachments,
+        }
+        let gc: Gc = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(gc.valid, ValidAttachments::Unspecified);
+        assert!(gc.valid.keeps("any", "eth0") && gc.valid.keeps_container("any"));
+        assert_eq!(serde_json::to_value(&gc).unwrap(), json!({}));
+        assert!(serde_json::to_value(ValidAttachments::Unspecified).is_err());
     }
 
     #[test]

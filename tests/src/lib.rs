@@ -621,6 +621,19 @@ impl Driver {
         self.run(self.args("addcheckdel", Some(conflist), None))
     }
 
+    /// GC as libcni 1.2's `GCNetworkList` runs it (see the driver's docs:
+    /// Debian's libcni predates it): DEL of the cached attachments not in
+    /// `valid`, then GC of every plugin with `valid` injected as Go
+    /// marshals it, `Value::Null` as a nil slice; `None` sends no key.
+    /// `{"ok","command":"gc","sent":[each plugin's stdin][,"error"]}`.
+    pub fn gc(&self, conflist: &Path, valid: Option<&Value>) -> Value {
+        let mut args = self.args("gc", Some(conflist), None);
+        if let Some(valid) = valid {
+            args.extend(["--valid-attachments".into(), valid.to_string().into()]);
+        }
+        self.run(args)
+    }
+
     /// `GetVersionInfo(plugin_type)`: `{"ok","cniVersion","supportedVersions"}`
     /// or `{"ok":false,"error"}`. With [`Driver::with_cni_args`], the
     /// plugin sees that `CNI_ARGS` instead of libcni's empty one.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use cni_types::IpNetwork;
+use cni_types::{IpNetwork, ValidAttachments};
 
 use super::names::{chain_name, iptables_comment};
 use super::Attachment;
@@ -158,6 +158,65 @@ pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), F
             .collect::<Result<Vec<()>, FilterError>>()
             .map(drop)
     })
+}
+
+/// Removes the masquerading of `network`'s attachments whose container
+/// `valid` does not keep (nothing when it is unspecified), in both
+/// families: POSTROUTING's jumps and the `CNI-<hash>` chains whose rules'
+/// comment ([`iptables_comment`]) names the network and another
+/// container. The comment has no interface, so a container is kept while
+/// any of its attachments is listed. One `iptables-save` and at most one
+/// `iptables-restore` per family.
+///
+/// Go: none; the reference's `ip.GCIPMasqForNetwork` collects only its
+/// nftables rules.
+pub(super) fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterError> {
+    let ValidAttachments::List(list) = valid else {
+        return Ok(());
+    };
+    let ours = iptables_comment(network, "");
+    // `name: "NET" id: ` and the quoted container id.
+    let ours = &ours[..ours.len() - 2];
+    let kept: Vec<String> = list
+        .iter()
+        .map(|a| iptables_comment(network, &a.container_id))
+        .collect();
+    let stale = |comment: Option<&str>| {
+        comment.is_some_and(|c| c.starts_with(ours) && !kept.iter().any(|k| k == c))
+    };
+    for family in [Family::Ip, Family::Ip6] {
+        if !crate::iptables::may_mention(family, "nat", &[ours.as_bytes()]) {
+            continue;
+        }
+        IptablesBackend::new().apply_listed(&nat(family), |saved| {
+            let mut tx = crate::Transaction::new(nat(family));
+            let mut chains = BTreeSet::new();
+            for rule in saved.rules.iter().filter(|r| stale(r.comment.as_deref())) {
+                if rule.chain == "POSTROUTING" {
+                    tx.delete_rule(rule.clone());
+                    // The chain it jumps to, even when the chain's own
+                    // rules are gone already.
+                    if let Some(target) = jump_target(rule) {
+                        chains.insert(target);
+                    }
+                } else if rule.chain.starts_with("CNI-") {
+                    chains.insert(rule.chain.clone());
+                }
+            }
+            for chain in chains {
+                tx.delete_chain(chain);
+            }
+            tx
+        })?;
+    }
+    Ok(())
+}
+
+/// The `CNI-` chain a listed POSTROUTING rule jumps to.
+fn jump_target(rule: &crate::ListedRule) -> Option<String> {
+    let words = crate::iptables::listed_words(rule);
+    let at = words.iter().position(|w| w == "-j")?;
+    words.get(at + 1).filter(|c| c.starts_with("CNI-")).cloned()
 }
 
 /// The first rule of the attachment's addresses that is missing.

@@ -38,6 +38,10 @@
 //! - [`check`] exists: CHECK can verify the rules (the reference's CHECK
 //!   does not look at them).
 //! - A comment cut to 128 bytes is cut at a character boundary.
+//! - [`gc`] collects the iptables layout too, from its comments, which
+//!   name network and container; the reference collects only nftables
+//!   rules, so a pod masqueraded under iptables whose DEL never came
+//!   kept its chain for ever.
 
 mod iptables;
 pub(crate) mod names;
@@ -127,16 +131,19 @@ pub fn check(
 }
 
 /// Removes the masquerading of `network`'s attachments that `valid` does
-/// not keep: nothing when the runtime sent no list. The iptables layout
-/// cannot tell networks apart, so only nftables rules are collected, as
-/// in the reference.
+/// not keep under both backends: nothing when the runtime sent no list.
+/// The nftables comment names network, interface and container; the
+/// iptables one (`name: "NET" id: "ID"`) network and container, so there
+/// a container is kept while any of its attachments is listed. A backend
+/// the host cannot use is skipped.
 ///
-/// Go: plugins `ip.GCIPMasqForNetwork`.
+/// Go: plugins `ip.GCIPMasqForNetwork`, which collects nftables rules
+/// only.
 pub fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterError> {
-    match nftables::gc(network, valid) {
-        Err(_) if !nftables_usable() => Ok(()),
-        other => other,
-    }
+    both(
+        || iptables::gc(network, valid),
+        || nftables::gc(network, valid),
+    )
 }
 
 /// Runs both teardowns; an error counts only when its backend is usable

@@ -171,7 +171,7 @@ impl<T> NetConf<T> {
             self.prev_result = Some(CniResult::from_wire_in(self.version(), wire)?);
         }
         if self.valid_attachments.is_unspecified() {
-            self.valid_attachments = self.legacy_attachments.take().into();
+            self.valid_attachments = std::mem::take(&mut self.legacy_attachments);
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Mutex;
 
-use cni_types::{Attachment, Code, Error, Interface, Result100, SpecVersion};
+use cni_types::{Code, Error, Interface, Result100, SpecVersion, ValidAttachments};
 
 use super::{Answer, Ask};
 
@@ -79,13 +79,10 @@ impl Agent {
             )),
             "GC" => {
                 // No list at all keeps everything: forgetting a live
-                // attachment is worse than keeping a stale one.
+                // attachment is worse than keeping a stale one. `null`
+                // is libcni's empty list.
                 if let Some(valid) = valid_attachments(ask) {
-                    attachments.retain(|(id, ifname)| {
-                        valid
-                            .iter()
-                            .any(|v| &v.container_id == id && &v.ifname == ifname)
-                    });
+                    attachments.retain(|(id, ifname)| valid.keeps(id, ifname));
                 }
                 Answer::Done
             }
@@ -100,14 +97,15 @@ impl Agent {
     }
 }
 
-/// GC's `cni.dev/valid-attachments`; `None` when absent or unreadable.
-fn valid_attachments(ask: &Ask) -> Option<Vec<Attachment>> {
+/// GC's `cni.dev/valid-attachments` (`null` is the empty list); `None`
+/// when unreadable.
+fn valid_attachments(ask: &Ask) -> Option<ValidAttachments> {
     #[derive(serde::Deserialize)]
     struct Gc {
-        #[serde(rename = "cni.dev/valid-attachments")]
-        valid: Option<Vec<Attachment>>,
+        #[serde(rename = "cni.dev/valid-attachments", default)]
+        valid: ValidAttachments,
     }
     serde_json::from_str::<Gc>(ask.config.get())
         .ok()
-        .and_then(|gc| gc.valid)
+        .map(|gc| gc.valid)
 }

@@ -63,10 +63,14 @@
 //! - CHECK also checks the ingress qdisc and the filter redirecting to
 //!   the ifb, and names each difference; the reference checks only the
 //!   tbfs and stops at the first qdisc that is not a tbf.
-//! - GC removes nothing, as the reference has no GC: an ifb's name is a
-//!   one-way hash of network name and container ID, so an ifb not derived
-//!   from a valid attachment may be another network's, and removing it
-//!   would unshape a live container of that network.
+//! - GC exists (the reference has none) and removes orphaned ifbs: those
+//!   of finished ADDs that no link redirects to any more, because their
+//!   pod's host end went with its namespace and no DEL came. Nothing
+//!   without `cni.dev/valid-attachments`; never an ifb derived from a
+//!   valid attachment of this network. An ifb's name is a one-way hash of
+//!   network name and container ID, so one a link still redirects to may
+//!   be a live container's of another network, and is kept; the qdiscs
+//!   on a host end go with the link.
 //!
 //! Go: containernetworking/plugins `plugins/meta/bandwidth`.
 
@@ -115,6 +119,21 @@ impl Plugin for Bandwidth {
         let ifb = ifb_name(&req.config.name, &req.container_id);
         let netns = Netns::of_for_del(req)?;
         Ok(shape::remove(netns.as_ref(), &req.ifname, &ifb)?)
+    }
+
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
+        let valid = req.valid_attachments()?;
+        let Some(list) = valid.list() else {
+            return Ok(());
+        };
+        let kept: Vec<String> = list
+            .iter()
+            .map(|a| ifb_name(&req.config.name, &a.container_id))
+            .collect();
+        for name in shape::collect_orphans(&kept)? {
+            req.log(format!("bandwidth GC: removed the orphaned ifb {name}"));
+        }
+        Ok(())
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {

@@ -32,6 +32,44 @@ pub fn ifb_name(network: &str, container_id: &str) -> String {
     )
 }
 
+/// GC: deletes the ifbs of finished ADDs that no link redirects to any
+/// more (their pod's host end went with its namespace), except `kept`
+/// (the ifbs of this network's valid attachments); returns their names.
+///
+/// An ifb's name is a one-way hash of network and container, so it cannot
+/// say whose it is: one that a link still redirects to may be a live pod's
+/// of another network, and is kept. An ifb without its tbf is an ADD in
+/// progress (the tbf comes last) or one killed midway, left to its DEL.
+///
+/// Go: none; the reference's bandwidth has no GC.
+pub(super) fn collect_orphans(kept: &[String]) -> Result<Vec<String>, Error> {
+    let mut nl = Netlink::open()?;
+    let links = nl.links()?;
+    let mut redirected = Vec::new();
+    for link in links.iter().filter(|l| l.kind != Some(LinkKind::Ifb)) {
+        for filter in nl.filters(link.index, INGRESS)? {
+            redirected.extend(filter.redirects_to);
+        }
+    }
+    let mut collected = Vec::new();
+    for ifb in links.iter().filter(|l| {
+        l.kind == Some(LinkKind::Ifb)
+            && l.name.starts_with(IFB_PREFIX)
+            && l.name.len() == IFB_NAME_LEN
+            && !kept.contains(&l.name)
+            && !redirected.contains(&l.index)
+    }) {
+        let shaped = nl
+            .qdiscs(ifb.index)?
+            .iter()
+            .any(|q| q.handle == TBF && matches!(q.kind, QdiscKind::Tbf(_)));
+        if shaped && nl.delete_link_if_present(ifb.index)? {
+            collected.push(ifb.name.clone());
+        }
+    }
+    Ok(collected)
+}
+
 /// The host end of the container's veth, on a socket in the host's (the
 /// plugin's) namespace.
 pub(super) struct HostEnd {

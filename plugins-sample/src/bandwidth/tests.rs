@@ -5,7 +5,7 @@
 use cni_net::tc::{Handle, QdiscKind};
 use cni_net::testing::TempNetns;
 use cni_net::{LinkKind, NetError};
-use cni_skel::Outcome;
+use cni_skel::{Outcome, TestRequest};
 use cni_types::Code;
 use cni_version::{PluginInfo, SpecVersion};
 use serde_json::{json, Value};
@@ -309,4 +309,52 @@ fn tcp_through_a_shaped_pod_moves_at_the_configured_rate_each_way() {
     let within = |measured: f64, rate: f64| (measured - rate).abs() <= 0.15 * rate;
     assert!(within(ingress, 1_000_000.0), "ingress: {ingress:.0} B/s");
     assert!(within(egress, 2_000_000.0), "egress: {egress:.0} B/s");
+}
+
+/// GC of network `net1` in the pod's host namespace, with
+/// `cni.dev/valid-attachments` set to `valid` (left out when `None`).
+fn gc(pod: &Pod, valid: Option<Value>) -> Outcome {
+    let mut conf = json!({"cniVersion": "1.1.0", "name": "net1", "type": "bandwidth"});
+    if let Some(valid) = valid {
+        conf["cni.dev/valid-attachments"] = valid;
+    }
+    let request = TestRequest::gc().stdin(conf.to_string());
+    pod.host
+        .run(|_| Ok::<_, NetError>(request.run(&Bandwidth, &PluginInfo::all())))
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn gc_removes_an_orphaned_ifb_and_keeps_one_a_link_still_redirects_to() {
+    let pod = Pod::new();
+    assert_eq!(pod.run("ADD", &pod.conf(both_ways())).exit_code, 0);
+    let ifb_there = || {
+        pod.host
+            .socket()
+            .unwrap()
+            .find_link(pod.ifb())
+            .unwrap()
+            .is_some()
+    };
+    // Redirected to: maybe another network's live pod, so kept even by
+    // `null` (libcni's empty list).
+    assert_eq!(gc(&pod, Some(Value::Null)).exit_code, 0);
+    assert!(ifb_there(), "a redirected ifb stays");
+
+    // The pod's namespace goes without a DEL: its host end goes with it.
+    let mut nl = pod.host.socket().unwrap();
+    assert!(nl.delete_link_if_present(HOST_VETH).unwrap());
+    for (valid, stays) in [
+        (None, true),
+        (
+            Some(json!([{"containerID": pod.ctr.name(), "ifname": "eth0"}])),
+            true,
+        ),
+        (Some(Value::Null), false),
+    ] {
+        let out = gc(&pod, valid.clone());
+        assert_eq!(out.exit_code, 0, "{valid:?}: {out:?}");
+        assert_eq!(ifb_there(), stays, "{valid:?}");
+    }
 }

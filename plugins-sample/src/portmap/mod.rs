@@ -23,8 +23,8 @@
 //! ports (which would bypass the new DNAT), and with `snat` sets
 //! `route_localnet` on the host interface routing to the container, so
 //! the host reaches `127.0.0.1:hostPort`. DEL removes the container's
-//! rules in both families. CHECK looks for them. GC removes the rules of
-//! attachments the runtime no longer lists (iptables).
+//! rules in both families. CHECK looks for them. GC removes the iptables rules of
+//! attachments the runtime no longer lists.
 //!
 //! # Where we deliberately differ from the reference
 //! - Conditions are read, not pasted into the rules: the common matches
@@ -43,13 +43,16 @@
 //! - CHECK checks only the families the container has addresses of;
 //!   Debian's reference 1.1.1 fails an IPv4-only pod ("could not check
 //!   ipv6 dnat").
-//! - GC, which the reference lacks: under iptables the entry rules'
-//!   comments name network and container, so the rules of attachments of
-//!   this network that `cni.dev/valid-attachments` does not list are
-//!   removed (nothing when the list is absent or null). Under nftables a
-//!   rule's comment is only the container ID, the same for every network
-//!   a container is on, so GC cannot tell this network's rules from
-//!   another's and removes nothing.
+//! - GC, which the reference lacks, collects the iptables layout whatever
+//!   the configured backend (nothing when `cni.dev/valid-attachments` is
+//!   absent; `null` is the empty list): the entry rules' comments name
+//!   network and container, so the rules of this network's containers
+//!   that the list does not name are removed. Under nftables a rule's
+//!   comment is only the container ID, the same for every network a
+//!   container is on, and a runtime lists only this network's
+//!   attachments: CRI-O's GC at start sends `null` for a network without
+//!   a live pod, which would remove the mappings of every pod on every
+//!   other network. So GC removes no nftables mapping; DEL does.
 //! - masqAll under nftables masquerades from every source, as upstream
 //!   after v1.9.1 does (v1.9.1 ignored it there).
 //! - The host interface for `route_localnet` is the one of the longest
@@ -184,19 +187,23 @@ impl Plugin for Portmap {
         if valid == ValidAttachments::Unspecified {
             return Ok(());
         }
+        // Read for its errors too: a configuration ADD would refuse is
+        // refused.
         let setup = Self::setup(req)?;
-        if setup.backend == BackendKind::Nftables {
-            // Comments name only the container: see the module docs.
-            return Ok(());
-        }
-        let mut backend = IptablesBackend::new();
+        // The iptables layout whatever the configured backend: the rules
+        // may come from another configuration or version. The nftables
+        // layout cannot say whose network a rule is (see the module docs).
         let mut failures = Vec::new();
+        let mut backend = IptablesBackend::new();
         for ipv6 in [false, true] {
             let ids = match iptables::containers(&mut backend, &setup.network, ipv6) {
                 Ok(ids) => ids,
                 // A family whose iptables does not work holds nothing.
                 Err(_) if iptables::usable(&mut backend, ipv6).is_err() => continue,
-                Err(e) => return Err(Error::from(e).into()),
+                Err(e) => {
+                    failures.push(format!("iptables: {e}"));
+                    continue;
+                }
             };
             for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
                 match iptables::unforward(&mut backend, &setup.network, id, ipv6) {

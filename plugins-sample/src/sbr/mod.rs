@@ -23,6 +23,9 @@
 //!   {"type": "sbr"}]}
 //! ```
 //!
+//! GC has nothing to collect: the rules and tables are the container
+//! namespace's and go with it.
+//!
 //! Calls on one namespace take turns (a lock on the `CNI_NETNS` file,
 //! as the reference's), so two interfaces never pick the same table.
 //!

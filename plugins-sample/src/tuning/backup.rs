@@ -44,6 +44,11 @@ pub(super) struct Backup {
     pub mtu: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allmulti: Option<bool>,
+    /// Ours: the container's namespace (`CNI_NETNS`) at ADD, so that GC
+    /// can tell a backup whose namespace is gone. The reference ignores
+    /// the key; its own backups lack it and are never collected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<PathBuf>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -165,6 +170,39 @@ fn write_new(path: &Path, content: &[u8]) -> io::Result<()> {
         .write_all(content)
 }
 
+/// GC: removes the backups in `data_dir` whose namespace is gone, but
+/// those named in `kept` (file names of valid attachments); returns their
+/// paths. A backup without a namespace (the reference's, an older one
+/// of ours) or that cannot be read is kept.
+///
+/// Go: none; the reference's tuning has no GC.
+pub(super) fn collect(data_dir: &Path, kept: &[String]) -> Result<Vec<PathBuf>, Error> {
+    let entries = match fs::read_dir(data_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read", data_dir, e)),
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !name.ends_with(".json") || kept.contains(&name) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(Some(Backup {
+            netns: Some(netns), ..
+        })) = Backup::read(&path)
+        else {
+            continue;
+        };
+        if !netns.exists() {
+            remove(&path)?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
+}
+
 /// Removes the backup at `path`; an absent one is not an error.
 pub(super) fn remove(path: &Path) -> Result<(), Error> {
     match fs::remove_file(path) {
@@ -184,6 +222,7 @@ mod tests {
             promisc: Some(false),
             mtu: 1500,
             allmulti: None,
+            netns: None,
         };
         let json = String::from_utf8(backup.to_json().unwrap()).unwrap();
         assert_eq!(

@@ -42,6 +42,12 @@
 //!   restore every value even when one fails.
 //! - The result's MAC changes only on the container's interface, never on
 //!   a host-side namesake.
+//! - The backup also names the container's namespace (`netns`, a key the
+//!   reference ignores), and GC, which the reference lacks, removes the
+//!   backups of attachments `cni.dev/valid-attachments` does not list
+//!   whose namespace is gone (nothing is left to restore them on). The
+//!   file's name says no network, so a backup whose namespace still
+//!   exists may be another network's live attachment, and is kept.
 //!
 //! Go: containernetworking/plugins `plugins/meta/tuning`.
 
@@ -152,7 +158,10 @@ impl Plugin for Tuning {
         };
         // Everything is checked: changes start here.
         if let Some(change) = &link_change {
-            let backup = Backup::merged(change.earlier.as_ref(), &wanted, &change.link);
+            let mut backup = Backup::merged(change.earlier.as_ref(), &wanted, &change.link);
+            if backup.netns.is_none() {
+                backup.netns = req.netns.clone();
+            }
             backup.save(&change.backup, change.earlier.as_ref())?;
         }
         for s in &wanted.sysctl {
@@ -187,6 +196,23 @@ impl Plugin for Tuning {
             apply::restore(&mut nl, &link, &backup?)?;
         }
         Ok(backup::remove(&path)?)
+    }
+
+    /// GC removes the backups of attachments not listed whose namespace
+    /// is gone: nothing is left to restore them on.
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
+        let valid = req.valid_attachments()?;
+        let Some(list) = valid.list() else {
+            return Ok(());
+        };
+        let kept: Vec<String> = list
+            .iter()
+            .map(|a| format!("{}_{}.json", a.container_id, a.ifname))
+            .collect();
+        for path in backup::collect(&data_dir(&req.config.plugin), &kept)? {
+            req.log(format!("tuning GC: removed {}", path.display()));
+        }
+        Ok(())
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
@@ -448,6 +474,42 @@ mod tests {
                 "{fields}"
             );
         }
+    }
+
+    /// GC of network `n` over `dir`, with `cni.dev/valid-attachments` set
+    /// to `valid` (left out when `None`).
+    fn gc(dir: &Path, valid: Option<Value>) {
+        let mut conf =
+            json!({"cniVersion": "1.1.0", "name": "n", "type": "tuning", "dataDir": dir});
+        if let Some(valid) = valid {
+            conf["cni.dev/valid-attachments"] = valid;
+        }
+        let out = cni_skel::TestRequest::gc()
+            .stdin(conf.to_string())
+            .run(&Tuning, &PluginInfo::all());
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn gc_removes_the_backups_whose_namespace_is_gone_and_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let (live, gone) = (netns(), netns());
+        let mac = conf(dir.path(), json!({"mac": "02:00:00:00:00:42"}));
+        for ns in [&live, &gone] {
+            assert_eq!(run(ns, "ADD", &mac).exit_code, 0);
+        }
+        let (live_backup, gone_backup) =
+            (backup_of(&live, dir.path()), backup_of(&gone, dir.path()));
+        drop(gone);
+        gc(dir.path(), None);
+        assert!(gone_backup.exists(), "no list: nothing removed");
+        // `null`: libcni's empty list. The live namespace may be another
+        // network's attachment, so its backup stays.
+        gc(dir.path(), Some(Value::Null));
+        assert!(!gone_backup.exists());
+        assert!(live_backup.exists());
+        assert_eq!(run(&live, "DEL", &mac).exit_code, 0);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //	          [--container-id ID] [--netns PATH] [--ifname NAME]
 //	          [--cni-args 'K=V;K2=V2'] [--cap-args JSON]
 //	cnidriver version --plugin TYPE --cni-path DIRS [--cni-args 'K=V;K2=V2']
+//	cnidriver gc --conflist FILE --cni-path DIRS --cache-dir DIR [--valid-attachments JSON]
 //
 //	--conflist FILE   network configuration list (.conflist). A single plugin
 //	                  configuration (no "plugins" key) is accepted too and is
@@ -30,6 +31,12 @@
 //	                  passed to libcni as RuntimeConf.Args.
 //	--cap-args JSON   JSON object, RuntimeConf.CapabilityArgs.
 //	--plugin TYPE     plugin type probed by "version".
+//	--valid-attachments JSON
+//	                  gc: the runtime's list of valid attachments, a JSON
+//	                  array of {"containerID","ifname"} or null (a nil Go
+//	                  slice, what a runtime with no live pod on the network
+//	                  passes). Without the flag libcni gets no GCArgs and
+//	                  sends neither key.
 //
 // Output: exactly one JSON object on stdout.
 //
@@ -67,6 +74,18 @@
 //	  --cni-args is given the driver's exec wrapper substitutes it, so test
 //	  doubles that read CNI_ARGS during VERSION (the reference noop's
 //	  ReportVersionSupport) can be exercised through libcni's decoding.
+//
+//	gc: {"ok":true,"command":"gc","sent":[<each plugin's stdin>]} or
+//	    {"ok":false,"command":"gc","error":ERR,"sent":[...]}.
+//
+//	Debian's libcni (1.1.2) predates GC (libcni 1.2.0's
+//	CNIConfig.GCNetworkList), so gcNetworkList below does what that
+//	function does, with 1.1.2's own pieces (InjectConf, FindInPath,
+//	ExecPluginWithoutResult): DEL every cached attachment of the network
+//	that the list does not name, then, for cniVersion 1.1.0 and later, run
+//	GC on every plugin with name, cniVersion and the list injected under
+//	"cni.dev/valid-attachments" and "cni.dev/attachments" exactly as Go
+//	marshals it (a nil slice is null).
 //
 // Exit status: 0 whenever the JSON object was printed (also for plugin
 // failures); 2 for driver misuse (bad flags, unreadable files).
@@ -182,7 +201,7 @@ func main() {
 	}
 	cmd := os.Args[1]
 	switch cmd {
-	case "add", "check", "del", "addcheckdel", "version":
+	case "add", "check", "del", "addcheckdel", "version", "gc":
 	default:
 		usage("unknown command %q", cmd)
 	}
@@ -197,6 +216,7 @@ func main() {
 	cniArgs := fs.String("cni-args", "", "CNI_ARGS, K=V;K2=V2")
 	capArgs := fs.String("cap-args", "", "capability args, JSON object")
 	plugin := fs.String("plugin", "", "plugin type (version)")
+	validJSON := fs.String("valid-attachments", "", "gc: JSON array or null")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		usage("%v", err)
 	}
@@ -320,6 +340,26 @@ func main() {
 		emit(out)
 	}
 
+	if cmd == "gc" {
+		var args *gcArgs
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "valid-attachments" {
+				args = &gcArgs{}
+			}
+		})
+		if args != nil {
+			if err := json.Unmarshal([]byte(*validJSON), &args.ValidAttachments); err != nil {
+				usage("--valid-attachments: %v", err)
+			}
+		}
+		sent, err := gcNetworkList(ctx, cni, exec, paths, *cacheDir, list, args)
+		out := map[string]interface{}{"command": "gc", "ok": err == nil, "sent": sent}
+		if err != nil {
+			out["error"] = errJSON(err)
+		}
+		emit(out)
+	}
+
 	if cmd != "addcheckdel" {
 		single(cmd)
 	}
@@ -360,4 +400,106 @@ func main() {
 	cached(out, "cachedAfterDel")
 	out["ok"] = allOK
 	emit(out)
+}
+
+// gcAttachment is libcni 1.2's types.GCAttachment.
+type gcAttachment struct {
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
+}
+
+// gcArgs is libcni 1.2's GCArgs.
+type gcArgs struct {
+	ValidAttachments []gcAttachment
+}
+
+// cachedAttachments lists the attachments of network in libcni 1.1.2's
+// cache (DIR/results/NET-ID-IFNAME), as libcni 1.2's GetCachedAttachments.
+func cachedAttachments(cacheDir, network string) []libcni.RuntimeConf {
+	var out []libcni.RuntimeConf
+	dir := cacheDir + "/results"
+	entries, err := ioutil.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		data, err := ioutil.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			continue
+		}
+		var info struct {
+			ContainerID    string                 `json:"containerId"`
+			IfName         string                 `json:"ifName"`
+			NetworkName    string                 `json:"networkName"`
+			CniArgs        [][2]string            `json:"cniArgs"`
+			CapabilityArgs map[string]interface{} `json:"capabilityArgs"`
+		}
+		if json.Unmarshal(data, &info) != nil || info.NetworkName != network {
+			continue
+		}
+		out = append(out, libcni.RuntimeConf{
+			ContainerID:    info.ContainerID,
+			IfName:         info.IfName,
+			Args:           info.CniArgs,
+			CapabilityArgs: info.CapabilityArgs,
+		})
+	}
+	return out
+}
+
+// gcNetworkList is libcni 1.2's CNIConfig.GCNetworkList (see the package
+// docs); it returns each plugin's GC stdin as sent.
+func gcNetworkList(ctx context.Context, cni *libcni.CNIConfig, exec invoke.Exec, paths []string, cacheDir string, list *libcni.NetworkConfigList, args *gcArgs) ([]json.RawMessage, error) {
+	sent := []json.RawMessage{}
+	var errs []string
+	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+		errs = append(errs, err.Error())
+	}
+	valid := map[gcAttachment]bool{}
+	if args != nil {
+		for _, a := range args.ValidAttachments {
+			valid[a] = true
+		}
+	}
+	for _, rt := range cachedAttachments(cacheDir, list.Name) {
+		if valid[gcAttachment{ContainerID: rt.ContainerID, IfName: rt.IfName}] {
+			continue
+		}
+		rt := rt
+		if err := cni.DelNetworkList(ctx, list, &rt); err != nil {
+			fail(fmt.Errorf("failed to delete stale attachment %s %s: %w", rt.ContainerID, rt.IfName, err))
+		}
+	}
+	if gt, _ := version.GreaterThanOrEqualTo(list.CNIVersion, "1.1.0"); gt {
+		inject := map[string]interface{}{"name": list.Name, "cniVersion": list.CNIVersion}
+		if args != nil {
+			inject["cni.dev/valid-attachments"] = args.ValidAttachments
+			inject["cni.dev/attachments"] = args.ValidAttachments
+		}
+		for _, plugin := range list.Plugins {
+			conf, err := libcni.InjectConf(plugin, inject)
+			if err != nil {
+				fail(fmt.Errorf("failed to generate configuration to GC plugin %s: %w", plugin.Network.Type, err))
+				continue
+			}
+			sent = append(sent, json.RawMessage(conf.Bytes))
+			path, err := invoke.FindInPath(plugin.Network.Type, paths)
+			if err != nil {
+				fail(fmt.Errorf("failed to GC plugin %s: %w", plugin.Network.Type, err))
+				continue
+			}
+			cniArgs := &invoke.Args{Command: "GC", Path: strings.Join(paths, string(os.PathListSeparator))}
+			if err := invoke.ExecPluginWithoutResult(ctx, path, conf.Bytes, cniArgs, exec); err != nil {
+				fail(fmt.Errorf("failed to GC plugin %s: %w", plugin.Network.Type, err))
+			}
+		}
+	}
+	if firstErr != nil && len(errs) > 1 {
+		return sent, fmt.Errorf("%w (and: %s)", firstErr, strings.Join(errs[1:], "; "))
+	}
+	return sent, firstErr
 }
