@@ -106,6 +106,11 @@ fn iptables_save_corpus() {
 }
 
 #[test]
+fn dhcp_message_corpus() {
+    replay("dhcp_message");
+}
+
+#[test]
 fn every_target_has_seeds() {
     for target in TARGETS {
         assert!(!seeds(target).is_empty(), "{target}");

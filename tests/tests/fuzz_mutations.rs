@@ -163,6 +163,15 @@ fn iptables_save_output_never_panics_and_rules_read_back_as_saved() {
     );
 }
 
+#[test]
+fn dhcp_messages_never_panic_and_read_back_as_they_were() {
+    run(
+        invariants::dhcp::TARGET,
+        &invariants::dhcp::TOKENS,
+        0x6468_6370,
+    );
+}
+
 /// The allocation bound means something: a parser that reserves what a
 /// length field says is caught.
 #[test]
