@@ -10,6 +10,10 @@
 //! input, counted by this binary's allocator, is at most 1 MiB plus 64
 //! bytes per input byte. A parser that believes a length field and
 //! reserves what it says fails here.
+//!
+//! For a longer hunt on one's own machine, `CNI_FUZZ_MUTATION_SECS=N`
+//! runs each target for N seconds without the input count cap, and
+//! `CNI_FUZZ_MUTATION_SEED=N` starts from another seed; CI sets neither.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -93,23 +97,24 @@ fn all_seeds(target: &str) -> Vec<Vec<u8>> {
 /// violations, their inputs in hex.
 fn run(target: &str, tokens: &[&[u8]], rng_seed: u64) {
     let seeds = all_seeds(target);
-    let report = mutate::run(
-        &seeds,
-        tokens,
-        rng_seed,
-        mutate::Budget::default(),
-        |input| {
-            let mut outcome = Ok(());
-            let peak =
-                peak_during(|| outcome = catching_panics(|| invariants::run_target(target, input)));
-            outcome?;
-            let bound = (1 << 20) + 64 * input.len();
-            if peak > bound {
-                return Err(format!("held {peak} bytes at once, more than {bound}"));
-            }
-            Ok(())
-        },
-    );
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let mut budget = mutate::Budget::default();
+    if let Some(secs) = env("CNI_FUZZ_MUTATION_SECS") {
+        budget.wall = std::time::Duration::from_secs(secs);
+        budget.runs = usize::MAX;
+    }
+    let rng_seed = env("CNI_FUZZ_MUTATION_SEED").map_or(rng_seed, |s| s ^ rng_seed);
+    let report = mutate::run(&seeds, tokens, rng_seed, budget, |input| {
+        let mut outcome = Ok(());
+        let peak =
+            peak_during(|| outcome = catching_panics(|| invariants::run_target(target, input)));
+        outcome?;
+        let bound = (1 << 20) + 64 * input.len();
+        if peak > bound {
+            return Err(format!("held {peak} bytes at once, more than {bound}"));
+        }
+        Ok(())
+    });
     eprintln!(
         "{target}: {} mutated inputs from {} seeds",
         report.runs,
