@@ -123,6 +123,8 @@ pub mod conntrack;
 mod error;
 pub mod firewall;
 pub mod firewalld;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod host_lock;
 pub mod iptables;
 pub mod macspoof;

@@ -28,7 +28,14 @@
 //! - `config_parse`: a configuration's (or configuration list's) JSON;
 //! - `cni_args`: a `CNI_ARGS` value;
 //! - `noop_debug`: the command, NUL, the debug file, NUL, the command log,
-//!   NUL, then stdin ([`encode_noop_debug`]).
+//!   NUL, then stdin ([`encode_noop_debug`]);
+//! - `nft_netlink`, `dbus_reply`, `iptables_save`, `dhcp_message`: the
+//!   bytes a peer sent (a netlink datagram, a D-Bus message,
+//!   `iptables-save` output, a DHCP message); their invariants live in a
+//!   module each ([`nft`], [`dbus`], [`iptables_save`], [`dhcp`]).
+//!
+//! [`mutate`] runs the targets of the parsers of untrusted bytes for a
+//! bounded time on stable Rust (`tests/tests/fuzz_mutations.rs`).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -47,13 +54,23 @@ use cni_types::{
 use cni_version::PluginInfo;
 use serde_json::Value;
 
+pub mod dbus;
+pub mod dhcp;
+pub mod iptables_save;
+pub mod mutate;
+pub mod nft;
+
 /// The fuzz targets, by name (also the corpus directory names).
-pub const TARGETS: [&str; 5] = [
+pub const TARGETS: [&str; 9] = [
     "dispatch",
     "result_convert",
     "config_parse",
     "cni_args",
     "noop_debug",
+    nft::TARGET,
+    dbus::TARGET,
+    iptables_save::TARGET,
+    dhcp::TARGET,
 ];
 
 /// Runs one input through the named target's checks (see the `fuzz_*`
@@ -65,6 +82,10 @@ pub fn run_target(target: &str, data: &[u8]) {
         "config_parse" => fuzz_config_parse(data),
         "cni_args" => fuzz_cni_args(data),
         "noop_debug" => fuzz_noop_debug(data),
+        nft::TARGET => nft::fuzz(data),
+        dbus::TARGET => dbus::fuzz(data),
+        iptables_save::TARGET => iptables_save::fuzz(data),
+        dhcp::TARGET => dhcp::fuzz(data),
         other => panic!("unknown fuzz target {other:?}"),
     }
 }
@@ -1144,6 +1165,10 @@ pub fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
                 }
             }
         }
+        nft::TARGET => out = nft::seeds(),
+        dbus::TARGET => out = dbus::seeds(),
+        iptables_save::TARGET => out = iptables_save::seeds(),
+        dhcp::TARGET => out = dhcp::seeds(),
         other => panic!("unknown fuzz target {other:?}"),
     }
     out

@@ -91,6 +91,26 @@ fn noop_debug_corpus() {
 }
 
 #[test]
+fn nft_netlink_corpus() {
+    replay("nft_netlink");
+}
+
+#[test]
+fn dbus_reply_corpus() {
+    replay("dbus_reply");
+}
+
+#[test]
+fn iptables_save_corpus() {
+    replay("iptables_save");
+}
+
+#[test]
+fn dhcp_message_corpus() {
+    replay("dhcp_message");
+}
+
+#[test]
 fn every_target_has_seeds() {
     for target in TARGETS {
         assert!(!seeds(target).is_empty(), "{target}");

@@ -44,7 +44,7 @@
 mod address;
 mod connection;
 mod error;
-mod wire;
+pub(crate) mod wire;
 
 use std::time::Duration;
 

@@ -24,11 +24,11 @@ mod backend;
 mod compile;
 mod expr;
 mod keys;
-mod message;
+pub(crate) mod message;
 pub(crate) mod nla;
 mod plan;
 pub(crate) mod socket;
-mod udata;
+pub(crate) mod udata;
 
 #[cfg(test)]
 mod tests;

@@ -421,11 +421,15 @@ pub(crate) fn split(data: &[u8]) -> Result<Vec<Reply>, FilterError> {
 }
 
 /// The errno of an `NLMSG_ERROR` payload (0 for an acknowledgement).
+/// The kernel sends a negative errno; `i32::MIN`, which has no positive
+/// counterpart, is malformed rather than an overflow.
 pub(crate) fn error_code(payload: &[u8]) -> Result<i32, FilterError> {
-    match payload.get(..4) {
-        Some(code) => Ok(-i32::from_ne_bytes([code[0], code[1], code[2], code[3]])),
-        None => Err(malformed("an error message without its code")),
-    }
+    let code = payload
+        .first_chunk::<4>()
+        .ok_or_else(|| malformed("an error message without its code"))?;
+    i32::from_ne_bytes(*code)
+        .checked_neg()
+        .ok_or_else(|| malformed(format!("error code {}", i32::MIN)))
 }
 
 #[cfg(test)]
@@ -461,5 +465,7 @@ mod tests {
 
         assert_eq!(error_code(&(-2i32).to_ne_bytes()).unwrap(), 2);
         assert!(error_code(&[0, 0]).is_err());
+        // Found by the nft_netlink fuzz target: negating it overflowed.
+        assert!(error_code(&i32::MIN.to_ne_bytes()).is_err());
     }
 }
