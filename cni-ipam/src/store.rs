@@ -123,6 +123,17 @@ pub struct State {
     pub pools: Vec<Option<Vec<Range>>>,
 }
 
+/// What STATUS reports, when a store can tell it without listing every
+/// reservation ([`Store::fullness`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fullness {
+    /// The range sets (by index) in which no address can be handed out:
+    /// ADD would fail.
+    pub exhausted: Vec<usize>,
+    /// How many addresses are held in the network, for the message.
+    pub held: u64,
+}
+
 /// An entry of the store that is not what its name says, skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
@@ -213,6 +224,15 @@ pub trait Store: Sized {
     /// Only the reserved addresses, for STATUS (which runtimes poll every
     /// few seconds): no owners, nothing skipped.
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error>;
+
+    /// For STATUS, after [`Store::use_ranges`]: the range sets with no
+    /// address left, when the store can count them without listing every
+    /// reservation (the etcd store: from the node's index and counted
+    /// reads). `None` (the default): STATUS computes them from
+    /// [`Store::held_addresses`].
+    fn fullness(&mut self) -> Result<Option<Fullness>, Error> {
+        Ok(None)
+    }
 
     /// Reserves every address of `new` for `attachment`, and records each as
     /// its set's last reserved address: all or nothing, visible to every

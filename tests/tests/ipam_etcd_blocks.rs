@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
 use cni_ipam::store::etcd::{reclaim_node_of, EtcdStore};
-use cni_ipam::store::{Access, Reserved, Store};
+use cni_ipam::store::{Access, Fullness, Reserved, Store};
 use cni_ipam::{config::IpamConfig, plan, Ipam, RANGE_EXHAUSTED};
 use cni_skel::{Outcome, TestRequest};
 use cni_types::{Attachment, NetConf};
@@ -267,12 +267,33 @@ fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64) {
     panic!("{node}/{id} kept losing on its own blocks");
 }
 
+/// STATUS through the store's API, as the plugin does it; what it found
+/// and the bytes etcd answered.
+fn status_through_store(etcd: &Etcd, node: &str) -> (Fullness, u64) {
+    let conf = NetConf::from_value(conf(etcd, node, SUBNET, json!({}))).expect("conf");
+    let cfg = IpamConfig::from_conf(&conf).expect("ipam");
+    let store_cfg = EtcdStore::config(IpamConfig::section(&conf).unwrap()).expect("store");
+    let mut store = EtcdStore::open(NETWORK, &store_cfg, Access::Read)
+        .unwrap()
+        .unwrap();
+    store.use_ranges(&cfg.range_sets).expect("ranges");
+    let fullness = store.fullness().expect("status").expect("counted");
+    (fullness, store.bytes_received())
+}
+
 #[test]
 fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a_dead_nodes_come_back(
 ) {
     let etcd = Etcd::start();
     let per_node = bulk_fill(&etcd);
     assert_eq!(checked_layout(&etcd).len(), RESERVATIONS);
+    // STATUS counts, never lists the network: one small answer.
+    let (fullness, bytes) = status_through_store(&etcd, &node(7));
+    assert_eq!(
+        (fullness.exhausted.len(), fullness.held),
+        (0, RESERVATIONS as u64)
+    );
+    assert!(bytes < 4 << 10, "STATUS read {bytes} bytes from etcd");
 
     // Every node adds one container through the normal path, 8 at a time.
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -593,4 +614,85 @@ fn ipam_etcd_reclaim_node_as_a_command_gives_back_a_dead_nodes_blocks() {
     // A node does not reclaim itself.
     let own = reclaim_node_of(stdin.as_bytes(), "node-live").unwrap_err();
     assert_eq!(own.code, cni_types::Code::INVALID_NETWORK_CONFIG, "{own:?}");
+}
+
+/// Whether `ip` is held in the layout before blocks.
+fn held_old(etcd: &Etcd, ip: IpAddr) -> bool {
+    let key = format!("{ROOT}ips/{ip}");
+    etcd.keys(&key).contains(&key)
+}
+
+#[test]
+fn an_upgrade_with_old_layout_reservations_filling_the_first_block_allocates_around_them() {
+    let etcd = Etcd::start();
+    // /26 blocks: 10.98.1.2-63 (the first block, less its gateway) and
+    // 10.98.1.64-121 held in the layout before blocks, by this node and
+    // another; the second block is partly held.
+    let subnet = "10.98.1.0/24";
+    let mine = conf(&etcd, "node-u", subnet, json!({}));
+    let old: Vec<(String, String)> = (2..122u32)
+        .map(|k| {
+            let node = if k % 2 == 0 { "node-u" } else { "node-o" };
+            (
+                format!("{ROOT}ips/10.98.1.{k}"),
+                json!({"containerID": format!("old-{k}"), "ifname": "eth0", "node": node})
+                    .to_string(),
+            )
+        })
+        .collect();
+    etcd.put_all(&old);
+    // New ADDs take the free addresses, the partly held block's first.
+    let mut got = BTreeSet::new();
+    for i in 0..10 {
+        let out = run("ADD", &format!("new-{i}"), &mine);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        got.insert(address(&out));
+    }
+    let first: IpAddr = "10.98.1.122".parse().unwrap();
+    assert!(
+        got.contains(&first),
+        "the second block's free part: {got:?}"
+    );
+    for ip in &got {
+        assert!(
+            !held_old(&etcd, *ip),
+            "{ip} handed out while held in the old layout"
+        );
+    }
+    // The old reservations are released by their own DEL and GC.
+    assert_eq!(run("DEL", "old-10", &mine).exit_code, 0);
+    assert!(!held_old(&etcd, "10.98.1.10".parse().unwrap()));
+    let mut gc = mine.clone();
+    let valid: Vec<Value> = (0..10)
+        .map(|i| json!({"containerID": format!("new-{i}"), "ifname": "eth0"}))
+        .chain((2..122).map(|k| json!({"containerID": format!("old-{k}"), "ifname": "eth0"})))
+        .filter(|a| a["containerID"] != "old-12")
+        .collect();
+    gc["cni.dev/valid-attachments"] = Value::Array(valid);
+    assert_eq!(run("GC", "", &gc).exit_code, 0);
+    let left = etcd.keys(&format!("{ROOT}ips/"));
+    assert_eq!(left.len(), 120 - 2, "only old-10 and old-12 went: {left:?}");
+    // Another node's old reservations stay; a node fills the network
+    // around them, each address once, then gets code 102.
+    let other = conf(&etcd, "node-v", subnet, json!({}));
+    loop {
+        let out = run("ADD", &format!("fill-{}", got.len()), &other);
+        if out.exit_code != 0 {
+            assert_eq!(
+                out.error().map(|e| e.code),
+                Some(RANGE_EXHAUSTED),
+                "{out:?}"
+            );
+            break;
+        }
+        let ip = address(&out);
+        assert!(got.insert(ip), "{ip} handed out twice");
+        assert!(
+            !held_old(&etcd, ip),
+            "{ip} handed out while held in the old layout"
+        );
+    }
+    // 253 addresses less the old layout's 118.
+    assert_eq!(got.len(), 253 - 118, "{got:?}");
+    assert_eq!(checked_layout(&etcd).len(), got.len());
 }

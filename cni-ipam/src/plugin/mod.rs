@@ -36,7 +36,7 @@ use cni_types::{
 
 use crate::config::{self, IpamConfig};
 use crate::plan;
-use crate::store::{Access, Reservation, State, Store};
+use crate::store::{Access, Fullness, Reservation, State, Store};
 use crate::{dns, gc, NOT_RESERVED};
 
 /// An IPAM plugin keeping its reservations in a store of type `S`.
@@ -233,22 +233,35 @@ impl<S: Store> Plugin for Ipam<S> {
 
     fn status(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let (cfg, store_cfg) = configs::<S>(req)?;
-        let (held, place) =
-            match S::open(&cfg.name, &store_cfg, Access::Read).and_then(|store| match store {
-                Some(mut store) => Ok((store.held_addresses()?, store.describe())),
-                None => Ok((Vec::new(), String::new())),
-            }) {
-                Ok(found) => found,
-                Err(e) => {
-                    return Err(Error::new(
-                        Code::PLUGIN_NOT_AVAILABLE,
-                        format!("cannot read the reservations: {}", e.msg),
-                    )
-                    .with_details(e.details)
-                    .into())
-                }
-            };
-        let full = plan::exhausted_sets(&cfg, &held);
+        let found = S::open(&cfg.name, &store_cfg, Access::Read).and_then(|store| match store {
+            Some(mut store) => {
+                store.use_ranges(&cfg.range_sets)?;
+                let fullness = match store.fullness()? {
+                    Some(f) => f,
+                    None => {
+                        let held = store.held_addresses()?;
+                        Fullness {
+                            exhausted: plan::exhausted_sets(&cfg, &held),
+                            held: held.len() as u64,
+                        }
+                    }
+                };
+                Ok((fullness, store.describe()))
+            }
+            None => Ok((Fullness::default(), String::new())),
+        });
+        let (fullness, place) = match found {
+            Ok(found) => found,
+            Err(e) => {
+                return Err(Error::new(
+                    Code::PLUGIN_NOT_AVAILABLE,
+                    format!("cannot read the reservations: {}", e.msg),
+                )
+                .with_details(e.details)
+                .into())
+            }
+        };
+        let full = fullness.exhausted;
         if full.is_empty() {
             return Ok(());
         }
@@ -260,7 +273,7 @@ impl<S: Store> Plugin for Ipam<S> {
             Code::PLUGIN_NOT_AVAILABLE,
             format!("no free address in range set {}", names.join(", ")),
         )
-        .with_details(format!("{} addresses held in {place}", held.len()))
+        .with_details(format!("{} addresses held in {place}", fullness.held))
         .into())
     }
 }

@@ -11,10 +11,17 @@
 //! from its own blocks only, so an ADD reads its node's keys, never the
 //! network's: two requests of a bounded size (the node's index, then its
 //! blocks' keys) and the reservation, whatever the number of nodes and
-//! reservations. When its blocks are full it claims another; when no block
-//! is free it borrows one address of another node's block (the one read
-//! of every reservation's key, only then), unless `strictBlocks`, when the
-//! ADD fails with [`crate::RANGE_EXHAUSTED`].
+//! reservations. When its blocks are full it claims another (passing over
+//! blocks known full); when no block is free it borrows an address of
+//! another node's block, unless `strictBlocks`, when the ADD fails with
+//! [`crate::RANGE_EXHAUSTED`]. Borrowing counts the keys of the blocks
+//! (`count_only`, 60 per request, from a random block, at most 4,096) and
+//! reads the keys of the first with room: never every reservation.
+//!
+//! **STATUS** reads the node's index and two counts (`blocks/`, `ips/`):
+//! a range set offering more addresses than the network holds keys has
+//! room. Only when it does not (nearly full, or another set's keys) are
+//! its blocks counted as borrowing does.
 //!
 //! **Keys**, under `<prefix>/<network>/` (a block is named
 //! `<first address>-<prefix length>`, `10.1.2.64-26`; a node's name has
@@ -64,9 +71,16 @@
 //! in the same request as the node's index); while there are any, they are
 //! read too and honoured: never handed out again (every reservation also
 //! compares the address's old key), matched and released by their own DEL
-//! or GC. Once the last is released, the count is all that is left of them.
-//! Every node must run a plugin with blocks before any ADD uses them: an
-//! older plugin reads only `ips/`.
+//! or GC (a reservation written by this node is this node's, whichever
+//! layout holds it). A block is claimed only while it offers addresses not
+//! held in the old layout, and a block partly held there offers the rest;
+//! a block found full once claimed makes the ADD claim another (at most
+//! 8). Nothing is moved: the old keys drain as their containers go. Until
+//! the last is released, every read lists them (the cost of the previous
+//! release, once per request), and STATUS counts them. Once the last is
+//! released, the count is all that is left of them. Every node must run a
+//! plugin with blocks before any ADD uses them: an older plugin reads only
+//! `ips/`.
 //!
 //! **Faults.** Each request to etcd has one deadline, [`REQUEST_TIMEOUT`],
 //! across all endpoints: they are tried in order, each given an equal share
@@ -96,6 +110,7 @@ mod blocks;
 mod client;
 mod config;
 mod reclaim;
+mod scan;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -112,8 +127,10 @@ use self::client::{
 };
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
-use crate::range::{Range, RangeIter, RangeSet};
-use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
+use crate::range::{Range, RangeSet};
+use crate::store::{
+    Access, Assigned, Fullness, Owner, Reservation, Reserved, Skipped, State, Store,
+};
 
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
@@ -125,6 +142,10 @@ pub const MAX_QUOTED: usize = 4096;
 /// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
 /// default, bounds each list of a transaction).
 const MAX_TXN_KEYS: usize = 60;
+
+/// Most blocks an ADD claims (each found full of addresses held outside
+/// the node's knowledge before it claimed it) before it borrows.
+const MAX_CLAIMS_PER_ADD: usize = 8;
 
 /// Most claims of a block an ADD may lose to other nodes before code 11.
 const MAX_LOST_CLAIMS: usize = 32;
@@ -247,7 +268,7 @@ impl Store for EtcdStore {
         self.counts.clear();
         let serializable = !self.linearizable;
         // 1. The node's index, and whether the old layout holds anything.
-        let old = format!("{}ips/", self.root);
+        let old = self.old_prefix();
         let first = self.read_txn(vec![
             read_op(&self.node_prefix(), true, false, serializable),
             count_op(&old, serializable),
@@ -338,6 +359,10 @@ impl Store for EtcdStore {
         held.sort();
         held.dedup();
         Ok(held)
+    }
+
+    fn fullness(&mut self) -> Result<Option<Fullness>, Error> {
+        self.count_fullness().map(Some)
     }
 
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
@@ -540,6 +565,11 @@ impl EtcdStore {
         format!("{}{ip}", self.block_prefix(b))
     }
 
+    /// `<root>ips/`, the layout before blocks.
+    fn old_prefix(&self) -> String {
+        format!("{}ips/", self.root)
+    }
+
     fn old_key(&self, ip: IpAddr) -> String {
         format!("{}ips/{ip}", self.root)
     }
@@ -639,24 +669,25 @@ impl EtcdStore {
         let set = self.sets[i].clone();
         let mut pool: Vec<Range> = self.owned.iter().flat_map(|b| b.pool(&set)).collect();
         pool.sort_by_key(|r| crate::range::bits(r.start));
-        let free = |pool: &[Range], held: &[Reservation]| {
-            let used = held
-                .iter()
-                .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
-                .count() as u128;
-            capacity(pool).saturating_sub(used)
-        };
-        if free(&pool, &state.held) > 0 || self.access != Access::Create {
+        if self.access != Access::Create {
             return Ok(pool);
         }
-        if let Some(b) = self.claim(&set, state)? {
-            pool.extend(b.pool(&set));
+        // A claimed block may turn out full (of addresses held in the
+        // layout before blocks, or borrowed before it was given back):
+        // then another is claimed, a bounded number of times.
+        for _ in 0..MAX_CLAIMS_PER_ADD {
+            if free_in(&pool, &state.held) > 0 {
+                return Ok(pool);
+            }
+            match self.claim(&set, state)? {
+                Some(b) => pool.extend(b.pool(&set)),
+                None => break,
+            }
+        }
+        if free_in(&pool, &state.held) > 0 || self.strict {
             return Ok(pool);
         }
-        if self.strict {
-            return Ok(pool);
-        }
-        Ok(self.borrow(&set, state)?.into_iter().collect())
+        self.borrow(&set, state)
     }
 
     /// Claims a free block of `set` for this node, reading its keys into
@@ -672,6 +703,12 @@ impl EtcdStore {
                 n => stable_hash(&self.node).wrapping_add(n as u64),
             };
             let mut owned = HashSet::new();
+            // Blocks every address of which is known held (in the layout
+            // before blocks, say) offer nothing: passed over.
+            let mut known: HashMap<Block, u128> = HashMap::new();
+            for r in &state.held {
+                *known.entry(Block::of(r.ip, self.sizes)).or_default() += 1;
+            }
             for (key, _) in self.client.range_prefix(&owners, true, true)? {
                 let name = key.strip_prefix(&owners).unwrap_or(&key);
                 match Block::parse(name, self.sizes) {
@@ -687,11 +724,11 @@ impl EtcdStore {
             }
             // Past the owned blocks and the few that offer nothing (a
             // block holding only a gateway), a free one comes, or none is.
-            let bound = owned.len() + 2 * set.ranges.len() + 1;
-            let Some(b) = candidates(set, self.sizes, hint)
-                .take(bound)
-                .find(|b| !owned.contains(&b.name()) && capacity(&b.pool(set)) > 0)
-            else {
+            let bound = owned.len() + known.len() + 2 * set.ranges.len() + 1;
+            let Some(b) = candidates(set, self.sizes, hint).take(bound).find(|b| {
+                !owned.contains(&b.name())
+                    && capacity(&b.pool(set)) > known.get(b).copied().unwrap_or(0)
+            }) else {
                 return Ok(None);
             };
             let txn = self.client.txn_else(
@@ -718,8 +755,9 @@ impl EtcdStore {
     }
 
     /// Every reserved address of the network, of every node, in blocks
-    /// and in the layout before them (keys only): for STATUS, and to
-    /// borrow.
+    /// and in the layout before them (keys only): a listing of the whole
+    /// network, for [`Store::held_addresses`] only (STATUS and borrowing
+    /// count instead, [`scan`]).
     fn every_address(&self) -> Result<Vec<IpAddr>, Error> {
         let blocks = format!("{}blocks/", self.root);
         let old = format!("{}ips/", self.root);
@@ -736,21 +774,6 @@ impl EtcdStore {
                 .filter_map(|(key, _)| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
         );
         Ok(held)
-    }
-
-    /// One free address of `set` in another node's block (every block is
-    /// owned): the one read of every reservation's key.
-    fn borrow(&mut self, set: &RangeSet, state: &State) -> Result<Option<Range>, Error> {
-        let mut taken: HashSet<IpAddr> = self.every_address()?.into_iter().collect();
-        taken.extend(state.held.iter().map(|r| r.ip));
-        let Some(ip) = RangeIter::new(set, None).find(|ip| !taken.contains(ip)) else {
-            return Ok(None);
-        };
-        Ok(set.range_for(ip).map(|r| Range {
-            start: ip,
-            end: ip,
-            ..r.clone()
-        }))
     }
 
     /// Gives back the node's blocks left empty, but one.
@@ -821,6 +844,15 @@ impl EtcdStore {
             }
         }
     }
+}
+
+/// How many addresses of `pool` are neither held nor a gateway.
+fn free_in(pool: &[Range], held: &[Reservation]) -> u128 {
+    let used = held
+        .iter()
+        .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
+        .count() as u128;
+    capacity(pool).saturating_sub(used)
 }
 
 /// `<root>nodes/<node>/`, `%` and `/` of the name escaped.
