@@ -111,8 +111,10 @@ impl Client {
     }
 
     /// POSTs `body` to the first endpoint that answers, all within
-    /// [`REQUEST_TIMEOUT`]. Unreachable, a server-side failure (no leader,
-    /// timeout) or an answer that is not etcd's is code 11.
+    /// [`REQUEST_TIMEOUT`]. Unreachable, a passing failure of the member
+    /// or the cluster ([`passing`]: no leader, an election, a restart) or
+    /// an answer that is not etcd's is code 11; a refusal of the request
+    /// itself (a malformed request, too many operations) is code 999.
     fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
         let body = body.to_string();
         let deadline = Instant::now() + REQUEST_TIMEOUT;
@@ -180,7 +182,7 @@ impl Client {
                     }
                 }
             }
-            if status >= 500 {
+            if passing(status, &bytes.head) {
                 failures.push(format!("{endpoint}: HTTP {status}: {text}"));
                 continue;
             }
@@ -194,6 +196,27 @@ impl Client {
             failures.join("; "),
         ))
     }
+}
+
+/// Whether an answer of status `status` (not 200) and body `body` is a
+/// passing state of the member or the cluster (try another member, or
+/// again later: code 11), rather than a refusal of the request itself.
+///
+/// etcd answers through its gateway with the HTTP status of the gRPC
+/// code, and the code in the body (`{"error", "code"}`). A server error
+/// (5xx, as `Unavailable`: no leader, leader changed, request timed out,
+/// stopping) passes; so do `Canceled` (408, a request cut by a restart),
+/// `Aborted` (409), `FailedPrecondition` (412: "not capable" while a
+/// restarted member learns the cluster's version), `ResourceExhausted`
+/// (429: too many requests), `DeadlineExceeded` and `Unknown`, whatever
+/// status carries them.
+fn passing(status: u16, body: &[u8]) -> bool {
+    let code = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("code").and_then(Value::as_u64));
+    status >= 500
+        || matches!(status, 408 | 409 | 412 | 425 | 429)
+        || matches!(code, Some(1 | 2 | 4 | 8 | 9 | 10 | 14))
 }
 
 /// A transaction's operation reading the key `key` (with `range_end`, every
