@@ -23,6 +23,10 @@ pub(super) fn b64(text: &str) -> String {
 pub(super) struct Client {
     agent: ureq::Agent,
     pub(super) endpoints: Vec<String>,
+    /// The member that answered last: the next request tries it first, so
+    /// that a member found dead, hung or leaderless costs one share of
+    /// one request's deadline, not one of each.
+    first: Cell<usize>,
     /// Bytes of every answer received so far, for measurements.
     pub(super) received: Cell<u64>,
 }
@@ -56,6 +60,7 @@ impl Client {
         Client {
             agent,
             endpoints: cfg.endpoints.clone(),
+            first: Cell::new(0),
             received: Cell::new(0),
         }
     }
@@ -111,7 +116,8 @@ impl Client {
     }
 
     /// POSTs `body` to the first endpoint that answers, all within
-    /// [`REQUEST_TIMEOUT`]. Unreachable, a passing failure of the member
+    /// [`REQUEST_TIMEOUT`], starting with the one that answered last;
+    /// each is given an equal share of the time left. Unreachable, a passing failure of the member
     /// or the cluster ([`passing`]: no leader, an election, a restart) or
     /// an answer that is not etcd's is code 11; a refusal of the request
     /// itself (a malformed request, too many operations) is code 999.
@@ -119,14 +125,16 @@ impl Client {
         let body = body.to_string();
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         let mut failures = Vec::new();
-        for (i, endpoint) in self.endpoints.iter().enumerate() {
+        let (count, first) = (self.endpoints.len(), self.first.get());
+        for n in 0..count {
+            let endpoint = &self.endpoints[(first + n) % count];
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 failures.push(format!("{endpoint}: not tried, {REQUEST_TIMEOUT:?} spent"));
                 continue;
             }
             // An equal share of what is left for each endpoint not tried yet.
-            let share = left / (self.endpoints.len() - i) as u32;
+            let share = left / (count - n) as u32;
             let sent = self
                 .agent
                 .post(&format!("{endpoint}{path}"))
@@ -158,11 +166,12 @@ impl Client {
                     // Every etcd answer has a header (cluster, member,
                     // revision); `{}` or `[]` is something else.
                     Ok(answer) if answer.get("header").is_some_and(Value::is_object) => {
+                        self.first.set((first + n) % count);
                         return Ok(Answer {
                             endpoint: endpoint.clone(),
                             answer,
                             text,
-                        })
+                        });
                     }
                     Ok(_) => {
                         return Err(not_etcd(

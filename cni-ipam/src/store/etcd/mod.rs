@@ -114,7 +114,7 @@ mod scan;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cni_types::{Attachment, Code, Error, Extra};
 use serde::{Deserialize, Serialize};
@@ -135,6 +135,14 @@ use crate::store::{
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a reservation whose answer was lost is sent again, to learn
+/// whether it was applied: longer than an election with etcd's default
+/// timings (1 s election timeout).
+const OUTCOME_WINDOW: Duration = Duration::from_secs(5);
+
+/// The pause between two sendings of a reservation whose answer was lost.
+const OUTCOME_PAUSE: Duration = Duration::from_millis(200);
 
 /// Most bytes of an answer quoted in an error; the rest is counted.
 pub const MAX_QUOTED: usize = 4096;
@@ -390,7 +398,7 @@ impl Store for EtcdStore {
             failure.push(read_op(&self.old_key(a.ip), false, false, false));
             failure.push(read_op(&self.owner_key(b), false, false, false));
         }
-        let failed = match self.client.txn_else(compare, success, failure)? {
+        let failed = match self.reserve_txn(compare, success, failure)? {
             Txn::Succeeded(_) => {
                 for a in new {
                     let b = Block::of(a.ip, self.sizes);
@@ -607,6 +615,34 @@ impl EtcdStore {
             Place::Block(b)
         } else {
             Place::Borrowed(b)
+        }
+    }
+
+    /// The reservation's transaction. When its answer is lost (a member
+    /// died or hung, an election), it may or may not have been applied:
+    /// it is sent again, for at most [`OUTCOME_WINDOW`]. Applied, the
+    /// comparisons then fail on this attachment's own value, which the
+    /// ADD finds and reports as its address; not applied, it applies now.
+    /// Only an etcd unreachable for the whole window leaves an ADD that
+    /// failed (code 11) holding an address, which its DEL releases.
+    fn reserve_txn(
+        &mut self,
+        compare: Vec<Value>,
+        success: Vec<Value>,
+        failure: Vec<Value>,
+    ) -> Result<Txn, Error> {
+        let started = Instant::now();
+        loop {
+            match self
+                .client
+                .txn_else(compare.clone(), success.clone(), failure.clone())
+            {
+                Err(e) if e.code == Code::TRY_AGAIN_LATER && started.elapsed() < OUTCOME_WINDOW => {
+                    self.linearizable = true;
+                    std::thread::sleep(OUTCOME_PAUSE);
+                }
+                other => return other,
+            }
         }
     }
 
