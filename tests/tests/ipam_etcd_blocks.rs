@@ -562,17 +562,22 @@ fn reservations_in_the_layout_before_blocks_are_honoured_and_released_by_their_o
     // A repeated ADD of an old reservation's attachment is refused (104).
     let again = run("ADD", "c-old", &conf);
     assert_eq!(again.error().map(|e| e.code.0), Some(104), "{again:?}");
-    // A new ADD passes them, and is written in a block.
+    // A new ADD passes them, and is written in a block; they are moved
+    // into blocks, still held by their containers.
     let new = run("ADD", "c-new", &conf);
     assert_eq!(new.exit_code, 0, "{new:?}");
     assert_eq!(address(&new), "10.98.0.5".parse::<IpAddr>().unwrap());
-    assert_eq!(checked_layout(&etcd).len(), 1);
+    assert_eq!(checked_layout(&etcd).len(), 4);
+    assert!(etcd.keys(&format!("{ROOT}ips/")).is_empty());
     assert_eq!(run("CHECK", "c-old", &conf).exit_code, 0);
-    // Their own DEL releases them.
+    // Their own DEL releases them, and their index keys.
     assert_eq!(run("DEL", "c-old", &conf).exit_code, 0);
-    let left = etcd.keys(&format!("{ROOT}ips/"));
-    assert_eq!(left.len(), 2, "{left:?}");
-    assert!(!left.iter().any(|k| k.ends_with("/10.98.0.2")), "{left:?}");
+    let left = held_by_id(&etcd);
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(!left.values().any(|id| id == "c-old"), "{left:?}");
+    assert!(etcd
+        .keys(&format!("{ROOT}nodes/node-u/borrowed/10.98.0.2"))
+        .is_empty());
 }
 
 #[test]
@@ -616,10 +621,24 @@ fn ipam_etcd_reclaim_node_as_a_command_gives_back_a_dead_nodes_blocks() {
     assert_eq!(own.code, cni_types::Code::INVALID_NETWORK_CONFIG, "{own:?}");
 }
 
-/// Whether `ip` is held in the layout before blocks.
-fn held_old(etcd: &Etcd, ip: IpAddr) -> bool {
-    let key = format!("{ROOT}ips/{ip}");
-    etcd.keys(&key).contains(&key)
+/// Every reservation in both layouts: address -> container id (an
+/// address under two keys fails).
+fn held_by_id(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
+    let mut all = etcd.get_prefix(&format!("{ROOT}blocks/"));
+    all.extend(etcd.get_prefix(&format!("{ROOT}ips/")));
+    let mut held = BTreeMap::new();
+    for (key, value) in all {
+        let ip: IpAddr = key.rsplit('/').next().unwrap().parse().expect("an address");
+        let v: Value = serde_json::from_str(&value).expect("a reservation");
+        let id = v["containerID"].as_str().unwrap().to_owned();
+        assert!(held.insert(ip, id).is_none(), "{ip} held twice");
+    }
+    held
+}
+
+/// Whether `ip` is one of the test's addresses held before the upgrade.
+fn was_old(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V4(v4) if (2..122).contains(&v4.octets()[3]) && v4.octets()[2] == 1)
 }
 
 #[test]
@@ -646,22 +665,26 @@ fn an_upgrade_with_old_layout_reservations_filling_the_first_block_allocates_aro
     for i in 0..10 {
         let out = run("ADD", &format!("new-{i}"), &mine);
         assert_eq!(out.exit_code, 0, "{out:?}");
-        got.insert(address(&out));
+        let ip = address(&out);
+        assert!(
+            !was_old(ip),
+            "{ip} handed out while held before the upgrade"
+        );
+        got.insert(ip);
     }
     let first: IpAddr = "10.98.1.122".parse().unwrap();
     assert!(
         got.contains(&first),
         "the second block's free part: {got:?}"
     );
-    for ip in &got {
-        assert!(
-            !held_old(&etcd, *ip),
-            "{ip} handed out while held in the old layout"
-        );
-    }
-    // The old reservations are released by their own DEL and GC.
+    // The old keys were moved into the blocks' key space, each still held
+    // by its container.
+    assert!(etcd.keys(&format!("{ROOT}ips/")).is_empty());
+    let held = held_by_id(&etcd);
+    assert_eq!(held.len(), 130);
+    assert_eq!(held[&"10.98.1.10".parse::<IpAddr>().unwrap()], "old-10");
+    // They are released by their own DEL and GC.
     assert_eq!(run("DEL", "old-10", &mine).exit_code, 0);
-    assert!(!held_old(&etcd, "10.98.1.10".parse().unwrap()));
     let mut gc = mine.clone();
     let valid: Vec<Value> = (0..10)
         .map(|i| json!({"containerID": format!("new-{i}"), "ifname": "eth0"}))
@@ -670,8 +693,10 @@ fn an_upgrade_with_old_layout_reservations_filling_the_first_block_allocates_aro
         .collect();
     gc["cni.dev/valid-attachments"] = Value::Array(valid);
     assert_eq!(run("GC", "", &gc).exit_code, 0);
-    let left = etcd.keys(&format!("{ROOT}ips/"));
-    assert_eq!(left.len(), 120 - 2, "only old-10 and old-12 went: {left:?}");
+    let held = held_by_id(&etcd);
+    let old_left = held.values().filter(|id| id.starts_with("old-")).count();
+    assert_eq!(old_left, 118, "only old-10 and old-12 went: {held:?}");
+    assert!(!held.values().any(|id| id == "old-10" || id == "old-12"));
     // Another node's old reservations stay; a node fills the network
     // around them, each address once, then gets code 102.
     let other = conf(&etcd, "node-v", subnet, json!({}));
@@ -687,12 +712,14 @@ fn an_upgrade_with_old_layout_reservations_filling_the_first_block_allocates_aro
         }
         let ip = address(&out);
         assert!(got.insert(ip), "{ip} handed out twice");
+        let id = held.get(&ip);
         assert!(
-            !held_old(&etcd, ip),
-            "{ip} handed out while held in the old layout"
+            id.is_none_or(|id| !id.starts_with("old-") || id == "old-10" || id == "old-12"),
+            "{ip} handed out while held by {id:?}"
         );
     }
     // 253 addresses less the old layout's 118.
     assert_eq!(got.len(), 253 - 118, "{got:?}");
-    assert_eq!(checked_layout(&etcd).len(), got.len());
+    assert_eq!(held_by_id(&etcd).len(), 253);
+    assert_eq!(checked_layout(&etcd).len(), 253);
 }

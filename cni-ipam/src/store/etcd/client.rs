@@ -97,6 +97,39 @@ impl Client {
             .collect())
     }
 
+    /// Every key under `prefix` with its value, in pages of [`PAGE`] keys
+    /// (each its own request, with its own deadline): a listing too large
+    /// for one request's deadline still completes.
+    pub(super) fn range_prefix_paged(
+        &self,
+        prefix: &str,
+        linearizable: bool,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let end = prefix_end(prefix);
+        let mut from = prefix.as_bytes().to_vec();
+        let mut out = Vec::new();
+        loop {
+            let answer = self
+                .call(
+                    "/v3/kv/range",
+                    &json!({"key": B64.encode(&from), "range_end": B64.encode(&end),
+                            "limit": PAGE, "serializable": !linearizable}),
+                )?
+                .answer;
+            let page = kvs_of(answer.get("kvs"));
+            let more = answer.get("more").and_then(Value::as_bool) == Some(true);
+            let Some((last, _)) = page.last() else {
+                return Ok(out);
+            };
+            from = last.as_bytes().to_vec();
+            from.push(0);
+            out.extend(page);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
     /// A transaction that runs `failure` when its comparisons do not hold.
     pub(super) fn txn_else(
         &self,
@@ -293,6 +326,26 @@ pub(super) fn responses(answer: &Value) -> &[Value] {
         Some(Value::Array(r)) => r,
         _ => &[],
     }
+}
+
+/// Keys read in one page of [`Client::range_prefix_paged`].
+const PAGE: u64 = 5000;
+
+/// The keys and values of a `kvs` list.
+fn kvs_of(list: Option<&Value>) -> Vec<(String, Vec<u8>)> {
+    let decode = |v: Option<&Value>| -> Vec<u8> {
+        v.and_then(Value::as_str)
+            .and_then(|s| B64.decode(s).ok())
+            .unwrap_or_default()
+    };
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|kv| {
+            let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
+            (key, decode(kv.get("value")))
+        })
+        .collect()
 }
 
 /// The keys and values a transaction's range operation answered.

@@ -111,6 +111,7 @@ mod client;
 mod config;
 mod reclaim;
 mod scan;
+mod upgrade;
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -315,14 +316,25 @@ impl Store for EtcdStore {
         let base = 2 * index.blocks.len();
         for (j, (ip, b)) in index.borrowed.iter().enumerate() {
             if let Some((key, value)) = kvs(answers.get(base + j)).first() {
-                let r = self.reservation(*ip, value, key, &mut state.skipped);
+                // Also in one of the node's blocks when it was moved there
+                // from the layout before blocks: held once, released with
+                // its index key.
+                let first = !self.places.contains_key(ip);
                 self.places.insert(*ip, Place::Borrowed(*b));
-                state.held.push(r);
+                if first {
+                    let r = self.reservation(*ip, value, key, &mut state.skipped);
+                    state.held.push(r);
+                }
             }
         }
         // 3. The layout before blocks, while it holds anything.
         if old_count > 0 {
-            for (key, value) in self.client.range_prefix(&old, false, self.linearizable)? {
+            let listed = self.client.range_prefix_paged(&old, self.linearizable)?;
+            let listed = match self.access {
+                Access::Read => listed,
+                _ => self.migrate_old(listed, &mut state)?,
+            };
+            for (key, value) in listed {
                 let Some(ip) = key.strip_prefix(&old) else {
                     continue;
                 };
