@@ -3,7 +3,7 @@
 //! across endpoints and bounded answers.
 
 use std::cell::Cell;
-use std::io::Read;
+use std::io::Read as _;
 use std::time::Instant;
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -65,35 +65,13 @@ impl Client {
         }
     }
 
-    /// Every key under `prefix`, with its value unless `keys_only`; from the
-    /// member's own state (serializable) unless `linearizable`.
-    pub(super) fn range_prefix(
-        &self,
-        prefix: &str,
-        keys_only: bool,
-        linearizable: bool,
-    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let end = prefix_end(prefix);
-        let answer = self
-            .call(
-                "/v3/kv/range",
-                &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
-                        "serializable": !linearizable}),
-            )?
-            .answer;
-        let kvs = answer.get("kvs").and_then(Value::as_array);
-        let decode = |v: Option<&Value>| -> Vec<u8> {
-            v.and_then(Value::as_str)
-                .and_then(|s| B64.decode(s).ok())
-                .unwrap_or_default()
-        };
-        Ok(kvs
+    /// Every key under `prefix` (no values), linearizable.
+    pub(super) fn keys_under(&self, prefix: &str) -> Result<Vec<String>, Error> {
+        let read = Read::prefix(prefix).keys_only();
+        let answer = self.call("/v3/kv/range", &read.body())?.answer;
+        Ok(kvs_of(answer.get("kvs"))
             .into_iter()
-            .flatten()
-            .map(|kv| {
-                let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
-                (key, decode(kv.get("value")))
-            })
+            .map(|(k, _)| k)
             .collect())
     }
 
@@ -261,21 +239,87 @@ fn passing(status: u16, body: &[u8]) -> bool {
         || matches!(code, Some(1 | 2 | 4 | 8 | 9 | 10 | 14))
 }
 
-/// A transaction's operation reading the key `key` (with `range_end`, every
-/// key under the prefix `key`): keys only, or only their count, and from
-/// the member's own state when `serializable`.
-pub(super) fn read_op(key: &str, prefix: bool, keys_only: bool, serializable: bool) -> Value {
-    let mut op = json!({"key": b64(key), "keys_only": keys_only, "serializable": serializable});
-    if prefix {
-        op["range_end"] = Value::String(B64.encode(prefix_end(key)));
-    }
-    json!({ "request_range": op })
+/// A range read, alone or as an operation of a transaction: one key, or
+/// every key under a prefix; with values, keys only, or only their count;
+/// linearizable unless marked serializable.
+#[derive(Debug, Clone)]
+pub(super) struct Read {
+    key: String,
+    prefix: bool,
+    fetch: Fetch,
+    serializable: bool,
 }
 
-/// A transaction's operation counting the keys under the prefix `key`.
-pub(super) fn count_op(key: &str, serializable: bool) -> Value {
-    json!({"request_range": {"key": b64(key), "range_end": B64.encode(prefix_end(key)),
-                             "count_only": true, "serializable": serializable}})
+/// What a [`Read`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fetch {
+    KeysAndValues,
+    KeysOnly,
+    CountOnly,
+}
+
+impl Read {
+    /// The key `key`.
+    pub(super) fn key(key: &str) -> Read {
+        Read {
+            key: key.to_owned(),
+            prefix: false,
+            fetch: Fetch::KeysAndValues,
+            serializable: false,
+        }
+    }
+
+    /// Every key under the prefix `key`.
+    pub(super) fn prefix(key: &str) -> Read {
+        Read {
+            prefix: true,
+            ..Read::key(key)
+        }
+    }
+
+    /// Keys without their values.
+    pub(super) fn keys_only(self) -> Read {
+        Read {
+            fetch: Fetch::KeysOnly,
+            ..self
+        }
+    }
+
+    /// Only how many keys there are (`count_only`).
+    pub(super) fn count(self) -> Read {
+        Read {
+            fetch: Fetch::CountOnly,
+            ..self
+        }
+    }
+
+    /// From the member's own state when `serializable` (it may lag the
+    /// cluster), else linearizable (through the leader).
+    pub(super) fn serializable(self, serializable: bool) -> Read {
+        Read {
+            serializable,
+            ..self
+        }
+    }
+
+    /// The transaction's operation.
+    pub(super) fn op(&self) -> Value {
+        json!({ "request_range": self.body() })
+    }
+
+    /// The request's body, alone (`POST /v3/kv/range`).
+    fn body(&self) -> Value {
+        let mut op = json!({"key": b64(&self.key), "serializable": self.serializable});
+        if self.prefix {
+            op["range_end"] = Value::String(B64.encode(prefix_end(&self.key)));
+        }
+        match self.fetch {
+            Fetch::KeysAndValues => {}
+            Fetch::KeysOnly => op["keys_only"] = Value::Bool(true),
+            Fetch::CountOnly => op["count_only"] = Value::Bool(true),
+        }
+        op
+    }
 }
 
 /// A comparison that holds while no key lies under the prefix `key` (a
@@ -407,7 +451,7 @@ impl Bytes {
 
 /// Reads an answer: whole when `whole` (bounded by the reader's limit),
 /// else its first [`MAX_QUOTED`] bytes, the rest only counted.
-fn read_bounded(reader: &mut impl Read, whole: bool) -> std::io::Result<Bytes> {
+fn read_bounded(reader: &mut impl std::io::Read, whole: bool) -> std::io::Result<Bytes> {
     let mut head = Vec::new();
     if whole {
         reader.read_to_end(&mut head)?;

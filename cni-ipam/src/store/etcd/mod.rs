@@ -67,34 +67,66 @@
 //!   every reservation the node wrote, gives back its blocks and removes
 //!   its index.
 //!
-//! **Upgrade.** Each read counts the old layout's `ips/` keys (one count,
-//! in the same request as the node's index); while there are any, they are
-//! read too and honoured: never handed out again (every reservation also
-//! compares the address's old key), matched and released by their own DEL
-//! or GC (a reservation written by this node is this node's, whichever
-//! layout holds it). A block is claimed only while it offers addresses not
-//! held in the old layout, and a block partly held there offers the rest;
-//! a block found full once claimed makes the ADD claim another (at most
-//! 8). Nothing is moved: the old keys drain as their containers go. Until
-//! the last is released, every read lists them (the cost of the previous
-//! release, once per request), and STATUS counts them. Once the last is
-//! released, the count is all that is left of them. Every node must run a
-//! plugin with blocks before any ADD uses them: an older plugin reads only
-//! `ips/`.
+//! **Upgrade** from the layout before blocks (`ips/<address>`, written by
+//! the previous release; `upgrade.rs`). Each read counts the old layout's
+//! keys (one count, in the same request as the node's index). While there
+//! are any, a DEL, GC or ADD lists them (in pages of 5,000, each request
+//! with its own deadline) and moves up to 2,000 into the blocks' key
+//! space: `blocks/<b>/<address>` with the same value and
+//! `nodes/<node>/borrowed/<address>` in the index of the node the value
+//! names, the old key deleted, in one transaction comparing the old key's
+//! value and the new key's absence (40 per transaction). The address is
+//! held throughout, under one key or the other; its container's own DEL
+//! and GC release it as any borrowed reservation. What is not moved yet
+//! (past the bound, a value naming no node, a key changed meanwhile) is
+//! honoured where it is: never handed out again (every reservation also
+//! compares the address's old key), matched and released by its own DEL
+//! or GC. A block is claimed only while it offers addresses not known
+//! held, a block partly held in the old layout offers the rest, and a
+//! block found full once claimed makes the ADD claim another (at most 8).
+//! STATUS only counts the old keys. Every node must run a plugin with
+//! blocks before any ADD uses them: an older plugin reads only `ips/`,
+//! and does not see what was moved.
 //!
-//! **Faults.** Each request to etcd has one deadline, [`REQUEST_TIMEOUT`],
-//! across all endpoints: they are tried in order, each given an equal share
-//! of the time left (an endpoint that refuses at once leaves its share to
-//! the next). An unreachable etcd is code 11 (try again later) within that
-//! time, naming the endpoints, with nothing written. An answer that is not
-//! etcd's (no `header`, a failed transaction naming no taken address) is
-//! code 11 quoting it, never read as a lost race. What etcd answers is
-//! quoted in errors up to [`MAX_QUOTED`] bytes, with the size of the rest. Only a transaction whose
-//! answer was lost (etcd died between applying it and answering) may have
-//! been applied although the ADD answered code 11: it names the
-//! attachment, so the DEL the runtime "must still" execute after a failed
-//! ADD (SPEC-1.0.0, lifecycle) releases it, as does a GC, and a repeated
-//! ADD returns that same address.
+//! **Endpoints and faults.** `endpoints` lists the cluster's members (one
+//! is a cluster of one, as before; [`EtcdConfig::endpoints`]). Each
+//! request to etcd has one deadline, [`REQUEST_TIMEOUT`], across the
+//! members: it starts with the member that answered this process last and
+//! goes round the list, each member given an equal share of the time left
+//! (one that refuses at once leaves its share to the next). A member that
+//! is dead, hung (stopped) or without a leader costs one share of one
+//! request; the process then keeps to the member that answered. A member
+//! answering a passing state (5xx: no leader, leader changed, request
+//! timed out; 412 "not capable" while a restarted member catches up; 408,
+//! 409, 429) is passed over like one that does not answer; only a refusal
+//! of the request itself is code 999. All members failing is code 11 (try
+//! again later) within the deadline, naming them, with nothing written.
+//! An answer that is not etcd's (no `header`, a failed transaction naming
+//! no taken address) is code 11 quoting it, never read as a lost race.
+//! What etcd answers is quoted in errors up to [`MAX_QUOTED`] bytes, with
+//! the size of the rest.
+//!
+//! **During an election** (a leader killed or stopped; etcd's default
+//! election timeout is 1 s) requests fail over as above, so an ADD may be
+//! answered code 11 after one request's deadline. What holds whatever the
+//! members do: every decision to hand out an address is the reservation
+//! transaction's comparison (the address's keys absent, the block still
+//! this node's), applied once by the cluster, so a lagging member's stale
+//! read (an ADD's first read is serializable) can cost a lost race, never
+//! a duplicate; claims compare the owner's key the same way. A
+//! reservation whose answer was lost (the member died or hung after
+//! sending it on) is sent again for up to 5 s: if it had been applied,
+//! the comparison now fails on the attachment's own value and the ADD
+//! reports that address; if not, it applies now. So an ADD either reports
+//! its address or fails with code 11 holding nothing, except when etcd
+//! stays unreachable for that whole window after a transaction it may
+//! have applied: that reservation names the attachment, so the DEL the
+//! runtime "must still" execute after a failed ADD (SPEC-1.0.0,
+//! lifecycle) releases it, as does a GC, and a repeated ADD returns that
+//! same address. An ADD makes a bounded number of requests (its reads, at
+//! most 8 claims, at most 32 lost races within 10 s), each within its
+//! deadline. `tests/tests/ipam_etcd_cluster.rs` checks this on three
+//! members with the leader killed and with a member stopped for 10 s.
 //!
 //! **Bad keys.** A key that is not what its name says (a block name that
 //! is not an aligned block of the configured size, a value that is not a
@@ -107,28 +139,31 @@
 //! stack. TLS is not supported.
 
 mod blocks;
+mod claims;
 mod client;
 mod config;
+mod keys;
 mod reclaim;
+mod records;
 mod scan;
 mod upgrade;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use cni_types::{Attachment, Code, Error, Extra};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use self::blocks::{candidates, capacity, Block, Sizes};
+use self::blocks::{Block, Sizes};
 use self::client::{
-    absent_compare, count, count_op, delete_op, empty_compare, kvs, not_etcd, put_op, read_op,
-    responses, value_compare, Client, Txn,
+    absent_compare, count, delete_op, kvs, not_etcd, put_op, responses, value_compare, Client,
+    Read, Txn,
 };
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
+use self::keys::Index;
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
-use crate::range::{Range, RangeSet};
+use crate::range::RangeSet;
 use crate::store::{
     Access, Assigned, Fullness, Owner, Reservation, Reserved, Skipped, State, Store,
 };
@@ -151,13 +186,6 @@ pub const MAX_QUOTED: usize = 4096;
 /// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
 /// default, bounds each list of a transaction).
 const MAX_TXN_KEYS: usize = 60;
-
-/// Most blocks an ADD claims (each found full of addresses held outside
-/// the node's knowledge before it claimed it) before it borrows.
-const MAX_CLAIMS_PER_ADD: usize = 8;
-
-/// Most claims of a block an ADD may lose to other nodes before code 11.
-const MAX_LOST_CLAIMS: usize = 32;
 
 /// Largest answer read from etcd (a /16 fully reserved is ~10 MB).
 pub(crate) const MAX_ANSWER: u64 = 256 << 20;
@@ -204,22 +232,6 @@ enum Place {
     Block(Block),
     /// `blocks/<block>/<address>`, listed as borrowed by the node.
     Borrowed(Block),
-}
-
-/// A reservation's value.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    #[serde(rename = "containerID")]
-    container_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    ifname: Option<String>,
-    node: String,
-}
-
-/// A block owner's value.
-#[derive(Debug, Serialize, Deserialize)]
-struct OwnerRecord {
-    node: String,
 }
 
 impl Store for EtcdStore {
@@ -279,8 +291,10 @@ impl Store for EtcdStore {
         // 1. The node's index, and whether the old layout holds anything.
         let old = self.old_prefix();
         let first = self.read_txn(vec![
-            read_op(&self.node_prefix(), true, false, serializable),
-            count_op(&old, serializable),
+            Read::prefix(&self.node_prefix())
+                .serializable(serializable)
+                .op(),
+            Read::prefix(&old).count().serializable(serializable).op(),
         ])?;
         let index = Index::parse(self, kvs(first.first()), &mut state);
         let old_count = count(first.get(1));
@@ -288,11 +302,23 @@ impl Store for EtcdStore {
         // addresses.
         let mut ops = Vec::new();
         for b in &index.blocks {
-            ops.push(read_op(&self.owner_key(*b), false, false, serializable));
-            ops.push(read_op(&self.block_prefix(*b), true, false, serializable));
+            ops.push(
+                Read::key(&self.owner_key(*b))
+                    .serializable(serializable)
+                    .op(),
+            );
+            ops.push(
+                Read::prefix(&self.block_prefix(*b))
+                    .serializable(serializable)
+                    .op(),
+            );
         }
         for (ip, b) in &index.borrowed {
-            ops.push(read_op(&self.ip_key(*b, *ip), false, false, serializable));
+            ops.push(
+                Read::key(&self.ip_key(*b, *ip))
+                    .serializable(serializable)
+                    .op(),
+            );
         }
         let answers = self.read_txn(ops)?;
         self.owned.clear();
@@ -406,9 +432,9 @@ impl Store for EtcdStore {
             success.push(put_op(&self.last_key(a.set), &a.ip.to_string()));
             // On failure, the same transaction reads what stood in the
             // way, to name it without another round trip.
-            failure.push(read_op(&key, false, false, false));
-            failure.push(read_op(&self.old_key(a.ip), false, false, false));
-            failure.push(read_op(&self.owner_key(b), false, false, false));
+            failure.push(Read::key(&key).op());
+            failure.push(Read::key(&self.old_key(a.ip)).op());
+            failure.push(Read::key(&self.owner_key(b)).op());
         }
         let failed = match self.reserve_txn(compare, success, failure)? {
             Txn::Succeeded(_) => {
@@ -512,108 +538,11 @@ impl Store for EtcdStore {
     }
 }
 
-/// What a node's index (`nodes/<node>/`) lists.
-#[derive(Debug, Default)]
-struct Index {
-    blocks: Vec<Block>,
-    borrowed: Vec<(IpAddr, Block)>,
-    last: Vec<(usize, IpAddr)>,
-}
-
-impl Index {
-    /// The index's keys; those that are not what their names say are
-    /// skipped and named.
-    fn parse(store: &EtcdStore, keys: Vec<(String, Vec<u8>)>, state: &mut State) -> Index {
-        let prefix = store.node_prefix();
-        let mut index = Index::default();
-        for (key, value) in keys {
-            let name = key.strip_prefix(&prefix).unwrap_or(&key);
-            let value = String::from_utf8_lossy(&value);
-            let parsed: Result<(), String> = if let Some(b) = name.strip_prefix("blocks/") {
-                Block::parse(b, store.sizes).map(|b| index.blocks.push(b))
-            } else if let Some(ip) = name.strip_prefix("borrowed/") {
-                match (ip.parse::<IpAddr>(), Block::parse(&value, store.sizes)) {
-                    (Ok(ip), Ok(b)) if b.contains(ip) => {
-                        index.borrowed.push((ip, b));
-                        Ok(())
-                    }
-                    _ => Err("not a borrowed address naming its block".to_owned()),
-                }
-            } else if let Some(set) = name.strip_prefix("last_reserved/") {
-                match (set.parse::<usize>(), value.parse::<IpAddr>()) {
-                    (Ok(set), Ok(ip)) => {
-                        index.last.push((set, ip));
-                        Ok(())
-                    }
-                    _ => Err("not a last reserved address".to_owned()),
-                }
-            } else {
-                Err("not a key of a node's index".to_owned())
-            };
-            if let Err(why) = parsed {
-                state.skipped.push(Skipped {
-                    entry: format!("etcd key {key}"),
-                    why,
-                });
-            }
-        }
-        index
-    }
-}
-
 impl EtcdStore {
     /// Bytes etcd has answered this store so far (every request), for
     /// measurements.
     pub fn bytes_received(&self) -> u64 {
         self.client.received.get()
-    }
-
-    /// `<root>nodes/<node>/`, the node's index (`%` and `/` escaped).
-    fn node_prefix(&self) -> String {
-        node_prefix(&self.root, &self.node)
-    }
-
-    fn owner_key(&self, b: Block) -> String {
-        format!("{}owners/{}", self.root, b.name())
-    }
-
-    fn block_prefix(&self, b: Block) -> String {
-        format!("{}blocks/{}/", self.root, b.name())
-    }
-
-    fn ip_key(&self, b: Block, ip: IpAddr) -> String {
-        format!("{}{ip}", self.block_prefix(b))
-    }
-
-    /// `<root>ips/`, the layout before blocks.
-    fn old_prefix(&self) -> String {
-        format!("{}ips/", self.root)
-    }
-
-    fn old_key(&self, ip: IpAddr) -> String {
-        format!("{}ips/{ip}", self.root)
-    }
-
-    fn borrowed_key(&self, ip: IpAddr) -> String {
-        format!("{}borrowed/{ip}", self.node_prefix())
-    }
-
-    fn index_key(&self, b: Block) -> String {
-        format!("{}blocks/{}", self.node_prefix(), b.name())
-    }
-
-    fn last_key(&self, set: usize) -> String {
-        format!("{}last_reserved/{set}", self.node_prefix())
-    }
-
-    /// The owner value this node writes, byte for byte (a comparison reads
-    /// it).
-    fn owner_value(&self) -> String {
-        owner_value(&self.node)
-    }
-
-    fn is_mine(&self, owner: &[u8]) -> bool {
-        serde_json::from_slice::<OwnerRecord>(owner).is_ok_and(|o| o.node == self.node)
     }
 
     /// Where the reservation of `ip` is: as read, else where this node
@@ -710,98 +639,6 @@ impl EtcdStore {
         found
     }
 
-    /// Where set `i`'s new addresses may come from: the node's blocks;
-    /// when those are full (and this is an ADD), a block claimed now, or
-    /// one borrowed address.
-    fn pool(&mut self, i: usize, state: &mut State) -> Result<Vec<Range>, Error> {
-        let set = self.sets[i].clone();
-        let mut pool: Vec<Range> = self.owned.iter().flat_map(|b| b.pool(&set)).collect();
-        pool.sort_by_key(|r| crate::range::bits(r.start));
-        if self.access != Access::Create {
-            return Ok(pool);
-        }
-        // A claimed block may turn out full (of addresses held in the
-        // layout before blocks, or borrowed before it was given back):
-        // then another is claimed, a bounded number of times.
-        for _ in 0..MAX_CLAIMS_PER_ADD {
-            if free_in(&pool, &state.held) > 0 {
-                return Ok(pool);
-            }
-            match self.claim(&set, state)? {
-                Some(b) => pool.extend(b.pool(&set)),
-                None => break,
-            }
-        }
-        if free_in(&pool, &state.held) > 0 || self.strict {
-            return Ok(pool);
-        }
-        self.borrow(&set, state)
-    }
-
-    /// Claims a free block of `set` for this node, reading its keys into
-    /// `state`; `None` when every block is owned.
-    fn claim(&mut self, set: &RangeSet, state: &mut State) -> Result<Option<Block>, Error> {
-        let owners = format!("{}owners/", self.root);
-        for attempt in 0..MAX_LOST_CLAIMS {
-            // The first free block in host-local's order first (one node
-            // alone allocates as host-local does); after a lost claim, from
-            // a place of this node's, so that claimants spread out.
-            let hint = match attempt {
-                0 => 0,
-                n => stable_hash(&self.node).wrapping_add(n as u64),
-            };
-            let mut owned = HashSet::new();
-            // Blocks every address of which is known held (in the layout
-            // before blocks, say) offer nothing: passed over.
-            let mut known: HashMap<Block, u128> = HashMap::new();
-            for r in &state.held {
-                *known.entry(Block::of(r.ip, self.sizes)).or_default() += 1;
-            }
-            for (key, _) in self.client.range_prefix(&owners, true, true)? {
-                let name = key.strip_prefix(&owners).unwrap_or(&key);
-                match Block::parse(name, self.sizes) {
-                    Ok(_) => {
-                        owned.insert(name.to_owned());
-                    }
-                    Err(why) if attempt == 0 => state.skipped.push(Skipped {
-                        entry: format!("etcd key {key}"),
-                        why,
-                    }),
-                    Err(_) => {}
-                }
-            }
-            // Past the owned blocks and the few that offer nothing (a
-            // block holding only a gateway), a free one comes, or none is.
-            let bound = owned.len() + known.len() + 2 * set.ranges.len() + 1;
-            let Some(b) = candidates(set, self.sizes, hint).take(bound).find(|b| {
-                !owned.contains(&b.name())
-                    && capacity(&b.pool(set)) > known.get(b).copied().unwrap_or(0)
-            }) else {
-                return Ok(None);
-            };
-            let txn = self.client.txn_else(
-                vec![absent_compare(&self.owner_key(b))],
-                vec![
-                    put_op(&self.owner_key(b), &self.owner_value()),
-                    put_op(&self.index_key(b), ""),
-                    read_op(&self.block_prefix(b), true, false, false),
-                ],
-                Vec::new(),
-            )?;
-            if let Txn::Succeeded(answer) = txn {
-                let keys = kvs(responses(&answer.answer).get(2));
-                let found = self.block_reservations(b, keys, state);
-                self.counts.insert(b, found);
-                self.owned.push(b);
-                return Ok(Some(b));
-            }
-        }
-        Err(Error::try_again_later(
-            format!("lost {MAX_LOST_CLAIMS} claims of a block to other nodes"),
-            format!("in {}", self.describe()),
-        ))
-    }
-
     /// Every reserved address of the network, of every node, in blocks
     /// and in the layout before them (keys only): a listing of the whole
     /// network, for [`Store::held_addresses`] only (STATUS and borrowing
@@ -811,128 +648,18 @@ impl EtcdStore {
         let old = format!("{}ips/", self.root);
         let mut held: Vec<IpAddr> = self
             .client
-            .range_prefix(&blocks, true, true)?
+            .keys_under(&blocks)?
             .into_iter()
-            .filter_map(|(key, _)| key.rsplit('/').next()?.parse().ok())
+            .filter_map(|key| key.rsplit('/').next()?.parse().ok())
             .collect();
         held.extend(
             self.client
-                .range_prefix(&old, true, true)?
+                .keys_under(&old)?
                 .into_iter()
-                .filter_map(|(key, _)| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
+                .filter_map(|key| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
         );
         Ok(held)
     }
-
-    /// Gives back the node's blocks left empty, but one.
-    fn give_back_empty_blocks(&mut self) -> Result<(), Error> {
-        if self.access == Access::Read {
-            return Ok(());
-        }
-        let empty: Vec<Block> = self
-            .owned
-            .iter()
-            .filter(|b| self.counts.get(b) == Some(&0))
-            .copied()
-            .collect();
-        let keep = usize::from(empty.len() == self.owned.len());
-        for b in empty.into_iter().skip(keep) {
-            let txn = self.client.txn_else(
-                vec![
-                    value_compare(&self.owner_key(b), &self.owner_value()),
-                    empty_compare(&self.block_prefix(b)),
-                ],
-                vec![delete_op(&self.owner_key(b)), delete_op(&self.index_key(b))],
-                Vec::new(),
-            )?;
-            if matches!(txn, Txn::Succeeded(_)) {
-                self.owned.retain(|o| *o != b);
-                self.counts.remove(&b);
-            }
-        }
-        Ok(())
-    }
-
-    /// A reservation's value, byte for byte as this store writes it (a
-    /// release compares it).
-    fn value(&self, container_id: &str, ifname: Option<&str>) -> String {
-        record_value(container_id, ifname, &self.node)
-    }
-
-    fn reservation(
-        &self,
-        ip: IpAddr,
-        value: &[u8],
-        key: &str,
-        skipped: &mut Vec<Skipped>,
-    ) -> Reservation {
-        match serde_json::from_slice::<Record>(value) {
-            Ok(record) => Reservation {
-                ip,
-                local: record.node == self.node,
-                owner: match record.ifname {
-                    Some(ifname) => Owner::Attachment(Attachment {
-                        container_id: record.container_id,
-                        ifname,
-                    }),
-                    None => Owner::Container(record.container_id),
-                },
-            },
-            Err(e) => {
-                let why = format!("value is not a reservation ({e})");
-                skipped.push(Skipped {
-                    entry: format!("etcd key {key}"),
-                    why: format!("{why}; its address is taken as held"),
-                });
-                Reservation {
-                    ip,
-                    local: false,
-                    owner: Owner::Unknown(why),
-                }
-            }
-        }
-    }
-}
-
-/// How many addresses of `pool` are neither held nor a gateway.
-fn free_in(pool: &[Range], held: &[Reservation]) -> u128 {
-    let used = held
-        .iter()
-        .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
-        .count() as u128;
-    capacity(pool).saturating_sub(used)
-}
-
-/// `<root>nodes/<node>/`, `%` and `/` of the name escaped.
-fn node_prefix(root: &str, node: &str) -> String {
-    let escaped = node.replace('%', "%25").replace('/', "%2F");
-    format!("{root}nodes/{escaped}/")
-}
-
-/// The value of a block owned by `node`, byte for byte.
-fn owner_value(node: &str) -> String {
-    serde_json::to_string(&OwnerRecord {
-        node: node.to_owned(),
-    })
-    .unwrap_or_default()
-}
-
-/// A reservation's value, byte for byte as this store writes it.
-fn record_value(container_id: &str, ifname: Option<&str>, node: &str) -> String {
-    serde_json::to_string(&Record {
-        container_id: container_id.trim().to_owned(),
-        ifname: ifname.map(str::to_owned),
-        node: node.to_owned(),
-    })
-    .unwrap_or_default()
-}
-
-/// FNV-1a of `text`: where a node starts looking for a free block, the
-/// same on every run, different between nodes.
-fn stable_hash(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// `node`, else the host name.

@@ -8,8 +8,10 @@ use std::net::IpAddr;
 use cni_types::Error;
 
 use super::blocks::{candidates, capacity, Block};
-use super::client::{count, count_op, kvs, read_op};
-use super::{free_in, EtcdStore, Index, Place};
+use super::claims::free_in;
+use super::client::{count, kvs, Read};
+use super::keys::Index;
+use super::{EtcdStore, Place};
 use crate::range::{Range, RangeSet};
 use crate::store::{Fullness, State};
 
@@ -63,7 +65,8 @@ impl EtcdStore {
                 return Ok(Vec::new());
             };
             let prefix = self.block_prefix(b);
-            let answer = self.read_txn(vec![read_op(&prefix, true, false, serializable)])?;
+            let answer =
+                self.read_txn(vec![Read::prefix(&prefix).serializable(serializable).op()])?;
             let mut found = Vec::new();
             for (key, value) in kvs(answer.first()) {
                 let Some(ip) = key
@@ -92,9 +95,9 @@ impl EtcdStore {
     /// finding room, it is taken as free: ADD will tell.
     pub(super) fn count_fullness(&mut self) -> Result<Fullness, Error> {
         let first = self.read_txn(vec![
-            read_op(&self.node_prefix(), true, true, false),
-            count_op(&format!("{}blocks/", self.root), false),
-            count_op(&self.old_prefix(), false),
+            Read::prefix(&self.node_prefix()).keys_only().op(),
+            Read::prefix(&format!("{}blocks/", self.root)).count().op(),
+            Read::prefix(&self.old_prefix()).count().op(),
         ])?;
         let mut ignored = State::default();
         let index = Index::parse(self, kvs(first.first()), &mut ignored);
@@ -150,9 +153,19 @@ impl EtcdStore {
             }
             let mut ops = Vec::with_capacity(2 * batch.len());
             for b in &batch {
-                ops.push(count_op(&self.block_prefix(*b), serializable));
+                ops.push(
+                    Read::prefix(&self.block_prefix(*b))
+                        .count()
+                        .serializable(serializable)
+                        .op(),
+                );
                 if wanted.unowned {
-                    ops.push(read_op(&self.owner_key(*b), false, true, serializable));
+                    ops.push(
+                        Read::key(&self.owner_key(*b))
+                            .keys_only()
+                            .serializable(serializable)
+                            .op(),
+                    );
                 }
             }
             let answers = self.read_txn(ops)?;
@@ -186,7 +199,7 @@ impl EtcdStore {
     fn read_old_per_block(&self) -> Result<HashMap<Block, u128>, Error> {
         let old = self.old_prefix();
         let mut per = HashMap::new();
-        for (key, _) in self.client.range_prefix(&old, true, true)? {
+        for key in self.client.keys_under(&old)? {
             if let Some(ip) = key
                 .strip_prefix(&old)
                 .and_then(|ip| ip.parse::<IpAddr>().ok())

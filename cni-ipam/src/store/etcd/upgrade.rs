@@ -9,7 +9,9 @@ use cni_types::Error;
 
 use super::blocks::Block;
 use super::client::{absent_compare, delete_op, put_op, value_compare, Txn};
-use super::{node_prefix, EtcdStore, Place, Record};
+use super::keys::node_prefix;
+use super::records::Record;
+use super::{EtcdStore, Place};
 use crate::store::State;
 
 /// Most old reservations one DEL, GC or ADD moves (40 per transaction):
