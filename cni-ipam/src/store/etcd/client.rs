@@ -11,7 +11,7 @@ use base64::Engine;
 use cni_types::{Code, Error};
 use serde_json::{json, Value};
 
-use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, REQUEST_TIMEOUT};
+use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, OPERATION_DEADLINE, REQUEST_TIMEOUT};
 
 /// `text` in base64, as the gateway carries keys and values.
 pub(super) fn b64(text: &str) -> String {
@@ -27,6 +27,9 @@ pub(super) struct Client {
     /// that a member found dead, hung or leaderless costs one share of
     /// one request's deadline, not one of each.
     first: Cell<usize>,
+    /// When the whole operation (an ADD) must be done: no request goes
+    /// past it.
+    until: Option<Instant>,
     /// Bytes of every answer received so far, for measurements.
     pub(super) received: Cell<u64>,
 }
@@ -49,7 +52,9 @@ pub(super) struct Answer {
 }
 
 impl Client {
-    pub(super) fn new(cfg: &EtcdConfig) -> Client {
+    /// A client of the members `cfg` names; every request of it ends by
+    /// `until` when given.
+    pub(super) fn new(cfg: &EtcdConfig, until: Option<Instant>) -> Client {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // etcd is reached directly, never through a proxy from the
@@ -61,6 +66,7 @@ impl Client {
             agent,
             endpoints: cfg.endpoints.clone(),
             first: Cell::new(0),
+            until,
             received: Cell::new(0),
         }
     }
@@ -108,6 +114,11 @@ impl Client {
         }
     }
 
+    /// Whether the operation's deadline has passed: no request is sent.
+    pub(super) fn expired(&self) -> bool {
+        self.until.is_some_and(|until| Instant::now() >= until)
+    }
+
     /// A transaction that runs `failure` when its comparisons do not hold.
     pub(super) fn txn_else(
         &self,
@@ -134,7 +145,17 @@ impl Client {
     /// itself (a malformed request, too many operations) is code 999.
     fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
         let body = body.to_string();
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let now = Instant::now();
+        let deadline = match self.until {
+            Some(until) if until <= now => {
+                return Err(Error::try_again_later(
+                    format!("the {OPERATION_DEADLINE:?} given to one operation on etcd passed"),
+                    format!("before {path} to {}", self.endpoints.join(", ")),
+                ))
+            }
+            Some(until) => until.min(now + REQUEST_TIMEOUT),
+            None => now + REQUEST_TIMEOUT,
+        };
         let mut failures = Vec::new();
         let (count, first) = (self.endpoints.len(), self.first.get());
         for n in 0..count {

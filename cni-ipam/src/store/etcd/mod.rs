@@ -125,7 +125,9 @@
 //! lifecycle) releases it, as does a GC, and a repeated ADD returns that
 //! same address. An ADD makes a bounded number of requests (its reads, at
 //! most 8 claims, at most 32 lost races within 10 s), each within its
-//! deadline. `tests/tests/ipam_etcd_cluster.rs` checks this on three
+//! deadline, and none past [`OPERATION_DEADLINE`] (15 s) from its start:
+//! the whole ADD answers within it (and one request's deadline) or fails
+//! with code 11. `tests/tests/ipam_etcd_cluster.rs` checks this on three
 //! members with the leader killed and with a member stopped for 10 s.
 //!
 //! **Bad keys.** A key that is not what its name says (a block name that
@@ -171,6 +173,11 @@ use crate::store::{
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest an ADD spends on etcd in all, whatever it meets (lost
+/// races, claims, members failing over, an election): past it, no
+/// request is sent and the ADD fails with code 11.
+pub const OPERATION_DEADLINE: Duration = Duration::from_secs(15);
 
 /// How long a reservation whose answer was lost is sent again, to learn
 /// whether it was applied: longer than an election with etcd's default
@@ -243,7 +250,12 @@ impl Store for EtcdStore {
 
     fn open(network: &str, cfg: &EtcdConfig, access: Access) -> Result<Option<EtcdStore>, Error> {
         Ok(Some(EtcdStore {
-            client: Client::new(cfg),
+            // An ADD has one deadline in all; DEL, GC and STATUS one per
+            // request (a DEL must finish its work, and is retried anyway).
+            client: Client::new(
+                cfg,
+                (access == Access::Create).then(|| Instant::now() + OPERATION_DEADLINE),
+            ),
             root: format!("{}/{network}/", cfg.prefix),
             node: node_name(cfg)?,
             linearizable: access != Access::Create,
@@ -578,7 +590,11 @@ impl EtcdStore {
                 .client
                 .txn_else(compare.clone(), success.clone(), failure.clone())
             {
-                Err(e) if e.code == Code::TRY_AGAIN_LATER && started.elapsed() < OUTCOME_WINDOW => {
+                Err(e)
+                    if e.code == Code::TRY_AGAIN_LATER
+                        && started.elapsed() < OUTCOME_WINDOW
+                        && !self.client.expired() =>
+                {
                     self.linearizable = true;
                     std::thread::sleep(OUTCOME_PAUSE);
                 }
