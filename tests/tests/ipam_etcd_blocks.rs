@@ -365,6 +365,24 @@ fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a
         checked_layout(&etcd).len(),
         RESERVATIONS + NODES - done.reservations + want.len()
     );
+    // Every block is owned now: a new node borrows, reading a few
+    // blocks' counts and one block's keys, never the network's.
+    let (ip, bytes) = add_through_store(&etcd, "node-borrower", "borrow-1");
+    assert!(
+        bytes < 64 << 10,
+        "a borrowing ADD read {bytes} bytes from etcd"
+    );
+    let held = checked_layout(&etcd);
+    assert_eq!(
+        held.len(),
+        RESERVATIONS + NODES - done.reservations + want.len() + 1
+    );
+    assert!(held.contains_key(&ip));
+    assert_eq!(
+        etcd.keys(&format!("{ROOT}nodes/node-borrower/borrowed/{ip}"))
+            .len(),
+        1
+    );
 }
 
 #[test]

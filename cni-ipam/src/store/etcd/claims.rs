@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use cni_types::Error;
 
-use super::blocks::{candidates, capacity, Block};
+use super::blocks::{block_count, candidates, capacity, Block};
 use super::client::{
     absent_compare, delete_op, empty_compare, kvs, put_op, responses, value_compare, Read, Txn,
 };
@@ -57,6 +57,16 @@ impl EtcdStore {
         state: &mut State,
     ) -> Result<Option<Block>, Error> {
         let owners = format!("{}owners/", self.root);
+        // Every block owned (as many owners as the sets have blocks, as
+        // counted by the read): no claim, and no listing of the owners.
+        let blocks = self
+            .sets
+            .iter()
+            .map(|s| block_count(s, self.sizes))
+            .fold(0u128, u128::saturating_add);
+        if u128::from(self.owner_count) >= blocks {
+            return Ok(None);
+        }
         for attempt in 0..MAX_LOST_CLAIMS {
             // The first free block in host-local's order first (one node
             // alone allocates as host-local does); after a lost claim, from
@@ -108,6 +118,7 @@ impl EtcdStore {
                 let found = self.block_reservations(b, keys, state);
                 self.counts.insert(b, found);
                 self.owned.push(b);
+                self.owner_count += 1;
                 return Ok(Some(b));
             }
         }

@@ -14,9 +14,12 @@
 //! reservations. When its blocks are full it claims another (passing over
 //! blocks known full); when no block is free it borrows an address of
 //! another node's block, unless `strictBlocks`, when the ADD fails with
-//! [`crate::RANGE_EXHAUSTED`]. Borrowing counts the keys of the blocks
-//! (`count_only`, 60 per request, from a random block, at most 4,096) and
-//! reads the keys of the first with room: never every reservation.
+//! [`crate::RANGE_EXHAUSTED`]. The owners' keys are counted by every
+//! read; when there are as many as the ranges have blocks, no claim is
+//! tried (a claim lists the owners' keys, one per block, otherwise).
+//! Borrowing counts the keys of the blocks (`count_only`, 60 per request,
+//! from a random block, at most 4,096) and reads the keys of the first
+//! with room: never every reservation.
 //!
 //! **STATUS** reads the node's index and two counts (`blocks/`, `ips/`):
 //! a range set offering more addresses than the network holds keys has
@@ -228,6 +231,9 @@ pub struct EtcdStore {
     /// Reservations outside the node's keys learned from a lost race, so
     /// that the next plan does not choose them again.
     seen: Vec<Reservation>,
+    /// How many blocks are owned, as last read: when every block is,
+    /// an ADD borrows without listing the owners.
+    owner_count: u64,
 }
 
 /// Where a reservation's key is.
@@ -271,6 +277,7 @@ impl Store for EtcdStore {
             places: HashMap::new(),
             counts: HashMap::new(),
             seen: Vec::new(),
+            owner_count: 0,
         }))
     }
 
@@ -307,9 +314,14 @@ impl Store for EtcdStore {
                 .serializable(serializable)
                 .op(),
             Read::prefix(&old).count().serializable(serializable).op(),
+            Read::prefix(&format!("{}owners/", self.root))
+                .count()
+                .serializable(serializable)
+                .op(),
         ])?;
         let index = Index::parse(self, kvs(first.first()), &mut state);
         let old_count = count(first.get(1));
+        self.owner_count = count(first.get(2));
         // 2. The node's blocks (their owner and every key) and borrowed
         // addresses.
         let mut ops = Vec::new();
