@@ -87,7 +87,8 @@
 //! or GC. A block is claimed only while it offers addresses not known
 //! held, a block partly held in the old layout offers the rest, and a
 //! block found full once claimed makes the ADD claim another (at most 8).
-//! STATUS only counts the old keys. Every node must run a plugin with
+//! STATUS counts the old keys, and lists them (keys only) only when a
+//! range set looks full. Every node must run a plugin with
 //! blocks before any ADD uses them: an older plugin reads only `ips/`,
 //! and does not see what was moved.
 //!
