@@ -7,7 +7,8 @@
 #
 # usage: bench/ipam/run.sh [ROUNDS]   (default 300 sequential ADD+DEL pairs
 #        per plugin, the first 30 of them warm-up, and 3 interleaved rounds
-#        of 16 concurrent workers x 20 pairs; under 100, a smoke run)
+#        of 16 concurrent workers x 20 pairs; under 100, a smoke run);
+#        then bench/ipam/cluster.py: the etcd store on three members.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-300}
@@ -20,3 +21,6 @@ gcc -O2 -static -o "$out/harness" bench/process/harness.c
 scripts/build-static-plugins.sh --quiet -p plugins-sample --bin ipam-file --bin ipam-etcd >/dev/null
 cp target/x86_64-unknown-linux-musl/plugin/ipam-file target/x86_64-unknown-linux-musl/plugin/ipam-etcd "$out/"
 python3 bench/ipam/bench.py "$out" "$rounds"
+# The etcd store on a three-member cluster: 1,000 ADDs from 10 nodes,
+# STATUS with 100,000 reservations (a smoke run under 100 rounds).
+python3 bench/ipam/cluster.py "$out" "$out/ipam-etcd" "$([ "$rounds" -lt 100 ] && echo 1 || echo 0)"

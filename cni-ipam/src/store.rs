@@ -219,7 +219,8 @@ pub trait Store: Sized {
     /// while there is one. By default from [`Store::held_addresses`]; a
     /// store that can ask about one address cheaply (the file store)
     /// probes the few addresses an ADD would try first and lists the
-    /// reservations only when all of them are taken.
+    /// reservations only when all of them are taken; the etcd store
+    /// answers from the node's index and counted reads.
     fn exhausted_sets(&mut self, sets: &[RangeSet]) -> Result<Vec<usize>, Error> {
         let held = self.held_addresses()?;
         Ok(crate::plan::exhausted_sets(sets, &held))

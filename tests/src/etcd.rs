@@ -1,6 +1,7 @@
 //! A real etcd for the etcd store's tests: Debian's `etcd` on 127.0.0.1,
 //! on free ports, with a temporary data directory, stopped when dropped.
-//! Read back through `etcdctl`. Both come from `scripts/install-test-deps.sh`
+//! Read back through `etcdctl`. [`Cluster`] is three members of their
+//! own, for the faults one member cannot show. Both come from `scripts/install-test-deps.sh`
 //! (etcd-server, etcd-client); the tests fail when they are missing.
 
 use std::io::{Read, Write};
@@ -265,6 +266,227 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
+}
+
+/// A private three-member etcd cluster on 127.0.0.1, each member on ports
+/// and a data directory of its own, stopped when dropped: for faults a
+/// single member cannot show (a leader killed, a member hung).
+pub struct Cluster {
+    data: tempfile::TempDir,
+    /// (client port, peer port) of each member.
+    ports: Vec<(u16, u16)>,
+    token: String,
+    children: Mutex<Vec<Option<Child>>>,
+}
+
+/// Members of a [`Cluster`].
+pub const MEMBERS: usize = 3;
+
+impl Cluster {
+    /// Starts three members and waits until the cluster has a leader.
+    ///
+    /// # Panics
+    /// When `etcd` is not installed, or the cluster is not healthy within
+    /// 20 s.
+    pub fn start() -> Cluster {
+        let data = tempfile::Builder::new()
+            .prefix("cni-etcd-cluster-")
+            .tempdir()
+            .expect("temporary directory");
+        let cluster = Cluster {
+            token: format!("cni-test-{}", std::process::id()),
+            ports: (0..MEMBERS).map(|_| (free_port(), free_port())).collect(),
+            data,
+            children: Mutex::new((0..MEMBERS).map(|_| None).collect()),
+        };
+        for i in 0..MEMBERS {
+            cluster.spawn(i);
+        }
+        cluster.wait_healthy();
+        cluster
+    }
+
+    /// `http://127.0.0.1:<port>` of each member, as the store's
+    /// `endpoints` take them.
+    pub fn endpoints(&self) -> Vec<String> {
+        (0..MEMBERS).map(|i| self.endpoint(i)).collect()
+    }
+
+    /// Member `i`'s client URL.
+    pub fn endpoint(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports[i].0)
+    }
+
+    fn children(&self) -> std::sync::MutexGuard<'_, Vec<Option<Child>>> {
+        self.children.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn spawn(&self, i: usize) {
+        let bin = PathBuf::from("/usr/bin/etcd");
+        assert!(
+            bin.is_file(),
+            "etcd is missing ({} not found); {INSTALL_HINT}",
+            bin.display()
+        );
+        let peer = |i: usize| format!("http://127.0.0.1:{}", self.ports[i].1);
+        let initial: Vec<String> = (0..MEMBERS).map(|m| format!("m{m}={}", peer(m))).collect();
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.data.path().join(format!("m{i}.log")))
+            .expect("log file");
+        let child = Command::new(bin)
+            .arg(format!("--name=m{i}"))
+            .arg(format!(
+                "--data-dir={}",
+                self.data.path().join(format!("m{i}")).display()
+            ))
+            .arg(format!("--listen-client-urls={}", self.endpoint(i)))
+            .arg(format!("--advertise-client-urls={}", self.endpoint(i)))
+            .arg(format!("--listen-peer-urls={}", peer(i)))
+            .arg(format!("--initial-advertise-peer-urls={}", peer(i)))
+            .arg(format!("--initial-cluster={}", initial.join(",")))
+            .arg(format!("--initial-cluster-token={}", self.token))
+            .arg("--initial-cluster-state=new")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting etcd");
+        self.children()[i] = Some(child);
+    }
+
+    /// Waits until every running member answers `/health` true.
+    fn wait_healthy(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let running: Vec<usize> = (0..MEMBERS)
+                .filter(|i| self.children()[*i].is_some())
+                .collect();
+            if running.iter().all(|i| self.healthy(*i)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the etcd cluster did not become healthy; logs in {}",
+                self.data.path().display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn healthy(&self, i: usize) -> bool {
+        post(
+            self.ports[i].0,
+            "GET",
+            "/health",
+            "",
+            Duration::from_secs(1),
+        )
+        .is_some_and(|a| a.contains("\"health\":\"true\""))
+    }
+
+    /// The index of the member that leads now, as the members say.
+    pub fn leader(&self) -> Option<usize> {
+        let ids: Vec<Option<(String, String)>> = (0..MEMBERS)
+            .map(|i| {
+                let answer = post(
+                    self.ports[i].0,
+                    "POST",
+                    "/v3/maintenance/status",
+                    "{}",
+                    Duration::from_secs(1),
+                )?;
+                let v: serde_json::Value = serde_json::from_str(&answer).ok()?;
+                let id = v["header"]["member_id"].as_str()?.to_owned();
+                let leader = v["leader"].as_str()?.to_owned();
+                Some((id, leader))
+            })
+            .collect();
+        let leader = ids.iter().flatten().map(|(_, l)| l.clone()).next()?;
+        ids.iter()
+            .position(|m| m.as_ref().is_some_and(|(id, _)| *id == leader))
+    }
+
+    /// The pid of member `i`, while it runs.
+    pub fn pid(&self, i: usize) -> Option<i32> {
+        self.children()[i]
+            .as_ref()
+            .and_then(|c| i32::try_from(c.id()).ok())
+    }
+
+    /// Kills member `i` (SIGKILL), as a crash would.
+    pub fn kill(&self, i: usize) {
+        if let Some(mut child) = self.children()[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts member `i` again on its ports and data, and waits until the
+    /// cluster is healthy.
+    pub fn restart(&self, i: usize) {
+        self.kill(i);
+        self.spawn(i);
+        self.wait_healthy();
+    }
+
+    /// Every key under `prefix` with its value, read from the cluster
+    /// through `etcdctl` (linearizable).
+    ///
+    /// # Panics
+    /// When `etcdctl` is missing or fails.
+    pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String)> {
+        let endpoints = self.endpoints().join(",");
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &endpoints, "get", "--prefix", prefix])
+            .output()
+            .unwrap_or_else(|e| panic!("etcdctl: {e}; {INSTALL_HINT}"));
+        assert!(out.status.success(), "etcdctl get: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        lines
+            .chunks(2)
+            .map(|kv| {
+                (
+                    kv[0].to_owned(),
+                    kv.get(1).copied().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..MEMBERS {
+            if let Some(pid) = self.pid(i) {
+                // A stopped member would not die of SIGKILL until resumed
+                // on some kernels' accounting; resume it first.
+                // SAFETY: kill(2) of a child this cluster started.
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            }
+            self.kill(i);
+        }
+    }
+}
+
+/// `method path` with `body` to 127.0.0.1:`port` over HTTP/1.0; the
+/// answer's body, `None` when it does not answer within `timeout`.
+fn post(port: u16, method: &str, path: &str, body: &str, timeout: Duration) -> Option<String> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    let request = format!(
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
 }
 
 #[cfg(test)]

@@ -267,12 +267,30 @@ fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64) {
     panic!("{node}/{id} kept losing on its own blocks");
 }
 
+/// STATUS through the store's API, as the plugin does it; what it found
+/// and the bytes etcd answered.
+fn status_through_store(etcd: &Etcd, node: &str) -> (Vec<usize>, u64) {
+    let conf = NetConf::from_value(conf(etcd, node, SUBNET, json!({}))).expect("conf");
+    let cfg = IpamConfig::from_conf(&conf).expect("ipam");
+    let store_cfg = EtcdStore::config(IpamConfig::section(&conf).unwrap()).expect("store");
+    let mut store = EtcdStore::open(NETWORK, &store_cfg, Access::Read)
+        .unwrap()
+        .unwrap();
+    store.use_ranges(&cfg.range_sets).expect("ranges");
+    let exhausted = store.exhausted_sets(&cfg.range_sets).expect("status");
+    (exhausted, store.bytes_received())
+}
+
 #[test]
 fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a_dead_nodes_come_back(
 ) {
     let etcd = Etcd::start();
     let per_node = bulk_fill(&etcd);
     assert_eq!(checked_layout(&etcd).len(), RESERVATIONS);
+    // STATUS counts, never lists the network: one small answer.
+    let (exhausted, bytes) = status_through_store(&etcd, &node(7));
+    assert_eq!(exhausted, Vec::<usize>::new());
+    assert!(bytes < 4 << 10, "STATUS read {bytes} bytes from etcd");
 
     // Every node adds one container through the normal path, 8 at a time.
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -343,6 +361,24 @@ fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a
     assert_eq!(
         checked_layout(&etcd).len(),
         RESERVATIONS + NODES - done.reservations + want.len()
+    );
+    // Every block is owned now: a new node borrows, reading a few
+    // blocks' counts and one block's keys, never the network's.
+    let (ip, bytes) = add_through_store(&etcd, "node-borrower", "borrow-1");
+    assert!(
+        bytes < 64 << 10,
+        "a borrowing ADD read {bytes} bytes from etcd"
+    );
+    let held = checked_layout(&etcd);
+    assert_eq!(
+        held.len(),
+        RESERVATIONS + NODES - done.reservations + want.len() + 1
+    );
+    assert!(held.contains_key(&ip));
+    assert_eq!(
+        etcd.keys(&format!("{ROOT}nodes/node-borrower/borrowed/{ip}"))
+            .len(),
+        1
     );
 }
 
@@ -541,17 +577,22 @@ fn reservations_in_the_layout_before_blocks_are_honoured_and_released_by_their_o
     // A repeated ADD of an old reservation's attachment is refused (104).
     let again = run("ADD", "c-old", &conf);
     assert_eq!(again.error().map(|e| e.code.0), Some(104), "{again:?}");
-    // A new ADD passes them, and is written in a block.
+    // A new ADD passes them, and is written in a block; they are moved
+    // into blocks, still held by their containers.
     let new = run("ADD", "c-new", &conf);
     assert_eq!(new.exit_code, 0, "{new:?}");
     assert_eq!(address(&new), "10.98.0.5".parse::<IpAddr>().unwrap());
-    assert_eq!(checked_layout(&etcd).len(), 1);
+    assert_eq!(checked_layout(&etcd).len(), 4);
+    assert!(etcd.keys(&format!("{ROOT}ips/")).is_empty());
     assert_eq!(run("CHECK", "c-old", &conf).exit_code, 0);
-    // Their own DEL releases them.
+    // Their own DEL releases them, and their index keys.
     assert_eq!(run("DEL", "c-old", &conf).exit_code, 0);
-    let left = etcd.keys(&format!("{ROOT}ips/"));
-    assert_eq!(left.len(), 2, "{left:?}");
-    assert!(!left.iter().any(|k| k.ends_with("/10.98.0.2")), "{left:?}");
+    let left = held_by_id(&etcd);
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(!left.values().any(|id| id == "c-old"), "{left:?}");
+    assert!(etcd
+        .keys(&format!("{ROOT}nodes/node-u/borrowed/10.98.0.2"))
+        .is_empty());
 }
 
 #[test]
@@ -593,4 +634,107 @@ fn ipam_etcd_reclaim_node_as_a_command_gives_back_a_dead_nodes_blocks() {
     // A node does not reclaim itself.
     let own = reclaim_node_of(stdin.as_bytes(), "node-live").unwrap_err();
     assert_eq!(own.code, cni_types::Code::INVALID_NETWORK_CONFIG, "{own:?}");
+}
+
+/// Every reservation in both layouts: address -> container id (an
+/// address under two keys fails).
+fn held_by_id(etcd: &Etcd) -> BTreeMap<IpAddr, String> {
+    let mut all = etcd.get_prefix(&format!("{ROOT}blocks/"));
+    all.extend(etcd.get_prefix(&format!("{ROOT}ips/")));
+    let mut held = BTreeMap::new();
+    for (key, value) in all {
+        let ip: IpAddr = key.rsplit('/').next().unwrap().parse().expect("an address");
+        let v: Value = serde_json::from_str(&value).expect("a reservation");
+        let id = v["containerID"].as_str().unwrap().to_owned();
+        assert!(held.insert(ip, id).is_none(), "{ip} held twice");
+    }
+    held
+}
+
+/// Whether `ip` is one of the test's addresses held before the upgrade.
+fn was_old(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V4(v4) if (2..122).contains(&v4.octets()[3]) && v4.octets()[2] == 1)
+}
+
+#[test]
+fn an_upgrade_with_old_layout_reservations_filling_the_first_block_allocates_around_them() {
+    let etcd = Etcd::start();
+    // /26 blocks: 10.98.1.2-63 (the first block, less its gateway) and
+    // 10.98.1.64-121 held in the layout before blocks, by this node and
+    // another; the second block is partly held.
+    let subnet = "10.98.1.0/24";
+    let mine = conf(&etcd, "node-u", subnet, json!({}));
+    let old: Vec<(String, String)> = (2..122u32)
+        .map(|k| {
+            let node = if k % 2 == 0 { "node-u" } else { "node-o" };
+            (
+                format!("{ROOT}ips/10.98.1.{k}"),
+                json!({"containerID": format!("old-{k}"), "ifname": "eth0", "node": node})
+                    .to_string(),
+            )
+        })
+        .collect();
+    etcd.put_all(&old);
+    // New ADDs take the free addresses, the partly held block's first.
+    let mut got = BTreeSet::new();
+    for i in 0..10 {
+        let out = run("ADD", &format!("new-{i}"), &mine);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        let ip = address(&out);
+        assert!(
+            !was_old(ip),
+            "{ip} handed out while held before the upgrade"
+        );
+        got.insert(ip);
+    }
+    let first: IpAddr = "10.98.1.122".parse().unwrap();
+    assert!(
+        got.contains(&first),
+        "the second block's free part: {got:?}"
+    );
+    // The old keys were moved into the blocks' key space, each still held
+    // by its container.
+    assert!(etcd.keys(&format!("{ROOT}ips/")).is_empty());
+    let held = held_by_id(&etcd);
+    assert_eq!(held.len(), 130);
+    assert_eq!(held[&"10.98.1.10".parse::<IpAddr>().unwrap()], "old-10");
+    // They are released by their own DEL and GC.
+    assert_eq!(run("DEL", "old-10", &mine).exit_code, 0);
+    let mut gc = mine.clone();
+    let valid: Vec<Value> = (0..10)
+        .map(|i| json!({"containerID": format!("new-{i}"), "ifname": "eth0"}))
+        .chain((2..122).map(|k| json!({"containerID": format!("old-{k}"), "ifname": "eth0"})))
+        .filter(|a| a["containerID"] != "old-12")
+        .collect();
+    gc["cni.dev/valid-attachments"] = Value::Array(valid);
+    assert_eq!(run("GC", "", &gc).exit_code, 0);
+    let held = held_by_id(&etcd);
+    let old_left = held.values().filter(|id| id.starts_with("old-")).count();
+    assert_eq!(old_left, 118, "only old-10 and old-12 went: {held:?}");
+    assert!(!held.values().any(|id| id == "old-10" || id == "old-12"));
+    // Another node's old reservations stay; a node fills the network
+    // around them, each address once, then gets code 102.
+    let other = conf(&etcd, "node-v", subnet, json!({}));
+    loop {
+        let out = run("ADD", &format!("fill-{}", got.len()), &other);
+        if out.exit_code != 0 {
+            assert_eq!(
+                out.error().map(|e| e.code),
+                Some(RANGE_EXHAUSTED),
+                "{out:?}"
+            );
+            break;
+        }
+        let ip = address(&out);
+        assert!(got.insert(ip), "{ip} handed out twice");
+        let id = held.get(&ip);
+        assert!(
+            id.is_none_or(|id| !id.starts_with("old-") || id == "old-10" || id == "old-12"),
+            "{ip} handed out while held by {id:?}"
+        );
+    }
+    // 253 addresses less the old layout's 118.
+    assert_eq!(got.len(), 253 - 118, "{got:?}");
+    assert_eq!(held_by_id(&etcd).len(), 253);
+    assert_eq!(checked_layout(&etcd).len(), 253);
 }

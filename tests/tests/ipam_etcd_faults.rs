@@ -25,6 +25,9 @@ enum Behaviour {
     HugeError(usize),
     /// Reads nothing and never answers.
     Hang,
+    /// Answers as an etcd member that restarted and does not know the
+    /// cluster's version yet: 412 `etcdserver: not capable`.
+    NotCapable,
     /// A well-formed etcd that holds no key, yet fails every reservation
     /// as if its address were taken: an ADD can only lose, forever.
     AlwaysTaken,
@@ -159,6 +162,15 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
                 out.write_all(head.as_bytes())
                     .and_then(|()| out.write_all(body.as_bytes()))
             }
+            Behaviour::NotCapable => {
+                let body = r#"{"error":"etcdserver: not capable","message":"etcdserver: not capable","code":9}"#;
+                let head = format!(
+                    "HTTP/1.1 412 Precondition Failed\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                out.write_all(head.as_bytes())
+                    .and_then(|()| out.write_all(body.as_bytes()))
+            }
             Behaviour::Hang => return,
         };
         if written.is_err() {
@@ -219,6 +231,19 @@ fn a_server_answering_empty_objects_is_code_11_at_once_quoting_its_answer() {
     let requests = fake.requests.load(Ordering::SeqCst);
     assert!(requests <= 3, "{requests} requests in {took:?}");
     assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn a_member_that_restarted_and_is_not_capable_yet_is_code_11_and_the_next_member_is_tried() {
+    let (restarting, other) = (
+        Fake::start(Behaviour::NotCapable),
+        Fake::start(Behaviour::NotCapable),
+    );
+    let out = add(&[restarting.endpoint(), other.endpoint()], None);
+    let e = error(&out);
+    assert_eq!(e["code"], 11, "{e}");
+    assert!(text(&e, "details").contains("not capable"), "{e}");
+    assert_eq!(other.requests.load(Ordering::SeqCst), 1, "{e}");
 }
 
 #[test]

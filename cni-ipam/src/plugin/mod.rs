@@ -235,7 +235,10 @@ impl<S: Store> Plugin for Ipam<S> {
         let (cfg, store_cfg) = configs::<S>(req)?;
         let found = S::open(&cfg.name, &store_cfg, Access::Read).and_then(|store| match store {
             Some(mut store) => Ok(Some((
-                store.exhausted_sets(&cfg.range_sets)?,
+                {
+                    store.use_ranges(&cfg.range_sets)?;
+                    store.exhausted_sets(&cfg.range_sets)?
+                },
                 store.describe(),
             ))),
             None => Ok(None),

@@ -182,6 +182,19 @@ fn check_sizes(sets: &[RangeSet], sizes: Sizes) -> Result<(), Error> {
     Ok(())
 }
 
+/// How many blocks `set`'s ranges span (those [`candidates`] yields),
+/// without listing them.
+pub(super) fn block_count(set: &RangeSet, sizes: Sizes) -> u128 {
+    set.ranges
+        .iter()
+        .map(|r| {
+            let (first, last) = (Block::of(r.start, sizes), Block::of(r.end, sizes));
+            let step = host_mask(first.v4, first.len).saturating_add(1);
+            ((last.net - first.net) / step).saturating_add(1)
+        })
+        .fold(0u128, u128::saturating_add)
+}
+
 /// The blocks of `set` in order, starting at a place chosen by `hint` and
 /// wrapping, each once (a block spanning two ranges of the set may come
 /// twice). Lazy: an IPv6 range has more blocks than can be listed.

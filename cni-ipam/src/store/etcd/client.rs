@@ -3,7 +3,7 @@
 //! across endpoints and bounded answers.
 
 use std::cell::Cell;
-use std::io::Read;
+use std::io::Read as _;
 use std::time::Instant;
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -11,7 +11,7 @@ use base64::Engine;
 use cni_types::{Code, Error};
 use serde_json::{json, Value};
 
-use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, REQUEST_TIMEOUT};
+use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, OPERATION_DEADLINE, REQUEST_TIMEOUT};
 
 /// `text` in base64, as the gateway carries keys and values.
 pub(super) fn b64(text: &str) -> String {
@@ -23,6 +23,13 @@ pub(super) fn b64(text: &str) -> String {
 pub(super) struct Client {
     agent: ureq::Agent,
     pub(super) endpoints: Vec<String>,
+    /// The member that answered last: the next request tries it first, so
+    /// that a member found dead, hung or leaderless costs one share of
+    /// one request's deadline, not one of each.
+    first: Cell<usize>,
+    /// When the whole operation (an ADD) must be done: no request goes
+    /// past it.
+    until: Option<Instant>,
     /// Bytes of every answer received so far, for measurements.
     pub(super) received: Cell<u64>,
 }
@@ -45,7 +52,9 @@ pub(super) struct Answer {
 }
 
 impl Client {
-    pub(super) fn new(cfg: &EtcdConfig) -> Client {
+    /// A client of the members `cfg` names; every request of it ends by
+    /// `until` when given.
+    pub(super) fn new(cfg: &EtcdConfig, until: Option<Instant>) -> Client {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // etcd is reached directly, never through a proxy from the
@@ -56,40 +65,58 @@ impl Client {
         Client {
             agent,
             endpoints: cfg.endpoints.clone(),
+            first: Cell::new(0),
+            until,
             received: Cell::new(0),
         }
     }
 
-    /// Every key under `prefix`, with its value unless `keys_only`; from the
-    /// member's own state (serializable) unless `linearizable`.
-    pub(super) fn range_prefix(
+    /// Every key under `prefix` (no values), linearizable.
+    pub(super) fn keys_under(&self, prefix: &str) -> Result<Vec<String>, Error> {
+        let read = Read::prefix(prefix).keys_only();
+        let answer = self.call("/v3/kv/range", &read.body())?.answer;
+        Ok(kvs_of(answer.get("kvs"))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
+    }
+
+    /// Every key under `prefix` with its value, in pages of [`PAGE`] keys
+    /// (each its own request, with its own deadline): a listing too large
+    /// for one request's deadline still completes.
+    pub(super) fn range_prefix_paged(
         &self,
         prefix: &str,
-        keys_only: bool,
         linearizable: bool,
     ) -> Result<Vec<(String, Vec<u8>)>, Error> {
         let end = prefix_end(prefix);
-        let answer = self
-            .call(
-                "/v3/kv/range",
-                &json!({"key": b64(prefix), "range_end": B64.encode(&end), "keys_only": keys_only,
-                        "serializable": !linearizable}),
-            )?
-            .answer;
-        let kvs = answer.get("kvs").and_then(Value::as_array);
-        let decode = |v: Option<&Value>| -> Vec<u8> {
-            v.and_then(Value::as_str)
-                .and_then(|s| B64.decode(s).ok())
-                .unwrap_or_default()
-        };
-        Ok(kvs
-            .into_iter()
-            .flatten()
-            .map(|kv| {
-                let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
-                (key, decode(kv.get("value")))
-            })
-            .collect())
+        let mut from = prefix.as_bytes().to_vec();
+        let mut out = Vec::new();
+        loop {
+            let answer = self
+                .call(
+                    "/v3/kv/range",
+                    &json!({"key": B64.encode(&from), "range_end": B64.encode(&end),
+                            "limit": PAGE, "serializable": !linearizable}),
+                )?
+                .answer;
+            let page = kvs_of(answer.get("kvs"));
+            let more = answer.get("more").and_then(Value::as_bool) == Some(true);
+            let Some((last, _)) = page.last() else {
+                return Ok(out);
+            };
+            from = last.as_bytes().to_vec();
+            from.push(0);
+            out.extend(page);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Whether the operation's deadline has passed: no request is sent.
+    pub(super) fn expired(&self) -> bool {
+        self.until.is_some_and(|until| Instant::now() >= until)
     }
 
     /// A transaction that runs `failure` when its comparisons do not hold.
@@ -111,20 +138,35 @@ impl Client {
     }
 
     /// POSTs `body` to the first endpoint that answers, all within
-    /// [`REQUEST_TIMEOUT`]. Unreachable, a server-side failure (no leader,
-    /// timeout) or an answer that is not etcd's is code 11.
+    /// [`REQUEST_TIMEOUT`], starting with the one that answered last;
+    /// each is given an equal share of the time left. Unreachable, a passing failure of the member
+    /// or the cluster ([`passing`]: no leader, an election, a restart) or
+    /// an answer that is not etcd's is code 11; a refusal of the request
+    /// itself (a malformed request, too many operations) is code 999.
     fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
         let body = body.to_string();
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let now = Instant::now();
+        let deadline = match self.until {
+            Some(until) if until <= now => {
+                return Err(Error::try_again_later(
+                    format!("the {OPERATION_DEADLINE:?} given to one operation on etcd passed"),
+                    format!("before {path} to {}", self.endpoints.join(", ")),
+                ))
+            }
+            Some(until) => until.min(now + REQUEST_TIMEOUT),
+            None => now + REQUEST_TIMEOUT,
+        };
         let mut failures = Vec::new();
-        for (i, endpoint) in self.endpoints.iter().enumerate() {
+        let (count, first) = (self.endpoints.len(), self.first.get());
+        for n in 0..count {
+            let endpoint = &self.endpoints[(first + n) % count];
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 failures.push(format!("{endpoint}: not tried, {REQUEST_TIMEOUT:?} spent"));
                 continue;
             }
             // An equal share of what is left for each endpoint not tried yet.
-            let share = left / (self.endpoints.len() - i) as u32;
+            let share = left / (count - n) as u32;
             let sent = self
                 .agent
                 .post(&format!("{endpoint}{path}"))
@@ -156,11 +198,12 @@ impl Client {
                     // Every etcd answer has a header (cluster, member,
                     // revision); `{}` or `[]` is something else.
                     Ok(answer) if answer.get("header").is_some_and(Value::is_object) => {
+                        self.first.set((first + n) % count);
                         return Ok(Answer {
                             endpoint: endpoint.clone(),
                             answer,
                             text,
-                        })
+                        });
                     }
                     Ok(_) => {
                         return Err(not_etcd(
@@ -180,7 +223,7 @@ impl Client {
                     }
                 }
             }
-            if status >= 500 {
+            if passing(status, &bytes.head) {
                 failures.push(format!("{endpoint}: HTTP {status}: {text}"));
                 continue;
             }
@@ -196,21 +239,108 @@ impl Client {
     }
 }
 
-/// A transaction's operation reading the key `key` (with `range_end`, every
-/// key under the prefix `key`): keys only, or only their count, and from
-/// the member's own state when `serializable`.
-pub(super) fn read_op(key: &str, prefix: bool, keys_only: bool, serializable: bool) -> Value {
-    let mut op = json!({"key": b64(key), "keys_only": keys_only, "serializable": serializable});
-    if prefix {
-        op["range_end"] = Value::String(B64.encode(prefix_end(key)));
-    }
-    json!({ "request_range": op })
+/// Whether an answer of status `status` (not 200) and body `body` is a
+/// passing state of the member or the cluster (try another member, or
+/// again later: code 11), rather than a refusal of the request itself.
+///
+/// etcd answers through its gateway with the HTTP status of the gRPC
+/// code, and the code in the body (`{"error", "code"}`). A server error
+/// (5xx, as `Unavailable`: no leader, leader changed, request timed out,
+/// stopping) passes; so do `Canceled` (408, a request cut by a restart),
+/// `Aborted` (409), `FailedPrecondition` (412: "not capable" while a
+/// restarted member learns the cluster's version), `ResourceExhausted`
+/// (429: too many requests), `DeadlineExceeded` and `Unknown`, whatever
+/// status carries them.
+fn passing(status: u16, body: &[u8]) -> bool {
+    let code = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("code").and_then(Value::as_u64));
+    status >= 500
+        || matches!(status, 408 | 409 | 412 | 425 | 429)
+        || matches!(code, Some(1 | 2 | 4 | 8 | 9 | 10 | 14))
 }
 
-/// A transaction's operation counting the keys under the prefix `key`.
-pub(super) fn count_op(key: &str, serializable: bool) -> Value {
-    json!({"request_range": {"key": b64(key), "range_end": B64.encode(prefix_end(key)),
-                             "count_only": true, "serializable": serializable}})
+/// A range read, alone or as an operation of a transaction: one key, or
+/// every key under a prefix; with values, keys only, or only their count;
+/// linearizable unless marked serializable.
+#[derive(Debug, Clone)]
+pub(super) struct Read {
+    key: String,
+    prefix: bool,
+    fetch: Fetch,
+    serializable: bool,
+}
+
+/// What a [`Read`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fetch {
+    KeysAndValues,
+    KeysOnly,
+    CountOnly,
+}
+
+impl Read {
+    /// The key `key`.
+    pub(super) fn key(key: &str) -> Read {
+        Read {
+            key: key.to_owned(),
+            prefix: false,
+            fetch: Fetch::KeysAndValues,
+            serializable: false,
+        }
+    }
+
+    /// Every key under the prefix `key`.
+    pub(super) fn prefix(key: &str) -> Read {
+        Read {
+            prefix: true,
+            ..Read::key(key)
+        }
+    }
+
+    /// Keys without their values.
+    pub(super) fn keys_only(self) -> Read {
+        Read {
+            fetch: Fetch::KeysOnly,
+            ..self
+        }
+    }
+
+    /// Only how many keys there are (`count_only`).
+    pub(super) fn count(self) -> Read {
+        Read {
+            fetch: Fetch::CountOnly,
+            ..self
+        }
+    }
+
+    /// From the member's own state when `serializable` (it may lag the
+    /// cluster), else linearizable (through the leader).
+    pub(super) fn serializable(self, serializable: bool) -> Read {
+        Read {
+            serializable,
+            ..self
+        }
+    }
+
+    /// The transaction's operation.
+    pub(super) fn op(&self) -> Value {
+        json!({ "request_range": self.body() })
+    }
+
+    /// The request's body, alone (`POST /v3/kv/range`).
+    fn body(&self) -> Value {
+        let mut op = json!({"key": b64(&self.key), "serializable": self.serializable});
+        if self.prefix {
+            op["range_end"] = Value::String(B64.encode(prefix_end(&self.key)));
+        }
+        match self.fetch {
+            Fetch::KeysAndValues => {}
+            Fetch::KeysOnly => op["keys_only"] = Value::Bool(true),
+            Fetch::CountOnly => op["count_only"] = Value::Bool(true),
+        }
+        op
+    }
 }
 
 /// A comparison that holds while no key lies under the prefix `key` (a
@@ -261,6 +391,26 @@ pub(super) fn responses(answer: &Value) -> &[Value] {
         Some(Value::Array(r)) => r,
         _ => &[],
     }
+}
+
+/// Keys read in one page of [`Client::range_prefix_paged`].
+const PAGE: u64 = 5000;
+
+/// The keys and values of a `kvs` list.
+fn kvs_of(list: Option<&Value>) -> Vec<(String, Vec<u8>)> {
+    let decode = |v: Option<&Value>| -> Vec<u8> {
+        v.and_then(Value::as_str)
+            .and_then(|s| B64.decode(s).ok())
+            .unwrap_or_default()
+    };
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|kv| {
+            let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
+            (key, decode(kv.get("value")))
+        })
+        .collect()
 }
 
 /// The keys and values a transaction's range operation answered.
@@ -322,7 +472,7 @@ impl Bytes {
 
 /// Reads an answer: whole when `whole` (bounded by the reader's limit),
 /// else its first [`MAX_QUOTED`] bytes, the rest only counted.
-fn read_bounded(reader: &mut impl Read, whole: bool) -> std::io::Result<Bytes> {
+fn read_bounded(reader: &mut impl std::io::Read, whole: bool) -> std::io::Result<Bytes> {
     let mut head = Vec::new();
     if whole {
         reader.read_to_end(&mut head)?;

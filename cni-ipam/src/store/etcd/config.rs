@@ -21,8 +21,11 @@ pub const DEFAULT_BLOCK_SIZE_V6: u8 = 122;
 /// cluster, in etcd (v3 API).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtcdConfig {
-    /// `endpoints`: `http://host:port` URLs of etcd members, tried in order.
-    /// Credentials in a URL are refused, and never shown.
+    /// `endpoints`: `http://host:port` URLs of the etcd cluster's members
+    /// (one or more), tried in turn within one deadline per request,
+    /// starting with the one that answered last (see "Endpoints and
+    /// faults" in [`super`]). Credentials in a URL are refused, and never
+    /// shown.
     pub endpoints: Vec<String>,
     /// `prefix` (default [`DEFAULT_PREFIX`]): keys are
     /// `<prefix>/<network>/...`. Letters, digits and `/ - _ .` only,

@@ -11,10 +11,20 @@
 //! from its own blocks only, so an ADD reads its node's keys, never the
 //! network's: two requests of a bounded size (the node's index, then its
 //! blocks' keys) and the reservation, whatever the number of nodes and
-//! reservations. When its blocks are full it claims another; when no block
-//! is free it borrows one address of another node's block (the one read
-//! of every reservation's key, only then), unless `strictBlocks`, when the
-//! ADD fails with [`crate::RANGE_EXHAUSTED`].
+//! reservations. When its blocks are full it claims another (passing over
+//! blocks known full); when no block is free it borrows an address of
+//! another node's block, unless `strictBlocks`, when the ADD fails with
+//! [`crate::RANGE_EXHAUSTED`]. The owners' keys are counted by every
+//! read; when there are as many as the ranges have blocks, no claim is
+//! tried (a claim lists the owners' keys, one per block, otherwise).
+//! Borrowing counts the keys of the blocks (`count_only`, 60 per request,
+//! from a random block, at most 4,096) and reads the keys of the first
+//! with room: never every reservation.
+//!
+//! **STATUS** reads the node's index and two counts (`blocks/`, `ips/`):
+//! a range set offering more addresses than the network holds keys has
+//! room. Only when it does not (nearly full, or another set's keys) are
+//! its blocks counted as borrowing does.
 //!
 //! **Keys**, under `<prefix>/<network>/` (a block is named
 //! `<first address>-<prefix length>`, `10.1.2.64-26`; a node's name has
@@ -60,27 +70,69 @@
 //!   every reservation the node wrote, gives back its blocks and removes
 //!   its index.
 //!
-//! **Upgrade.** Each read counts the old layout's `ips/` keys (one count,
-//! in the same request as the node's index); while there are any, they are
-//! read too and honoured: never handed out again (every reservation also
-//! compares the address's old key), matched and released by their own DEL
-//! or GC. Once the last is released, the count is all that is left of them.
-//! Every node must run a plugin with blocks before any ADD uses them: an
-//! older plugin reads only `ips/`.
+//! **Upgrade** from the layout before blocks (`ips/<address>`, written by
+//! the previous release; `upgrade.rs`). Each read counts the old layout's
+//! keys (one count, in the same request as the node's index). While there
+//! are any, a DEL, GC or ADD lists them (in pages of 5,000, each request
+//! with its own deadline) and moves up to 2,000 into the blocks' key
+//! space: `blocks/<b>/<address>` with the same value and
+//! `nodes/<node>/borrowed/<address>` in the index of the node the value
+//! names, the old key deleted, in one transaction comparing the old key's
+//! value and the new key's absence (40 per transaction). The address is
+//! held throughout, under one key or the other; its container's own DEL
+//! and GC release it as any borrowed reservation. What is not moved yet
+//! (past the bound, a value naming no node, a key changed meanwhile) is
+//! honoured where it is: never handed out again (every reservation also
+//! compares the address's old key), matched and released by its own DEL
+//! or GC. A block is claimed only while it offers addresses not known
+//! held, a block partly held in the old layout offers the rest, and a
+//! block found full once claimed makes the ADD claim another (at most 8).
+//! STATUS counts the old keys, and lists them (keys only) only when a
+//! range set looks full. Every node must run a plugin with
+//! blocks before any ADD uses them: an older plugin reads only `ips/`,
+//! and does not see what was moved.
 //!
-//! **Faults.** Each request to etcd has one deadline, [`REQUEST_TIMEOUT`],
-//! across all endpoints: they are tried in order, each given an equal share
-//! of the time left (an endpoint that refuses at once leaves its share to
-//! the next). An unreachable etcd is code 11 (try again later) within that
-//! time, naming the endpoints, with nothing written. An answer that is not
-//! etcd's (no `header`, a failed transaction naming no taken address) is
-//! code 11 quoting it, never read as a lost race. What etcd answers is
-//! quoted in errors up to [`MAX_QUOTED`] bytes, with the size of the rest. Only a transaction whose
-//! answer was lost (etcd died between applying it and answering) may have
-//! been applied although the ADD answered code 11: it names the
-//! attachment, so the DEL the runtime "must still" execute after a failed
-//! ADD (SPEC-1.0.0, lifecycle) releases it, as does a GC, and a repeated
-//! ADD returns that same address.
+//! **Endpoints and faults.** `endpoints` lists the cluster's members (one
+//! is a cluster of one, as before; [`EtcdConfig::endpoints`]). Each
+//! request to etcd has one deadline, [`REQUEST_TIMEOUT`], across the
+//! members: it starts with the member that answered this process last and
+//! goes round the list, each member given an equal share of the time left
+//! (one that refuses at once leaves its share to the next). A member that
+//! is dead, hung (stopped) or without a leader costs one share of one
+//! request; the process then keeps to the member that answered. A member
+//! answering a passing state (5xx: no leader, leader changed, request
+//! timed out; 412 "not capable" while a restarted member catches up; 408,
+//! 409, 429) is passed over like one that does not answer; only a refusal
+//! of the request itself is code 999. All members failing is code 11 (try
+//! again later) within the deadline, naming them, with nothing written.
+//! An answer that is not etcd's (no `header`, a failed transaction naming
+//! no taken address) is code 11 quoting it, never read as a lost race.
+//! What etcd answers is quoted in errors up to [`MAX_QUOTED`] bytes, with
+//! the size of the rest.
+//!
+//! **During an election** (a leader killed or stopped; etcd's default
+//! election timeout is 1 s) requests fail over as above, so an ADD may be
+//! answered code 11 after one request's deadline. What holds whatever the
+//! members do: every decision to hand out an address is the reservation
+//! transaction's comparison (the address's keys absent, the block still
+//! this node's), applied once by the cluster, so a lagging member's stale
+//! read (an ADD's first read is serializable) can cost a lost race, never
+//! a duplicate; claims compare the owner's key the same way. A
+//! reservation whose answer was lost (the member died or hung after
+//! sending it on) is sent again for up to 5 s: if it had been applied,
+//! the comparison now fails on the attachment's own value and the ADD
+//! reports that address; if not, it applies now. So an ADD either reports
+//! its address or fails with code 11 holding nothing, except when etcd
+//! stays unreachable for that whole window after a transaction it may
+//! have applied: that reservation names the attachment, so the DEL the
+//! runtime "must still" execute after a failed ADD (SPEC-1.0.0,
+//! lifecycle) releases it, as does a GC, and a repeated ADD returns that
+//! same address. An ADD makes a bounded number of requests (its reads, at
+//! most 8 claims, at most 32 lost races within 10 s), each within its
+//! deadline, and none past [`OPERATION_DEADLINE`] (15 s) from its start:
+//! the whole ADD answers within it (and one request's deadline) or fails
+//! with code 11. `tests/tests/ipam_etcd_cluster.rs` checks this on three
+//! members with the leader killed and with a member stopped for 10 s.
 //!
 //! **Bad keys.** A key that is not what its name says (a block name that
 //! is not an aligned block of the configured size, a value that is not a
@@ -93,31 +145,51 @@
 //! stack. TLS is not supported.
 
 mod blocks;
+mod claims;
 mod client;
 mod config;
+mod keys;
 mod reclaim;
+mod records;
+mod scan;
+mod upgrade;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cni_types::{Attachment, Code, Error, Extra};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use self::blocks::{candidates, capacity, Block, Sizes};
+use self::blocks::{Block, Sizes};
 use self::client::{
-    absent_compare, count, count_op, delete_op, empty_compare, kvs, not_etcd, put_op, read_op,
-    responses, value_compare, Client, Txn,
+    absent_compare, count, delete_op, kvs, not_etcd, put_op, responses, value_compare, Client,
+    Read, Txn,
 };
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
+use self::keys::Index;
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
-use crate::range::{Range, RangeIter, RangeSet};
-use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
+use crate::range::RangeSet;
+use crate::store::{
+    Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store,
+};
 
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest an ADD spends on etcd in all, whatever it meets (lost
+/// races, claims, members failing over, an election): past it, no
+/// request is sent and the ADD fails with code 11.
+pub const OPERATION_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How long a reservation whose answer was lost is sent again, to learn
+/// whether it was applied: longer than an election with etcd's default
+/// timings (1 s election timeout).
+const OUTCOME_WINDOW: Duration = Duration::from_secs(5);
+
+/// The pause between two sendings of a reservation whose answer was lost.
+const OUTCOME_PAUSE: Duration = Duration::from_millis(200);
 
 /// Most bytes of an answer quoted in an error; the rest is counted.
 pub const MAX_QUOTED: usize = 4096;
@@ -125,9 +197,6 @@ pub const MAX_QUOTED: usize = 4096;
 /// Most keys released in one transaction (etcd's `--max-txn-ops`, 128 by
 /// default, bounds each list of a transaction).
 const MAX_TXN_KEYS: usize = 60;
-
-/// Most claims of a block an ADD may lose to other nodes before code 11.
-const MAX_LOST_CLAIMS: usize = 32;
 
 /// Largest answer read from etcd (a /16 fully reserved is ~10 MB).
 pub(crate) const MAX_ANSWER: u64 = 256 << 20;
@@ -163,6 +232,9 @@ pub struct EtcdStore {
     /// Reservations outside the node's keys learned from a lost race, so
     /// that the next plan does not choose them again.
     seen: Vec<Reservation>,
+    /// How many blocks are owned, as last read: when every block is,
+    /// an ADD borrows without listing the owners.
+    owner_count: u64,
 }
 
 /// Where a reservation's key is.
@@ -176,22 +248,6 @@ enum Place {
     Borrowed(Block),
 }
 
-/// A reservation's value.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    #[serde(rename = "containerID")]
-    container_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    ifname: Option<String>,
-    node: String,
-}
-
-/// A block owner's value.
-#[derive(Debug, Serialize, Deserialize)]
-struct OwnerRecord {
-    node: String,
-}
-
 impl Store for EtcdStore {
     type Config = EtcdConfig;
 
@@ -201,7 +257,12 @@ impl Store for EtcdStore {
 
     fn open(network: &str, cfg: &EtcdConfig, access: Access) -> Result<Option<EtcdStore>, Error> {
         Ok(Some(EtcdStore {
-            client: Client::new(cfg),
+            // An ADD has one deadline in all; DEL, GC and STATUS one per
+            // request (a DEL must finish its work, and is retried anyway).
+            client: Client::new(
+                cfg,
+                (access == Access::Create).then(|| Instant::now() + OPERATION_DEADLINE),
+            ),
             root: format!("{}/{network}/", cfg.prefix),
             node: node_name(cfg)?,
             linearizable: access != Access::Create,
@@ -217,6 +278,7 @@ impl Store for EtcdStore {
             places: HashMap::new(),
             counts: HashMap::new(),
             seen: Vec::new(),
+            owner_count: 0,
         }))
     }
 
@@ -247,22 +309,41 @@ impl Store for EtcdStore {
         self.counts.clear();
         let serializable = !self.linearizable;
         // 1. The node's index, and whether the old layout holds anything.
-        let old = format!("{}ips/", self.root);
+        let old = self.old_prefix();
         let first = self.read_txn(vec![
-            read_op(&self.node_prefix(), true, false, serializable),
-            count_op(&old, serializable),
+            Read::prefix(&self.node_prefix())
+                .serializable(serializable)
+                .op(),
+            Read::prefix(&old).count().serializable(serializable).op(),
+            Read::prefix(&format!("{}owners/", self.root))
+                .count()
+                .serializable(serializable)
+                .op(),
         ])?;
         let index = Index::parse(self, kvs(first.first()), &mut state);
         let old_count = count(first.get(1));
+        self.owner_count = count(first.get(2));
         // 2. The node's blocks (their owner and every key) and borrowed
         // addresses.
         let mut ops = Vec::new();
         for b in &index.blocks {
-            ops.push(read_op(&self.owner_key(*b), false, false, serializable));
-            ops.push(read_op(&self.block_prefix(*b), true, false, serializable));
+            ops.push(
+                Read::key(&self.owner_key(*b))
+                    .serializable(serializable)
+                    .op(),
+            );
+            ops.push(
+                Read::prefix(&self.block_prefix(*b))
+                    .serializable(serializable)
+                    .op(),
+            );
         }
         for (ip, b) in &index.borrowed {
-            ops.push(read_op(&self.ip_key(*b, *ip), false, false, serializable));
+            ops.push(
+                Read::key(&self.ip_key(*b, *ip))
+                    .serializable(serializable)
+                    .op(),
+            );
         }
         let answers = self.read_txn(ops)?;
         self.owned.clear();
@@ -286,14 +367,25 @@ impl Store for EtcdStore {
         let base = 2 * index.blocks.len();
         for (j, (ip, b)) in index.borrowed.iter().enumerate() {
             if let Some((key, value)) = kvs(answers.get(base + j)).first() {
-                let r = self.reservation(*ip, value, key, &mut state.skipped);
+                // Also in one of the node's blocks when it was moved there
+                // from the layout before blocks: held once, released with
+                // its index key.
+                let first = !self.places.contains_key(ip);
                 self.places.insert(*ip, Place::Borrowed(*b));
-                state.held.push(r);
+                if first {
+                    let r = self.reservation(*ip, value, key, &mut state.skipped);
+                    state.held.push(r);
+                }
             }
         }
         // 3. The layout before blocks, while it holds anything.
         if old_count > 0 {
-            for (key, value) in self.client.range_prefix(&old, false, self.linearizable)? {
+            let listed = self.client.range_prefix_paged(&old, self.linearizable)?;
+            let listed = match self.access {
+                Access::Read => listed,
+                _ => self.migrate_old(listed, &mut state)?,
+            };
+            for (key, value) in listed {
                 let Some(ip) = key.strip_prefix(&old) else {
                     continue;
                 };
@@ -340,6 +432,12 @@ impl Store for EtcdStore {
         Ok(held)
     }
 
+    /// From the node's index and counted reads, for the range sets given
+    /// to [`Store::use_ranges`] (`sets` are the same).
+    fn exhausted_sets(&mut self, _sets: &[RangeSet]) -> Result<Vec<usize>, Error> {
+        self.count_fullness()
+    }
+
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
         let Some(first) = new.first() else {
             return Ok(Reserved::Done);
@@ -361,11 +459,11 @@ impl Store for EtcdStore {
             success.push(put_op(&self.last_key(a.set), &a.ip.to_string()));
             // On failure, the same transaction reads what stood in the
             // way, to name it without another round trip.
-            failure.push(read_op(&key, false, false, false));
-            failure.push(read_op(&self.old_key(a.ip), false, false, false));
-            failure.push(read_op(&self.owner_key(b), false, false, false));
+            failure.push(Read::key(&key).op());
+            failure.push(Read::key(&self.old_key(a.ip)).op());
+            failure.push(Read::key(&self.owner_key(b)).op());
         }
-        let failed = match self.client.txn_else(compare, success, failure)? {
+        let failed = match self.reserve_txn(compare, success, failure)? {
             Txn::Succeeded(_) => {
                 for a in new {
                     let b = Block::of(a.ip, self.sizes);
@@ -467,103 +565,11 @@ impl Store for EtcdStore {
     }
 }
 
-/// What a node's index (`nodes/<node>/`) lists.
-#[derive(Debug, Default)]
-struct Index {
-    blocks: Vec<Block>,
-    borrowed: Vec<(IpAddr, Block)>,
-    last: Vec<(usize, IpAddr)>,
-}
-
-impl Index {
-    /// The index's keys; those that are not what their names say are
-    /// skipped and named.
-    fn parse(store: &EtcdStore, keys: Vec<(String, Vec<u8>)>, state: &mut State) -> Index {
-        let prefix = store.node_prefix();
-        let mut index = Index::default();
-        for (key, value) in keys {
-            let name = key.strip_prefix(&prefix).unwrap_or(&key);
-            let value = String::from_utf8_lossy(&value);
-            let parsed: Result<(), String> = if let Some(b) = name.strip_prefix("blocks/") {
-                Block::parse(b, store.sizes).map(|b| index.blocks.push(b))
-            } else if let Some(ip) = name.strip_prefix("borrowed/") {
-                match (ip.parse::<IpAddr>(), Block::parse(&value, store.sizes)) {
-                    (Ok(ip), Ok(b)) if b.contains(ip) => {
-                        index.borrowed.push((ip, b));
-                        Ok(())
-                    }
-                    _ => Err("not a borrowed address naming its block".to_owned()),
-                }
-            } else if let Some(set) = name.strip_prefix("last_reserved/") {
-                match (set.parse::<usize>(), value.parse::<IpAddr>()) {
-                    (Ok(set), Ok(ip)) => {
-                        index.last.push((set, ip));
-                        Ok(())
-                    }
-                    _ => Err("not a last reserved address".to_owned()),
-                }
-            } else {
-                Err("not a key of a node's index".to_owned())
-            };
-            if let Err(why) = parsed {
-                state.skipped.push(Skipped {
-                    entry: format!("etcd key {key}"),
-                    why,
-                });
-            }
-        }
-        index
-    }
-}
-
 impl EtcdStore {
     /// Bytes etcd has answered this store so far (every request), for
     /// measurements.
     pub fn bytes_received(&self) -> u64 {
         self.client.received.get()
-    }
-
-    /// `<root>nodes/<node>/`, the node's index (`%` and `/` escaped).
-    fn node_prefix(&self) -> String {
-        node_prefix(&self.root, &self.node)
-    }
-
-    fn owner_key(&self, b: Block) -> String {
-        format!("{}owners/{}", self.root, b.name())
-    }
-
-    fn block_prefix(&self, b: Block) -> String {
-        format!("{}blocks/{}/", self.root, b.name())
-    }
-
-    fn ip_key(&self, b: Block, ip: IpAddr) -> String {
-        format!("{}{ip}", self.block_prefix(b))
-    }
-
-    fn old_key(&self, ip: IpAddr) -> String {
-        format!("{}ips/{ip}", self.root)
-    }
-
-    fn borrowed_key(&self, ip: IpAddr) -> String {
-        format!("{}borrowed/{ip}", self.node_prefix())
-    }
-
-    fn index_key(&self, b: Block) -> String {
-        format!("{}blocks/{}", self.node_prefix(), b.name())
-    }
-
-    fn last_key(&self, set: usize) -> String {
-        format!("{}last_reserved/{set}", self.node_prefix())
-    }
-
-    /// The owner value this node writes, byte for byte (a comparison reads
-    /// it).
-    fn owner_value(&self) -> String {
-        owner_value(&self.node)
-    }
-
-    fn is_mine(&self, owner: &[u8]) -> bool {
-        serde_json::from_slice::<OwnerRecord>(owner).is_ok_and(|o| o.node == self.node)
     }
 
     /// Where the reservation of `ip` is: as read, else where this node
@@ -577,6 +583,38 @@ impl EtcdStore {
             Place::Block(b)
         } else {
             Place::Borrowed(b)
+        }
+    }
+
+    /// The reservation's transaction. When its answer is lost (a member
+    /// died or hung, an election), it may or may not have been applied:
+    /// it is sent again, for at most [`OUTCOME_WINDOW`]. Applied, the
+    /// comparisons then fail on this attachment's own value, which the
+    /// ADD finds and reports as its address; not applied, it applies now.
+    /// Only an etcd unreachable for the whole window leaves an ADD that
+    /// failed (code 11) holding an address, which its DEL releases.
+    fn reserve_txn(
+        &mut self,
+        compare: Vec<Value>,
+        success: Vec<Value>,
+        failure: Vec<Value>,
+    ) -> Result<Txn, Error> {
+        let started = Instant::now();
+        loop {
+            match self
+                .client
+                .txn_else(compare.clone(), success.clone(), failure.clone())
+            {
+                Err(e)
+                    if e.code == Code::TRY_AGAIN_LATER
+                        && started.elapsed() < OUTCOME_WINDOW
+                        && !self.client.expired() =>
+                {
+                    self.linearizable = true;
+                    std::thread::sleep(OUTCOME_PAUSE);
+                }
+                other => return other,
+            }
         }
     }
 
@@ -632,227 +670,27 @@ impl EtcdStore {
         found
     }
 
-    /// Where set `i`'s new addresses may come from: the node's blocks;
-    /// when those are full (and this is an ADD), a block claimed now, or
-    /// one borrowed address.
-    fn pool(&mut self, i: usize, state: &mut State) -> Result<Vec<Range>, Error> {
-        let set = self.sets[i].clone();
-        let mut pool: Vec<Range> = self.owned.iter().flat_map(|b| b.pool(&set)).collect();
-        pool.sort_by_key(|r| crate::range::bits(r.start));
-        let free = |pool: &[Range], held: &[Reservation]| {
-            let used = held
-                .iter()
-                .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
-                .count() as u128;
-            capacity(pool).saturating_sub(used)
-        };
-        if free(&pool, &state.held) > 0 || self.access != Access::Create {
-            return Ok(pool);
-        }
-        if let Some(b) = self.claim(&set, state)? {
-            pool.extend(b.pool(&set));
-            return Ok(pool);
-        }
-        if self.strict {
-            return Ok(pool);
-        }
-        Ok(self.borrow(&set, state)?.into_iter().collect())
-    }
-
-    /// Claims a free block of `set` for this node, reading its keys into
-    /// `state`; `None` when every block is owned.
-    fn claim(&mut self, set: &RangeSet, state: &mut State) -> Result<Option<Block>, Error> {
-        let owners = format!("{}owners/", self.root);
-        for attempt in 0..MAX_LOST_CLAIMS {
-            // The first free block in host-local's order first (one node
-            // alone allocates as host-local does); after a lost claim, from
-            // a place of this node's, so that claimants spread out.
-            let hint = match attempt {
-                0 => 0,
-                n => stable_hash(&self.node).wrapping_add(n as u64),
-            };
-            let mut owned = HashSet::new();
-            for (key, _) in self.client.range_prefix(&owners, true, true)? {
-                let name = key.strip_prefix(&owners).unwrap_or(&key);
-                match Block::parse(name, self.sizes) {
-                    Ok(_) => {
-                        owned.insert(name.to_owned());
-                    }
-                    Err(why) if attempt == 0 => state.skipped.push(Skipped {
-                        entry: format!("etcd key {key}"),
-                        why,
-                    }),
-                    Err(_) => {}
-                }
-            }
-            // Past the owned blocks and the few that offer nothing (a
-            // block holding only a gateway), a free one comes, or none is.
-            let bound = owned.len() + 2 * set.ranges.len() + 1;
-            let Some(b) = candidates(set, self.sizes, hint)
-                .take(bound)
-                .find(|b| !owned.contains(&b.name()) && capacity(&b.pool(set)) > 0)
-            else {
-                return Ok(None);
-            };
-            let txn = self.client.txn_else(
-                vec![absent_compare(&self.owner_key(b))],
-                vec![
-                    put_op(&self.owner_key(b), &self.owner_value()),
-                    put_op(&self.index_key(b), ""),
-                    read_op(&self.block_prefix(b), true, false, false),
-                ],
-                Vec::new(),
-            )?;
-            if let Txn::Succeeded(answer) = txn {
-                let keys = kvs(responses(&answer.answer).get(2));
-                let found = self.block_reservations(b, keys, state);
-                self.counts.insert(b, found);
-                self.owned.push(b);
-                return Ok(Some(b));
-            }
-        }
-        Err(Error::try_again_later(
-            format!("lost {MAX_LOST_CLAIMS} claims of a block to other nodes"),
-            format!("in {}", self.describe()),
-        ))
-    }
-
     /// Every reserved address of the network, of every node, in blocks
-    /// and in the layout before them (keys only): for STATUS, and to
-    /// borrow.
+    /// and in the layout before them (keys only): a listing of the whole
+    /// network, for [`Store::held_addresses`] only (STATUS and borrowing
+    /// count instead, [`scan`]).
     fn every_address(&self) -> Result<Vec<IpAddr>, Error> {
         let blocks = format!("{}blocks/", self.root);
         let old = format!("{}ips/", self.root);
         let mut held: Vec<IpAddr> = self
             .client
-            .range_prefix(&blocks, true, true)?
+            .keys_under(&blocks)?
             .into_iter()
-            .filter_map(|(key, _)| key.rsplit('/').next()?.parse().ok())
+            .filter_map(|key| key.rsplit('/').next()?.parse().ok())
             .collect();
         held.extend(
             self.client
-                .range_prefix(&old, true, true)?
+                .keys_under(&old)?
                 .into_iter()
-                .filter_map(|(key, _)| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
+                .filter_map(|key| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
         );
         Ok(held)
     }
-
-    /// One free address of `set` in another node's block (every block is
-    /// owned): the one read of every reservation's key.
-    fn borrow(&mut self, set: &RangeSet, state: &State) -> Result<Option<Range>, Error> {
-        let mut taken: HashSet<IpAddr> = self.every_address()?.into_iter().collect();
-        taken.extend(state.held.iter().map(|r| r.ip));
-        let Some(ip) = RangeIter::new(set, None).find(|ip| !taken.contains(ip)) else {
-            return Ok(None);
-        };
-        Ok(set.range_for(ip).map(|r| Range {
-            start: ip,
-            end: ip,
-            ..r.clone()
-        }))
-    }
-
-    /// Gives back the node's blocks left empty, but one.
-    fn give_back_empty_blocks(&mut self) -> Result<(), Error> {
-        if self.access == Access::Read {
-            return Ok(());
-        }
-        let empty: Vec<Block> = self
-            .owned
-            .iter()
-            .filter(|b| self.counts.get(b) == Some(&0))
-            .copied()
-            .collect();
-        let keep = usize::from(empty.len() == self.owned.len());
-        for b in empty.into_iter().skip(keep) {
-            let txn = self.client.txn_else(
-                vec![
-                    value_compare(&self.owner_key(b), &self.owner_value()),
-                    empty_compare(&self.block_prefix(b)),
-                ],
-                vec![delete_op(&self.owner_key(b)), delete_op(&self.index_key(b))],
-                Vec::new(),
-            )?;
-            if matches!(txn, Txn::Succeeded(_)) {
-                self.owned.retain(|o| *o != b);
-                self.counts.remove(&b);
-            }
-        }
-        Ok(())
-    }
-
-    /// A reservation's value, byte for byte as this store writes it (a
-    /// release compares it).
-    fn value(&self, container_id: &str, ifname: Option<&str>) -> String {
-        record_value(container_id, ifname, &self.node)
-    }
-
-    fn reservation(
-        &self,
-        ip: IpAddr,
-        value: &[u8],
-        key: &str,
-        skipped: &mut Vec<Skipped>,
-    ) -> Reservation {
-        match serde_json::from_slice::<Record>(value) {
-            Ok(record) => Reservation {
-                ip,
-                local: record.node == self.node,
-                owner: match record.ifname {
-                    Some(ifname) => Owner::Attachment(Attachment {
-                        container_id: record.container_id,
-                        ifname,
-                    }),
-                    None => Owner::Container(record.container_id),
-                },
-            },
-            Err(e) => {
-                let why = format!("value is not a reservation ({e})");
-                skipped.push(Skipped {
-                    entry: format!("etcd key {key}"),
-                    why: format!("{why}; its address is taken as held"),
-                });
-                Reservation {
-                    ip,
-                    local: false,
-                    owner: Owner::Unknown(why),
-                }
-            }
-        }
-    }
-}
-
-/// `<root>nodes/<node>/`, `%` and `/` of the name escaped.
-fn node_prefix(root: &str, node: &str) -> String {
-    let escaped = node.replace('%', "%25").replace('/', "%2F");
-    format!("{root}nodes/{escaped}/")
-}
-
-/// The value of a block owned by `node`, byte for byte.
-fn owner_value(node: &str) -> String {
-    serde_json::to_string(&OwnerRecord {
-        node: node.to_owned(),
-    })
-    .unwrap_or_default()
-}
-
-/// A reservation's value, byte for byte as this store writes it.
-fn record_value(container_id: &str, ifname: Option<&str>, node: &str) -> String {
-    serde_json::to_string(&Record {
-        container_id: container_id.trim().to_owned(),
-        ifname: ifname.map(str::to_owned),
-        node: node.to_owned(),
-    })
-    .unwrap_or_default()
-}
-
-/// FNV-1a of `text`: where a node starts looking for a free block, the
-/// same on every run, different between nodes.
-fn stable_hash(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// `node`, else the host name.

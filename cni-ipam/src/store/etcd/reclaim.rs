@@ -8,10 +8,10 @@ use cni_types::{Error, NetConf};
 use serde::Serialize;
 
 use super::blocks::Block;
-use super::client::{
-    count, count_op, delete_op, delete_prefix_op, kvs, read_op, value_compare, Txn,
-};
-use super::{node_prefix, owner_value, EtcdStore, Record, MAX_TXN_KEYS};
+use super::client::{count, delete_op, delete_prefix_op, kvs, value_compare, Read, Txn};
+use super::keys::node_prefix;
+use super::records::{owner_value, Record};
+use super::{EtcdStore, MAX_TXN_KEYS};
 use crate::config::IpamConfig;
 use crate::store::{Access, Store};
 
@@ -61,8 +61,8 @@ impl EtcdStore {
         let prefix = node_prefix(&self.root, dead);
         let old = format!("{}ips/", self.root);
         let first = self.read_txn(vec![
-            read_op(&prefix, true, false, false),
-            count_op(&old, false),
+            Read::prefix(&prefix).op(),
+            Read::prefix(&old).count().op(),
         ])?;
         // (key, value) of each reservation of the dead node, to delete.
         let mut gone: Vec<(String, String)> = Vec::new();
@@ -81,21 +81,11 @@ impl EtcdStore {
             }
         }
         for b in &blocks {
-            let keys: Vec<String> = self
-                .client
-                .range_prefix(&self.block_prefix(*b), true, true)?
-                .into_iter()
-                .map(|(k, _)| k)
-                .collect();
+            let keys: Vec<String> = self.client.keys_under(&self.block_prefix(*b))?;
             gone.extend(self.written_by(dead, &keys)?);
         }
         if count(first.get(1)) > 0 {
-            let keys: Vec<String> = self
-                .client
-                .range_prefix(&old, true, true)?
-                .into_iter()
-                .map(|(k, _)| k)
-                .collect();
+            let keys: Vec<String> = self.client.keys_under(&old)?;
             gone.extend(self.written_by(dead, &keys)?);
         }
         for (key, value) in &gone {
@@ -125,10 +115,7 @@ impl EtcdStore {
     fn written_by(&self, dead: &str, keys: &[String]) -> Result<Vec<(String, String)>, Error> {
         let mut out = Vec::new();
         for chunk in keys.chunks(MAX_TXN_KEYS) {
-            let ops = chunk
-                .iter()
-                .map(|k| read_op(k, false, false, false))
-                .collect();
+            let ops = chunk.iter().map(|k| Read::key(k).op()).collect();
             for response in self.read_txn(ops)? {
                 for (key, value) in kvs(Some(&response)) {
                     if serde_json::from_slice::<Record>(&value).is_ok_and(|r| r.node == dead) {

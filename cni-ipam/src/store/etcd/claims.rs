@@ -1,0 +1,176 @@
+//! A node's blocks: where an ADD's addresses may come from, claiming a
+//! free block when the node's are full, and giving back the empty ones.
+
+use std::collections::{HashMap, HashSet};
+
+use cni_types::Error;
+
+use super::blocks::{block_count, candidates, capacity, Block};
+use super::client::{
+    absent_compare, delete_op, empty_compare, kvs, put_op, responses, value_compare, Read, Txn,
+};
+use super::EtcdStore;
+use crate::range::{Range, RangeSet};
+use crate::store::{Access, Reservation, Skipped, State, Store};
+
+/// Most blocks an ADD claims (each found full of addresses held outside
+/// the node's knowledge before it claimed it) before it borrows.
+const MAX_CLAIMS_PER_ADD: usize = 8;
+
+/// Most claims of a block an ADD may lose to other nodes before code 11.
+const MAX_LOST_CLAIMS: usize = 32;
+
+impl EtcdStore {
+    /// Where set `i`'s new addresses may come from: the node's blocks;
+    /// when those are full (and this is an ADD), a block claimed now, or
+    /// the part of another node's block to borrow an address from.
+    pub(super) fn pool(&mut self, i: usize, state: &mut State) -> Result<Vec<Range>, Error> {
+        let set = self.sets[i].clone();
+        let mut pool: Vec<Range> = self.owned.iter().flat_map(|b| b.pool(&set)).collect();
+        pool.sort_by_key(|r| crate::range::bits(r.start));
+        if self.access != Access::Create {
+            return Ok(pool);
+        }
+        // A claimed block may turn out full (of addresses held in the
+        // layout before blocks, or borrowed before it was given back):
+        // then another is claimed, a bounded number of times.
+        for _ in 0..MAX_CLAIMS_PER_ADD {
+            if free_in(&pool, &state.held) > 0 {
+                return Ok(pool);
+            }
+            match self.claim(&set, state)? {
+                Some(b) => pool.extend(b.pool(&set)),
+                None => break,
+            }
+        }
+        if free_in(&pool, &state.held) > 0 || self.strict {
+            return Ok(pool);
+        }
+        self.borrow(&set, state)
+    }
+
+    /// Claims a free block of `set` for this node, reading its keys into
+    /// `state`; `None` when every block is owned.
+    pub(super) fn claim(
+        &mut self,
+        set: &RangeSet,
+        state: &mut State,
+    ) -> Result<Option<Block>, Error> {
+        let owners = format!("{}owners/", self.root);
+        // Every block owned (as many owners as the sets have blocks, as
+        // counted by the read): no claim, and no listing of the owners.
+        let blocks = self
+            .sets
+            .iter()
+            .map(|s| block_count(s, self.sizes))
+            .fold(0u128, u128::saturating_add);
+        if u128::from(self.owner_count) >= blocks {
+            return Ok(None);
+        }
+        for attempt in 0..MAX_LOST_CLAIMS {
+            // The first free block in host-local's order first (one node
+            // alone allocates as host-local does); after a lost claim, from
+            // a place of this node's, so that claimants spread out.
+            let hint = match attempt {
+                0 => 0,
+                n => stable_hash(&self.node).wrapping_add(n as u64),
+            };
+            let mut owned = HashSet::new();
+            // Blocks every address of which is known held (in the layout
+            // before blocks, say) offer nothing: passed over.
+            let mut known: HashMap<Block, u128> = HashMap::new();
+            for r in &state.held {
+                *known.entry(Block::of(r.ip, self.sizes)).or_default() += 1;
+            }
+            for key in self.client.keys_under(&owners)? {
+                let name = key.strip_prefix(&owners).unwrap_or(&key);
+                match Block::parse(name, self.sizes) {
+                    Ok(_) => {
+                        owned.insert(name.to_owned());
+                    }
+                    Err(why) if attempt == 0 => state.skipped.push(Skipped {
+                        entry: format!("etcd key {key}"),
+                        why,
+                    }),
+                    Err(_) => {}
+                }
+            }
+            // Past the owned blocks and the few that offer nothing (a
+            // block holding only a gateway), a free one comes, or none is.
+            let bound = owned.len() + known.len() + 2 * set.ranges.len() + 1;
+            let Some(b) = candidates(set, self.sizes, hint).take(bound).find(|b| {
+                !owned.contains(&b.name())
+                    && capacity(&b.pool(set)) > known.get(b).copied().unwrap_or(0)
+            }) else {
+                return Ok(None);
+            };
+            let txn = self.client.txn_else(
+                vec![absent_compare(&self.owner_key(b))],
+                vec![
+                    put_op(&self.owner_key(b), &self.owner_value()),
+                    put_op(&self.index_key(b), ""),
+                    Read::prefix(&self.block_prefix(b)).op(),
+                ],
+                Vec::new(),
+            )?;
+            if let Txn::Succeeded(answer) = txn {
+                let keys = kvs(responses(&answer.answer).get(2));
+                let found = self.block_reservations(b, keys, state);
+                self.counts.insert(b, found);
+                self.owned.push(b);
+                self.owner_count += 1;
+                return Ok(Some(b));
+            }
+        }
+        Err(Error::try_again_later(
+            format!("lost {MAX_LOST_CLAIMS} claims of a block to other nodes"),
+            format!("in {}", self.describe()),
+        ))
+    }
+
+    /// Gives back the node's blocks left empty, but one.
+    pub(super) fn give_back_empty_blocks(&mut self) -> Result<(), Error> {
+        if self.access == Access::Read {
+            return Ok(());
+        }
+        let empty: Vec<Block> = self
+            .owned
+            .iter()
+            .filter(|b| self.counts.get(b) == Some(&0))
+            .copied()
+            .collect();
+        let keep = usize::from(empty.len() == self.owned.len());
+        for b in empty.into_iter().skip(keep) {
+            let txn = self.client.txn_else(
+                vec![
+                    value_compare(&self.owner_key(b), &self.owner_value()),
+                    empty_compare(&self.block_prefix(b)),
+                ],
+                vec![delete_op(&self.owner_key(b)), delete_op(&self.index_key(b))],
+                Vec::new(),
+            )?;
+            if matches!(txn, Txn::Succeeded(_)) {
+                self.owned.retain(|o| *o != b);
+                self.counts.remove(&b);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many addresses of `pool` are neither held nor a gateway.
+pub(super) fn free_in(pool: &[Range], held: &[Reservation]) -> u128 {
+    let used = held
+        .iter()
+        .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
+        .count() as u128;
+    capacity(pool).saturating_sub(used)
+}
+
+/// FNV-1a of `text`: where a node starts looking for a free block, the
+/// same on every run, different between nodes.
+pub(super) fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

@@ -1,0 +1,218 @@
+//! Finding room outside the node's own blocks without listing the
+//! network: borrowing and STATUS count keys (`count_only`), a bounded
+//! number of blocks per request, and read the one block they choose.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use cni_types::Error;
+
+use super::blocks::{candidates, capacity, Block};
+use super::claims::free_in;
+use super::client::{count, kvs, Read};
+use super::keys::Index;
+use super::{EtcdStore, Place};
+use crate::range::{Range, RangeSet};
+use crate::store::State;
+
+/// Blocks counted in one request (etcd's `--max-txn-ops` is 128).
+const COUNTS_PER_TXN: usize = 60;
+
+/// Most blocks a borrowing ADD or a STATUS counts before it stops
+/// looking: 70 requests, a /14 of /26 blocks.
+const MAX_COUNTED: usize = 4096;
+
+/// Most blocks an ADD reads to borrow from, each found full when read.
+const MAX_BORROW_TRIES: usize = 4;
+
+/// Which blocks a scan may choose.
+#[derive(Clone, Copy)]
+struct Wanted<'a> {
+    /// Only blocks nobody owns, or those of `mine`.
+    unowned: bool,
+    /// This node's blocks: skipped when borrowing (they are full), taken
+    /// as its own when `unowned`.
+    mine: &'a [Block],
+    /// Whether this node's blocks are passed over.
+    skip_mine: bool,
+}
+
+impl EtcdStore {
+    /// Where an ADD may borrow an address when every block is owned: the
+    /// first block of another node, from a random place, in which fewer
+    /// keys are held than it offers `set`. Its reservations go into
+    /// `state` and its part of the set is the pool. Reads the counts of
+    /// at most [`MAX_COUNTED`] blocks, then one block's keys; the
+    /// reservation's comparisons decide, so a stale count costs a lost
+    /// race, never a duplicate. Empty: nothing to borrow.
+    pub(super) fn borrow(
+        &mut self,
+        set: &RangeSet,
+        state: &mut State,
+    ) -> Result<Vec<Range>, Error> {
+        let old = self.old_per_block();
+        let owned = self.owned.clone();
+        let wanted = Wanted {
+            unowned: false,
+            mine: &owned,
+            skip_mine: true,
+        };
+        let serializable = !self.linearizable;
+        // A block counted with room may fill before its keys are read:
+        // then another, from another place.
+        for _ in 0..MAX_BORROW_TRIES {
+            let Some(b) = self.find_room(set, random(), wanted, &old, serializable)? else {
+                return Ok(Vec::new());
+            };
+            let prefix = self.block_prefix(b);
+            let answer =
+                self.read_txn(vec![Read::prefix(&prefix).serializable(serializable).op()])?;
+            let mut found = Vec::new();
+            for (key, value) in kvs(answer.first()) {
+                let Some(ip) = key
+                    .strip_prefix(&prefix)
+                    .and_then(|ip| ip.parse::<IpAddr>().ok())
+                else {
+                    continue;
+                };
+                if !self.places.contains_key(&ip) {
+                    found.push(self.reservation(ip, &value, &key, &mut state.skipped));
+                }
+            }
+            state.held.extend(found);
+            let pool = b.pool(set);
+            if free_in(&pool, &state.held) > 0 {
+                return Ok(pool);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// STATUS: from the node's index and counted reads. A set is free
+    /// while fewer keys are held in the whole network than it offers; else
+    /// while one of its blocks holds fewer (one nobody owns or this node's,
+    /// with `strictBlocks`). Past [`MAX_COUNTED`] blocks counted without
+    /// finding room, it is taken as free: ADD will tell.
+    pub(super) fn count_fullness(&mut self) -> Result<Vec<usize>, Error> {
+        let first = self.read_txn(vec![
+            Read::prefix(&self.node_prefix()).keys_only().op(),
+            Read::prefix(&format!("{}blocks/", self.root)).count().op(),
+            Read::prefix(&self.old_prefix()).count().op(),
+        ])?;
+        let mut ignored = State::default();
+        let index = Index::parse(self, kvs(first.first()), &mut ignored);
+        let old_count = count(first.get(2));
+        let held = count(first.get(1)) + old_count;
+        let mut exhausted = Vec::new();
+        // Near full (or many keys of other sets): count their blocks.
+        let near: Vec<(usize, RangeSet)> = (self.sets.iter().enumerate())
+            .filter(|(_, set)| u128::from(held) >= capacity(&set.ranges))
+            .map(|(i, set)| (i, set.clone()))
+            .collect();
+        if near.is_empty() {
+            return Ok(exhausted);
+        }
+        let old = if old_count > 0 {
+            self.read_old_per_block()?
+        } else {
+            HashMap::new()
+        };
+        let wanted = Wanted {
+            unowned: self.strict,
+            mine: &index.blocks,
+            skip_mine: false,
+        };
+        for (i, set) in near {
+            if self.find_room(&set, 0, wanted, &old, false)?.is_none() {
+                exhausted.push(i);
+            }
+        }
+        Ok(exhausted)
+    }
+
+    /// The first block of `set` from `start` with room, of those
+    /// `wanted`; `None` past [`MAX_COUNTED`] or the last block.
+    fn find_room(
+        &self,
+        set: &RangeSet,
+        start: u64,
+        wanted: Wanted<'_>,
+        old: &HashMap<Block, u128>,
+        serializable: bool,
+    ) -> Result<Option<Block>, Error> {
+        let mut blocks = candidates(set, self.sizes, start)
+            .filter(|b| !(wanted.skip_mine && wanted.mine.contains(b)))
+            .take(MAX_COUNTED);
+        loop {
+            let batch: Vec<Block> = blocks.by_ref().take(COUNTS_PER_TXN).collect();
+            if batch.is_empty() {
+                return Ok(None);
+            }
+            let mut ops = Vec::with_capacity(2 * batch.len());
+            for b in &batch {
+                ops.push(
+                    Read::prefix(&self.block_prefix(*b))
+                        .count()
+                        .serializable(serializable)
+                        .op(),
+                );
+                if wanted.unowned {
+                    ops.push(
+                        Read::key(&self.owner_key(*b))
+                            .keys_only()
+                            .serializable(serializable)
+                            .op(),
+                    );
+                }
+            }
+            let answers = self.read_txn(ops)?;
+            let per = 1 + usize::from(wanted.unowned);
+            for (k, b) in batch.iter().enumerate() {
+                let used =
+                    u128::from(count(answers.get(per * k))) + old.get(b).copied().unwrap_or(0);
+                let taken = wanted.unowned
+                    && !wanted.mine.contains(b)
+                    && !kvs(answers.get(per * k + 1)).is_empty();
+                if !taken && used < capacity(&b.pool(set)) {
+                    return Ok(Some(*b));
+                }
+            }
+        }
+    }
+
+    /// How many addresses of each block are held in the layout before
+    /// blocks, as last read.
+    fn old_per_block(&self) -> HashMap<Block, u128> {
+        let mut per = HashMap::new();
+        for (ip, place) in &self.places {
+            if *place == Place::Old {
+                *per.entry(Block::of(*ip, self.sizes)).or_default() += 1;
+            }
+        }
+        per
+    }
+
+    /// [`EtcdStore::old_per_block`], read now (keys only).
+    fn read_old_per_block(&self) -> Result<HashMap<Block, u128>, Error> {
+        let old = self.old_prefix();
+        let mut per = HashMap::new();
+        for key in self.client.keys_under(&old)? {
+            if let Some(ip) = key
+                .strip_prefix(&old)
+                .and_then(|ip| ip.parse::<IpAddr>().ok())
+            {
+                *per.entry(Block::of(ip, self.sizes)).or_default() += 1;
+            }
+        }
+        Ok(per)
+    }
+}
+
+/// A number drawn anew in each process and call: where a borrowing node
+/// starts looking, so that borrowers spread over the blocks.
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(u64::from(std::process::id()));
+    h.finish()
+}

@@ -1,0 +1,89 @@
+//! The upgrade from the layout before blocks (`ips/<address>`, written by
+//! the previous release): its reservations are moved into the blocks'
+//! key space, a bounded number per request, each atomically and only while
+//! it holds what was read, so the old layout drains whoever's they are.
+
+use std::net::IpAddr;
+
+use cni_types::Error;
+
+use super::blocks::Block;
+use super::client::{absent_compare, delete_op, put_op, value_compare, Txn};
+use super::keys::node_prefix;
+use super::records::Record;
+use super::{EtcdStore, Place};
+use crate::store::State;
+
+/// Most old reservations one DEL, GC or ADD moves (40 per transaction):
+/// what is left is honoured where it is, and moved by the next.
+const MAX_MOVED: usize = 2000;
+
+/// Reservations moved in one transaction: 2 comparisons and 3 operations
+/// each (etcd's `--max-txn-ops` is 128 per list).
+const MOVED_PER_TXN: usize = 40;
+
+impl EtcdStore {
+    /// Moves up to [`MAX_MOVED`] of the old layout's reservations `listed`
+    /// (key, value) into blocks: `blocks/<block>/<address>` with the same
+    /// value and `nodes/<node>/borrowed/<address>` in the index of the
+    /// node it names, the old key deleted, in one transaction comparing
+    /// the old key's value and the new key's absence. The address is held
+    /// all along, under one key or the other. This node's own become
+    /// its borrowed reservations (released by their DEL as before). What
+    /// was not moved (not a reservation, naming no node, past the bound,
+    /// changed meanwhile) is returned, to be honoured where it is.
+    pub(super) fn migrate_old(
+        &mut self,
+        listed: Vec<(String, Vec<u8>)>,
+        state: &mut State,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let old = self.old_prefix();
+        let mut movable = Vec::new();
+        let mut left = Vec::new();
+        for (key, value) in listed {
+            let ip = key
+                .strip_prefix(&old)
+                .and_then(|ip| ip.parse::<IpAddr>().ok());
+            let record = serde_json::from_slice::<Record>(&value).ok();
+            match (ip, record) {
+                (Some(ip), Some(r)) if movable.len() < MAX_MOVED && !r.node.is_empty() => {
+                    movable.push((key, value, ip, r.node));
+                }
+                _ => left.push((key, value)),
+            }
+        }
+        for chunk in movable.chunks(MOVED_PER_TXN) {
+            let (mut compare, mut success) = (Vec::new(), Vec::new());
+            for (key, value, ip, node) in chunk {
+                let b = Block::of(*ip, self.sizes);
+                let text = String::from_utf8_lossy(value);
+                compare.push(value_compare(key, &text));
+                compare.push(absent_compare(&self.ip_key(b, *ip)));
+                success.push(put_op(&self.ip_key(b, *ip), &text));
+                success.push(put_op(
+                    &format!("{}borrowed/{ip}", node_prefix(&self.root, node)),
+                    &b.name(),
+                ));
+                success.push(delete_op(key));
+            }
+            match self.client.txn_else(compare, success, Vec::new())? {
+                Txn::Succeeded(_) => {
+                    for (key, value, ip, node) in chunk {
+                        let b = Block::of(*ip, self.sizes);
+                        if *node == self.node {
+                            self.places.insert(*ip, Place::Borrowed(b));
+                        }
+                        let r = self.reservation(*ip, value, key, &mut state.skipped);
+                        state.held.push(r);
+                    }
+                }
+                // One of them changed meanwhile: all stay where they are
+                // this time (the next request moves the others).
+                Txn::Failed(_) => {
+                    left.extend(chunk.iter().map(|(k, v, _, _)| (k.clone(), v.clone())));
+                }
+            }
+        }
+        Ok(left)
+    }
+}
