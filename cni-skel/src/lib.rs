@@ -24,6 +24,7 @@
 //!
 //! impl Plugin for Hello {
 //!     type Config = NetConf<Config>;
+//!     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 //!
 //!     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
 //!         req.log(format_args!("{} from {}", req.config.plugin.greeting, req.container_id));
@@ -132,7 +133,7 @@ pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
 pub use harness::{Outcome, TestRequest};
-pub use plugin::{BoxError, FromConfig, Plugin, Reply};
+pub use plugin::{BoxError, CheckSupport, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
 pub use request::Request;
 pub use trace::{TraceContext, TraceParent, TRACE_VARS};

@@ -122,6 +122,7 @@ pub fn lean_start() {
 ///
 /// impl Plugin for Nothing {
 ///     type Config = NetConf;
+///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 ///     fn add(&self, _req: &Request<NetConf>) -> Result<Reply, BoxError> {
 ///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
 ///     }

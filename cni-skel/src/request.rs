@@ -33,6 +33,7 @@ use crate::{Command, TraceContext};
 /// struct InNamespace;
 /// impl Plugin for InNamespace {
 ///     type Config = NetConf;
+///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
 ///         let ifname = std::thread::scope(|s| {
 ///             // Here a real plugin would enter req.netns first.
@@ -113,6 +114,7 @@ impl<C> Request<'_, C> {
     /// struct Named;
     /// impl Plugin for Named {
     ///     type Config = NetConf;
+    ///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
     ///         let args: Args = req.cni_args_as()?;
     ///         req.log(format_args!("pod {:?}", args.K8S_POD_NAME));
@@ -166,6 +168,7 @@ impl<C> Request<'_, C> {
     /// struct Gc;
     /// impl Plugin for Gc {
     ///     type Config = NetConf;
+    ///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into()) }
     ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     ///     fn gc(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
@@ -225,6 +228,7 @@ impl<T> Request<'_, NetConf<T>> {
     /// struct SetMac;
     /// impl Plugin for SetMac {
     ///     type Config = NetConf;
+    ///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
     ///         let mut result = req.prev_result()?.into_owned();
     ///         if let Some(iface) = result.interface_mut(&req.ifname) {
@@ -360,6 +364,7 @@ mod tests {
     struct LogsFromTwoThreads;
     impl Plugin for LogsFromTwoThreads {
         type Config = NetConf;
+        const CHECK: crate::CheckSupport = crate::CheckSupport::Unsupported;
         fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
             Err("not used".into())
         }

@@ -42,7 +42,7 @@
 //! Go: containernetworking/plugins `plugins/main/tap`.
 
 use cni_net::{LinkKind, Netns, Tap as TapDevice};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, Mac, NetConf};
 use serde::Deserialize;
@@ -168,6 +168,7 @@ fn device<'a>(f: &Fields, name: &'a str) -> TapDevice<'a> {
 
 impl Plugin for Tap {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let (plan, netns) = plan(req)?;
