@@ -10,8 +10,8 @@
 
 mod command;
 mod peek;
-mod render;
-mod save;
+pub(crate) mod render;
+pub(crate) mod save;
 
 pub use command::STDERR_LIMIT;
 pub use peek::may_mention;
