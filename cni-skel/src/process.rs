@@ -96,6 +96,7 @@ pub fn lean_start() {
     }
     // SAFETY: ignoring a signal installs no handler code; no other thread
     // exists yet to race on the disposition.
+    #[allow(unsafe_code)]
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
 }
 
@@ -140,6 +141,9 @@ macro_rules! plugin_main {
     };
     ($entry:expr) => {
         /// The process entry point (see `cni_skel::plugin_main!`).
+        // SAFETY: the crate says `#![no_main]`, so this is the only C
+        // `main` symbol in the binary.
+        #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         extern "C" fn main(
             _argc: ::core::ffi::c_int,

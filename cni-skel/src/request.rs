@@ -293,6 +293,7 @@ pub(crate) struct StderrSink<'w> {
 // SAFETY: `writer`, the one field that is not `Sync`, is only accessed on
 // the `owner` thread: `on_owner` checks before every access, and the other
 // threads only append to the mutex-guarded queue.
+#[allow(unsafe_code)]
 unsafe impl Sync for StderrSink<'_> {}
 
 impl<'w> StderrSink<'w> {
