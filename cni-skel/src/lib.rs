@@ -24,6 +24,8 @@
 //!
 //! impl Plugin for Hello {
 //!     type Config = NetConf<Config>;
+//!     // Required: what CHECK verifies. Hello keeps nothing to verify, so the
+//!     // SDK answers CHECK with an error asking for `disableCheck`.
 //!     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 //!
 //!     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
@@ -79,6 +81,10 @@
 //! - The configuration's `cniVersion` (0.1.0 when absent; code 6 when not a
 //!   string) must be one the plugin supports, by exact string (code 1).
 //!   CHECK needs 0.4.0 or later, GC and STATUS 1.1.0 or later (code 1).
+//! - CHECK of a plugin whose [`Plugin::CHECK`] is
+//!   [`CheckSupport::Unsupported`] is code 4 naming `CNI_COMMAND`, after
+//!   the checks above; Go's skel has no such case, as it requires every
+//!   plugin to give a `cmdCheck`.
 //! - ADD and DEL refuse a `CNI_NETNS` that is the plugin's own network
 //!   namespace (code 8), unless `CNI_NETNS_OVERRIDE` is `1` or `true`.
 //!
