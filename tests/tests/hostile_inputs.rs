@@ -258,7 +258,9 @@ fn run(bin: &Path, inv: &Invocation) -> Run {
         Err(mpsc::RecvTimeoutError::Timeout) => {
             // SAFETY: pid is our unreaped child (see above).
             #[allow(unsafe_code)]
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe {
+                libc::kill(pid, libc::SIGKILL)
+            };
             true
         }
         _ => false,
@@ -1012,7 +1014,9 @@ impl Drop for Mount {
     fn drop(&mut self) {
         // SAFETY: plain syscall on a path we mounted.
         #[allow(unsafe_code)]
-        unsafe { libc::umount2(cstring(&self.0).as_ptr(), libc::MNT_DETACH) };
+        unsafe {
+            libc::umount2(cstring(&self.0).as_ptr(), libc::MNT_DETACH)
+        };
     }
 }
 
