@@ -229,6 +229,7 @@ fn cancelled_by_signals() -> anyhow::Result<Cancel> {
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores atomics and throws the switch,
         // all async-signal-safe.
+        #[allow(unsafe_code)]
         unsafe { sigaction(signal, &action) }.with_context(|| format!("cannot handle {signal}"))?;
     }
     Ok(cancel.clone())

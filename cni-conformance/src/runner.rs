@@ -132,6 +132,7 @@ impl Runner {
             // SAFETY: between fork and exec the closure makes two system
             // calls and allocates nothing (its paths are C string
             // literals), as a pre_exec hook must.
+            #[allow(unsafe_code)]
             unsafe {
                 std::os::unix::process::CommandExt::pre_exec(process, private_mount_namespace);
             }

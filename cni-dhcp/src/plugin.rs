@@ -3,7 +3,7 @@
 //! Go: `cmdAdd`, `cmdDel`, `cmdCheck` and `rpcCall` (plugins
 //! `plugins/ipam/dhcp/main.go`).
 
-use cni_skel::{BoxError, Command, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Command, Plugin, Reply, Request};
 use cni_types::{CniResult, Code, Error, NetConf};
 
 use crate::config::NetConfig;
@@ -82,6 +82,7 @@ impl DhcpPlugin {
 
 impl Plugin for DhcpPlugin {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     /// Go: `cmdAdd`, which calls `DHCP.Allocate`.
     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {

@@ -3,7 +3,7 @@
 //! `{"type": "tune", "mtu": 1400, "mac": "02:00:00:00:00:07"}`.
 
 use cni_net::Netns;
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, Mac, NetConf};
 
 /// The plugin's own configuration keys.
@@ -20,6 +20,7 @@ pub struct Tune;
 
 impl Plugin for Tune {
     type Config = NetConf<Tuning>;
+    const CHECK: CheckSupport = CheckSupport::Unsupported;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         // Code 7, "prevResult required", when not chained.

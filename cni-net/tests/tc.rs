@@ -91,3 +91,34 @@ fn a_shaped_link_is_what_tc_shows_and_deleting_its_qdiscs_leaves_the_default() {
     );
     assert!(nl.delete_link_if_present("ifb0").unwrap());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn replacing_the_root_tbf_changes_its_rate_and_deleting_it_restores_the_default() {
+    let tmp = TempNetns::new("tcroot").unwrap_or_else(|e| panic!("this test needs root: {e}"));
+    let mut nl = tmp.socket().unwrap();
+    let link = tmp.add_veth("shaped0", "peer0", None).unwrap();
+    let clock = Psched::read().unwrap();
+    let root_kind = |nl: &mut cni_net::Netlink| {
+        let qdiscs = nl.qdiscs(link.index).unwrap();
+        qdiscs
+            .into_iter()
+            .find(|q| q.parent == Handle::ROOT)
+            .map(|q| q.kind)
+    };
+    let latency = Duration::from_millis(25);
+
+    // Over the link's default root qdisc, then over a tbf of its own.
+    let slow = Tbf::from_bits(1_000_000, 80_000, latency).unwrap();
+    nl.replace_root_tbf(link.index, &slow, &clock).unwrap();
+    assert_eq!(root_kind(&mut nl), Some(QdiscKind::Tbf(slow.params())));
+    let fast = Tbf::from_bits(8_000_000, 160_000, latency).unwrap();
+    nl.replace_root_tbf(link.index, &fast, &clock).unwrap();
+    assert_eq!(root_kind(&mut nl), Some(QdiscKind::Tbf(fast.params())));
+    let shown = tc_json(&tmp, &["qdisc", "show", "dev", "shaped0", "root"]);
+    assert_eq!(shown[0]["options"]["rate"], 1_000_000, "{shown}");
+
+    assert!(nl.delete_root_qdisc(link.index).unwrap());
+    assert!(!nl.delete_root_qdisc(link.index).unwrap());
+    assert!(!matches!(root_kind(&mut nl), Some(QdiscKind::Tbf(_))));
+}

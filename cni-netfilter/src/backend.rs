@@ -46,8 +46,9 @@ pub trait Backend {
     }
 }
 
-/// A rule as a backend lists it: where it is, its comment, and what
-/// deletes exactly it.
+/// A rule as a backend lists it: where it is, its comment, what deletes
+/// exactly it, and what it does, so CHECK can compare it with the rule it
+/// should be ([`ListedRule::is`]) rather than only find it by comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedRule {
     /// Its chain.
@@ -56,6 +57,59 @@ pub struct ListedRule {
     pub comment: Option<String>,
     /// What identifies it to its backend.
     pub handle: RuleHandle,
+    /// What it matches and does, as its backend lists it.
+    pub content: RuleContent,
+}
+
+/// What a listed rule matches and does, in its backend's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleContent {
+    /// nftables: the rule's expressions (`NFTA_RULE_EXPRESSIONS`) as the
+    /// kernel lists them, netlink attributes.
+    Nft(Vec<u8>),
+    /// iptables: the rule as `iptables-save` prints it after `-A CHAIN `
+    /// (the same text as its [`RuleHandle::Iptables`]).
+    Iptables(String),
+}
+
+impl ListedRule {
+    /// Whether this listed rule is `rule` as this crate writes it in a
+    /// table of `family`: same chain, same comment, and the same matches
+    /// and action (nftables: the expressions we would send, compared as
+    /// the kernel lists them back; iptables: the words `iptables-save`
+    /// prints for the rule we would restore). For a CHECK that compares
+    /// rule by rule, where a lookup by comment only says a rule is there.
+    ///
+    /// ```
+    /// use cni_netfilter::{Action, Family, ListedRule, Rule, RuleContent, RuleHandle};
+    ///
+    /// let listed = ListedRule {
+    ///     chain: "CNI-DN-1".into(),
+    ///     comment: Some("ctr1".into()),
+    ///     handle: RuleHandle::Iptables("-m comment --comment ctr1 -j ACCEPT".into()),
+    ///     content: RuleContent::Iptables("-m comment --comment ctr1 -j ACCEPT".into()),
+    /// };
+    /// let rule = Rule::new("CNI-DN-1").then(Action::Accept).comment("ctr1");
+    /// assert!(listed.is(&rule, Family::Ip)?);
+    /// assert!(!listed.is(&rule.clone().then(Action::Drop), Family::Ip)?);
+    /// # Ok::<(), cni_netfilter::FilterError>(())
+    /// ```
+    ///
+    /// A rule the nftables backend writes with an anonymous set (a port
+    /// list) cannot be compared this way: [`FilterError::Unsupported`].
+    ///
+    /// Go: none; the reference's CHECKs look rules up by comment or by
+    /// their full text (`iptables -C`), which this is for both backends.
+    pub fn is(&self, rule: &crate::Rule, family: crate::Family) -> Result<bool, FilterError> {
+        if self.chain != rule.chain || self.comment != rule.comment {
+            return Ok(false);
+        }
+        match &self.content {
+            RuleContent::Iptables(spec) => Ok(crate::iptables::save::words(spec)
+                == crate::iptables::render::render(rule, family)?),
+            RuleContent::Nft(exprs) => crate::nft::compiled_is(rule, family, exprs),
+        }
+    }
 }
 
 /// What identifies a listed rule to its backend.

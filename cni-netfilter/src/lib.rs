@@ -135,7 +135,7 @@ mod set;
 mod table;
 mod transaction;
 
-pub use backend::{open, Backend, BackendKind, ListedRule, RuleHandle};
+pub use backend::{open, Backend, BackendKind, ListedRule, RuleContent, RuleHandle};
 pub use chain_name::{chain_name, hashed, CHAIN_NAME_LEN};
 pub use choose::{cannot_list, choose, iptables_first, iptables_usable, nftables_usable};
 pub use error::FilterError;

@@ -35,8 +35,17 @@ pub enum Op {
     /// Creates the table unless it exists (nft `add table`); iptables'
     /// tables always exist.
     EnsureTable,
-    /// Deletes the table and everything in it, if it exists (nftables
-    /// only).
+    /// Deletes the table and everything in it, if it exists (nft `delete
+    /// table`, skipped when the table is not there, so DEL can repeat it).
+    ///
+    /// nftables only: the iptables backend refuses it with
+    /// [`FilterError::Unsupported`](crate::FilterError::Unsupported) and
+    /// changes nothing. iptables' tables (`filter`, `nat`...) are the
+    /// kernel's, always there, and shared with the host and every other
+    /// program; deleting one is not possible, and flushing it would
+    /// destroy rules that are not ours. A plugin owns chains there, not
+    /// tables: it deletes them by name with [`Op::FlushChain`] and
+    /// [`Op::DeleteChain`] after removing the jumps to them.
     DeleteTable,
     /// Creates the chain unless it exists (nft `add chain`, iptables
     /// `-N` when `iptables-save` does not list it). A base chain that
@@ -154,6 +163,22 @@ impl Transaction {
     /// [`Op::EnsureTable`].
     pub fn ensure_table(&mut self) -> &mut Transaction {
         self.push(Op::EnsureTable)
+    }
+
+    /// [`Op::DeleteTable`]: the table and everything in it, if it exists
+    /// (nftables; the iptables backend refuses it, see there).
+    ///
+    /// ```
+    /// use cni_netfilter::{Family, Op, Table, Transaction};
+    ///
+    /// let mut tx = Transaction::new(Table::new(Family::Inet, "cni_example"));
+    /// tx.delete_table();
+    /// assert_eq!(tx.ops(), [Op::DeleteTable]);
+    /// ```
+    ///
+    /// Go: `knftables.Transaction.Delete(&knftables.Table{})`.
+    pub fn delete_table(&mut self) -> &mut Transaction {
+        self.push(Op::DeleteTable)
     }
 
     /// [`Op::EnsureChain`].

@@ -315,3 +315,42 @@ fn a_teardown_skips_iptables_only_where_no_rule_of_either_variant_names_what_it_
     assert!(mentions(&ns, Family::Ip6, "filter", &[b"cni-br9"]));
     assert!(!mentions(&ns, Family::Ip, "filter", &[b"cni-br9"]));
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn deleting_a_table_is_refused_and_changes_nothing_while_listed_rules_compare_by_content() {
+    for variant in VARIANTS {
+        let ns = netns("nf-ipt-deltable");
+        let table = Table::new(Family::Ip, "nat");
+        let rule = Rule::new("CNI-KEEP")
+            .matching(Match::source("10.1.2.3/32".parse().unwrap()))
+            .then(Action::Masquerade)
+            .comment("kept");
+        let mut add = Transaction::new(table.clone());
+        add.ensure_chain(Chain::new("CNI-KEEP"))
+            .add_rule(rule.clone());
+        let mut delete = Transaction::new(table.clone());
+        delete.flush_chain("CNI-KEEP").delete_table();
+        let (refused, listed) = try_iptables(&ns, variant, |ipt| {
+            ipt.apply(&add)?;
+            let refused = ipt.apply(&delete);
+            Ok::<_, FilterError>((refused, ipt.list_rules(&table, "CNI-KEEP")?))
+        })
+        .unwrap();
+        assert!(
+            matches!(refused, Err(FilterError::Unsupported { .. })),
+            "{variant:?}: {refused:?}"
+        );
+        // The flush before it did not happen either.
+        assert_eq!(listed.len(), 1, "{variant:?}");
+        assert!(
+            listed[0].is(&rule, Family::Ip).unwrap(),
+            "{variant:?}: {listed:?}"
+        );
+        let other = Rule::new("CNI-KEEP")
+            .matching(Match::source("10.1.2.4/32".parse().unwrap()))
+            .then(Action::Masquerade)
+            .comment("kept");
+        assert!(!listed[0].is(&other, Family::Ip).unwrap(), "{variant:?}");
+    }
+}

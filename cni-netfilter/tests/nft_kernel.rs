@@ -397,3 +397,76 @@ fn ensuring_chains_that_are_there_as_declared_sends_no_chain_update() {
     let text = run_in(&ns, "nft", &["list", "chain", "inet", "t", "forward"], "");
     assert!(text.contains("policy drop;"), "{text}");
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn deleting_a_table_removes_it_with_its_chains_and_leaves_the_others() {
+    let ns = netns("nf-deltable");
+    let ours = Table::new(Family::Inet, "cni_gone");
+    let kept = Table::new(Family::Inet, "cni_kept");
+    let tables = with_nft(&ns, |nft| {
+        for table in [&ours, &kept] {
+            let mut add = Transaction::new(table.clone());
+            add.ensure_table()
+                .ensure_chain(Chain::new("c"))
+                .add_rule(tagged("c", "ctr-1"));
+            nft.apply(&add)?;
+        }
+        let mut delete = Transaction::new(ours.clone());
+        delete.delete_table();
+        nft.apply(&delete)?;
+        // Gone already: DEL may run again.
+        nft.apply(&delete)?;
+        assert!(nft.list_chains(&ours)?.is_empty());
+        Ok(nft.list_tables(Family::Inet)?)
+    });
+    assert_eq!(tables, ["cni_kept"]);
+    let held: Vec<_> = rules(&ruleset(&ns))
+        .iter()
+        .map(|r| r["table"].clone())
+        .collect();
+    assert_eq!(held, ["cni_kept"]);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn each_listed_rule_is_the_rule_it_was_written_as_and_no_other() {
+    let ns = netns("nf-content");
+    let table = Table::new(Family::Ip, "cni_content");
+    let written = [
+        Rule::new("c")
+            .matching(Match::source("10.1.2.3/32".parse().unwrap()))
+            .then(Action::Accept)
+            .comment("ctr-1"),
+        Rule::new("c")
+            .matching(Match::Protocol(P::Tcp))
+            .matching(Match::DestinationPort(8080))
+            .then(Action::Drop)
+            .comment("ctr-1"),
+    ];
+    let listed = with_nft(&ns, |nft| {
+        let mut add = Transaction::new(table.clone());
+        add.ensure_table().ensure_chain(Chain::new("c"));
+        for rule in &written {
+            add.add_rule(rule.clone());
+        }
+        nft.apply(&add)?;
+        Ok(nft.list_rules(&table, "c")?)
+    });
+    assert_eq!(listed.len(), 2);
+    for (i, listed) in listed.iter().enumerate() {
+        for (j, rule) in written.iter().enumerate() {
+            assert_eq!(
+                listed.is(rule, Family::Ip).unwrap(),
+                i == j,
+                "listed {i}, written {j}"
+            );
+        }
+    }
+    // Same comment, another address: not the rule CHECK expects.
+    let moved = Rule::new("c")
+        .matching(Match::source("10.1.2.4/32".parse().unwrap()))
+        .then(Action::Accept)
+        .comment("ctr-1");
+    assert!(!listed[0].is(&moved, Family::Ip).unwrap());
+}

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
-use cni_skel::{dispatch, BoxError, Plugin, Reply, Request};
+use cni_skel::{dispatch, BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{NetConf, Result100, SpecVersion};
 use cni_version::PluginInfo;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -17,6 +17,12 @@ struct Passthrough;
 
 impl Plugin for Passthrough {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
+    // A test double: its ADD changes nothing on the host, so there is
+    // nothing to verify and CHECK succeeds.
+    fn check(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
+    }
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let prev = req.config.prev_result.clone();
         Ok(prev.map_or_else(|| Result100::new(SpecVersion::V1_1_0).into(), Reply::from))

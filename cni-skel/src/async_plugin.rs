@@ -21,19 +21,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
-use crate::{BoxError, FromConfig, Plugin, Reply, Request};
+use crate::{BoxError, CheckSupport, FromConfig, Plugin, Reply, Request};
 
 /// A CNI plugin whose methods are `async`: [`Plugin`] with `async fn`s.
 /// Serve it with [`Blocking`].
 ///
 /// ```no_run
-/// use cni_skel::{AsyncPlugin, Blocking, BoxError, Reply, Request};
+/// use cni_skel::{AsyncPlugin, Blocking, BoxError, CheckSupport, Reply, Request};
 /// use cni_types::NetConf;
 ///
 /// struct Shim;
 ///
 /// impl AsyncPlugin for Shim {
 ///     type Config = NetConf;
+///     // The agent keeps no state this shim could compare.
+///     const CHECK: CheckSupport = CheckSupport::Unsupported;
 ///
 ///     async fn add(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
 ///         // e.g. ask a local agent over a socket, awaiting its answer
@@ -63,10 +65,23 @@ pub trait AsyncPlugin {
     /// DEL; see [`Plugin::del`].
     async fn del(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError>;
 
-    /// CHECK; see [`Plugin::check`]. Succeeds with no output by default.
+    /// What [`check`](AsyncPlugin::check) verifies; see [`Plugin::CHECK`].
+    /// No default.
+    const CHECK: CheckSupport;
+
+    /// CHECK; see [`Plugin::check`]. Called unless
+    /// [`CHECK`](AsyncPlugin::CHECK) is [`CheckSupport::Unsupported`]; the
+    /// default body fails with code 999, as [`Plugin::check`]'s does.
     async fn check(&self, req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
         let _ = req;
-        Ok(())
+        Err(cni_types::Error::new(
+            cni_types::Code::INTERNAL,
+            format!(
+                "the plugin declares CHECK support {:?} but implements no check",
+                Self::CHECK
+            ),
+        )
+        .into())
     }
 
     /// GC; see [`Plugin::gc`]. Succeeds with no output by default.
@@ -158,6 +173,7 @@ impl<P, E> Blocking<P, E> {
 
 impl<P: AsyncPlugin, E: Executor> Plugin for Blocking<P, E> {
     type Config = P::Config;
+    const CHECK: CheckSupport = P::CHECK;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         self.executor.block_on(self.plugin.add(req))

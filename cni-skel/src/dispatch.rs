@@ -15,7 +15,9 @@ use cni_version::{peek_fields, LooseVersion, PluginInfo};
 use crate::env::CniEnv;
 use crate::netns::reject_own_netns;
 use crate::request::{split_path, Stderr, StderrSink};
-use crate::{BoxError, Command, Env, FromConfig, Plugin, Reply, Request, TraceContext};
+use crate::{
+    BoxError, CheckSupport, Command, Env, FromConfig, Plugin, Reply, Request, TraceContext,
+};
 
 /// Runs one invocation of `plugin` with the given environment and standard
 /// streams, and returns the process exit status. Never panics and never
@@ -315,6 +317,9 @@ fn call<P: Plugin>(plugin: &P, req: &Request<P::Config>) -> Result<Option<Reply>
         match command {
             Command::Add => plugin.add(req).map(Some),
             Command::Del => plugin.del(req).map(|()| None),
+            Command::Check if P::CHECK == CheckSupport::Unsupported => {
+                Err(CheckSupport::unsupported_error().into())
+            }
             Command::Check => plugin.check(req).map(|()| None),
             Command::Gc => plugin.gc(req).map(|()| None),
             Command::Status => plugin.status(req).map(|()| None),

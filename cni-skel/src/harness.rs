@@ -18,6 +18,7 @@ use crate::{dispatch, Plugin};
 /// # struct Noop;
 /// # impl Plugin for Noop {
 /// #     type Config = cni_types::NetConf;
+/// #     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 /// #     fn add(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> { Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into()) }
 /// #     fn del(&self, _: &Request<Self::Config>) -> Result<(), BoxError> { Ok(()) }
 /// # }
@@ -79,6 +80,7 @@ impl TestRequest {
     /// # struct Named;
     /// # impl Plugin for Named {
     /// #     type Config = cni_types::NetConf;
+    /// #     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     /// #     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
     /// #         let mut r = cni_types::Result100::new(cni_types::SpecVersion::V1_0_0);
     /// #         r.interfaces.push(cni_types::Interface { sandbox: req.sandbox(), ..cni_types::Interface::named(req.ifname.clone()) });
@@ -225,6 +227,7 @@ mod tests {
 
     impl Plugin for Echo {
         type Config = NetConf;
+        const CHECK: crate::CheckSupport = crate::CheckSupport::Full;
         fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
             Echo::log(req);
             Ok(Result100::new(SpecVersion::V1_1_0).into())

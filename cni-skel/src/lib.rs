@@ -24,6 +24,9 @@
 //!
 //! impl Plugin for Hello {
 //!     type Config = NetConf<Config>;
+//!     // Required: what CHECK verifies. Hello keeps nothing to verify, so the
+//!     // SDK answers CHECK with an error asking for `disableCheck`.
+//!     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 //!
 //!     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
 //!         req.log(format_args!("{} from {}", req.config.plugin.greeting, req.container_id));
@@ -78,6 +81,10 @@
 //! - The configuration's `cniVersion` (0.1.0 when absent; code 6 when not a
 //!   string) must be one the plugin supports, by exact string (code 1).
 //!   CHECK needs 0.4.0 or later, GC and STATUS 1.1.0 or later (code 1).
+//! - CHECK of a plugin whose [`Plugin::CHECK`] is
+//!   [`CheckSupport::Unsupported`] is code 4 naming `CNI_COMMAND`, after
+//!   the checks above; Go's skel has no such case, as it requires every
+//!   plugin to give a `cmdCheck`.
 //! - ADD and DEL refuse a `CNI_NETNS` that is the plugin's own network
 //!   namespace (code 8), unless `CNI_NETNS_OVERRIDE` is `1` or `true`.
 //!
@@ -134,7 +141,7 @@ pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
 pub use harness::{Outcome, TestRequest};
-pub use plugin::{BoxError, FromConfig, Plugin, Reply};
+pub use plugin::{BoxError, CheckSupport, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
 pub use request::Request;
 pub use trace::{TraceContext, TraceParent, TRACE_VARS};

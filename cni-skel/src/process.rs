@@ -96,6 +96,7 @@ pub fn lean_start() {
     }
     // SAFETY: ignoring a signal installs no handler code; no other thread
     // exists yet to race on the disposition.
+    #[allow(unsafe_code)]
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
 }
 
@@ -122,6 +123,7 @@ pub fn lean_start() {
 ///
 /// impl Plugin for Nothing {
 ///     type Config = NetConf;
+///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 ///     fn add(&self, _req: &Request<NetConf>) -> Result<Reply, BoxError> {
 ///         Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into())
 ///     }
@@ -139,6 +141,9 @@ macro_rules! plugin_main {
     };
     ($entry:expr) => {
         /// The process entry point (see `cni_skel::plugin_main!`).
+        // SAFETY: the crate says `#![no_main]`, so this is the only C
+        // `main` symbol in the binary.
+        #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         extern "C" fn main(
             _argc: ::core::ffi::c_int,

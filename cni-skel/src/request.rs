@@ -34,6 +34,7 @@ use crate::{Command, TraceContext};
 /// struct InNamespace;
 /// impl Plugin for InNamespace {
 ///     type Config = NetConf;
+///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
 ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
 ///         let ifname = std::thread::scope(|s| {
 ///             // Here a real plugin would enter req.netns first.
@@ -114,6 +115,7 @@ impl<C> Request<'_, C> {
     /// struct Named;
     /// impl Plugin for Named {
     ///     type Config = NetConf;
+    ///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
     ///         let args: Args = req.cni_args_as()?;
     ///         req.log(format_args!("pod {:?}", args.K8S_POD_NAME));
@@ -172,6 +174,7 @@ impl<C> Request<'_, C> {
     /// struct Gc;
     /// impl Plugin for Gc {
     ///     type Config = NetConf;
+    ///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     ///     fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> { Ok(cni_types::Result100::new(cni_types::SpecVersion::V1_0_0).into()) }
     ///     fn del(&self, _: &Request<NetConf>) -> Result<(), BoxError> { Ok(()) }
     ///     fn gc(&self, req: &Request<NetConf>) -> Result<(), BoxError> {
@@ -247,6 +250,7 @@ impl<T> Request<'_, NetConf<T>> {
     /// struct SetMac;
     /// impl Plugin for SetMac {
     ///     type Config = NetConf;
+    ///     const CHECK: cni_skel::CheckSupport = cni_skel::CheckSupport::Unsupported;
     ///     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
     ///         let mut result = req.prev_result()?.into_owned();
     ///         if let Some(iface) = result.interface_mut(&req.ifname) {
@@ -311,6 +315,7 @@ pub(crate) struct StderrSink<'w> {
 // SAFETY: `writer`, the one field that is not `Sync`, is only accessed on
 // the `owner` thread: `on_owner` checks before every access, and the other
 // threads only append to the mutex-guarded queue.
+#[allow(unsafe_code)]
 unsafe impl Sync for StderrSink<'_> {}
 
 impl<'w> StderrSink<'w> {
@@ -382,6 +387,7 @@ mod tests {
     struct LogsFromTwoThreads;
     impl Plugin for LogsFromTwoThreads {
         type Config = NetConf;
+        const CHECK: crate::CheckSupport = crate::CheckSupport::Unsupported;
         fn add(&self, _: &Request<NetConf>) -> Result<Reply, BoxError> {
             Err("not used".into())
         }

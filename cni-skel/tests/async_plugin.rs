@@ -1,7 +1,7 @@
 //! An async plugin goes through the same dispatcher as a sync one.
 #![cfg(feature = "async")]
 
-use cni_skel::{AsyncPlugin, Blocking, BoxError, Reply, Request, TestRequest};
+use cni_skel::{AsyncPlugin, Blocking, BoxError, CheckSupport, Reply, Request, TestRequest};
 use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 /// Answers ADD after yielding once; DEL fails with code 11.
@@ -25,6 +25,12 @@ async fn yield_once() {
 
 impl AsyncPlugin for Yielding {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
+    // A test double: its ADD changes nothing on the host, so there is
+    // nothing to verify and CHECK succeeds.
+    async fn check(&self, _req: &Request<'_, Self::Config>) -> Result<(), BoxError> {
+        Ok(())
+    }
 
     async fn add(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
         yield_once().await;

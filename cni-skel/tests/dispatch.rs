@@ -1,6 +1,6 @@
 //! The dispatcher's rules, one test each, through the in-process harness.
 
-use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, TestRequest};
 use cni_types::{Code, Error, IpConfig, NetConf, Result100, SpecVersion};
 use cni_version::PluginInfo;
 use serde_json::{json, Value};
@@ -59,6 +59,12 @@ fn or_empty_result(reply: Option<Reply>) -> Reply {
 
 impl Plugin for TestPlugin {
     type Config = NetConf<Config>;
+    const CHECK: CheckSupport = CheckSupport::Full;
+    // A test double: its ADD changes nothing on the host, so there is
+    // nothing to verify and CHECK succeeds.
+    fn check(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
+    }
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         Self::act(req).map(or_empty_result)
     }
@@ -491,6 +497,12 @@ struct ReferencePrinting;
 
 impl Plugin for ReferencePrinting {
     type Config = NetConf<Config>;
+    const CHECK: CheckSupport = CheckSupport::Full;
+    // A test double: its ADD changes nothing on the host, so there is
+    // nothing to verify and CHECK succeeds.
+    fn check(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
+    }
     const WIRE_FORMAT: cni_types::WireFormat = cni_types::WireFormat::Reference;
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         TestPlugin::act(req).map(or_empty_result)
@@ -520,4 +532,51 @@ fn the_reference_wire_format_prints_errors_and_results_as_the_reference_does() {
     assert!(!out.stdout.ends_with(b"\n"));
     // The default keeps the SDK's choices.
     assert!(run(&add("0.4.0")).json().get("dns").is_none());
+}
+
+/// A plugin that says CHECK is not supported, or that forgot its `check`.
+struct Declares<const SUPPORT: u8>;
+
+impl<const SUPPORT: u8> Plugin for Declares<SUPPORT> {
+    type Config = NetConf;
+    const CHECK: CheckSupport = match SUPPORT {
+        0 => CheckSupport::Unsupported,
+        _ => CheckSupport::Full,
+    };
+    fn add(&self, _: &Request<Self::Config>) -> Result<Reply, BoxError> {
+        Ok(Result100::new(SpecVersion::V1_1_0).into())
+    }
+    fn del(&self, _: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_plugin_declaring_check_unsupported_answers_check_with_code_4_asking_for_disable_check() {
+    let check = TestRequest::check().stdin(conf("1.0.0"));
+    let out = check.run(&Declares::<0>, &PluginInfo::all());
+    assert_eq!(out.exit_code, 1);
+    let err = out.error().unwrap();
+    assert_eq!(err.msg, CheckSupport::unsupported_error().msg);
+    assert_eq!(err.code, Code::INVALID_ENVIRONMENT_VARIABLES);
+    assert!(err.msg.contains("CNI_COMMAND=CHECK"), "{err:?}");
+    assert!(err.details.contains("disableCheck"), "{err:?}");
+    // The version checks still come first, as for any CHECK.
+    let old = TestRequest::check().stdin(conf("0.3.1"));
+    let err = old.run(&Declares::<0>, &PluginInfo::all()).error().unwrap();
+    assert_eq!(err.code, Code::INCOMPATIBLE_CNI_VERSION);
+    // The other commands are served as usual.
+    let added = add("1.0.0").run(&Declares::<0>, &PluginInfo::all());
+    assert_eq!(added.exit_code, 0);
+}
+
+#[test]
+fn a_plugin_claiming_check_support_without_a_check_fails_check_instead_of_passing_it() {
+    let check = TestRequest::check().stdin(conf("1.0.0"));
+    let err = check
+        .run(&Declares::<1>, &PluginInfo::all())
+        .error()
+        .unwrap();
+    assert_eq!(err.code, Code::INTERNAL);
+    assert!(err.msg.contains("implements no check"), "{err:?}");
 }

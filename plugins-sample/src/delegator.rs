@@ -14,7 +14,7 @@
 //!  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.1.0.0/24"}]]}}
 //! ```
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, Interface, IpFamily, NetConf};
 use serde::Deserialize;
 
@@ -35,6 +35,7 @@ pub struct Delegator;
 
 impl Plugin for Delegator {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::OnlyIpam;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let ipam = req.config.ipam_type()?;

@@ -20,7 +20,7 @@
 //!  "dns": {"nameservers": ["10.0.0.53"], "search": ["svc.local"]}}
 //! ```
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Dns, Error, Mac, NetConf, Result100};
 use serde::Deserialize;
@@ -93,6 +93,7 @@ fn container_interface(result: &Result100, req: &Req) -> Option<usize> {
 
 impl Plugin for DnsMac {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let wanted = Wanted::from(req)?;

@@ -21,7 +21,7 @@
 //! Go: containernetworking/plugins `plugins/main/loopback`.
 
 use cni_net::{Address, NetError, Netns};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, Interface, IpConfig, NetConf, Result100, SpecVersion};
 
 /// Printed to stderr when run by hand.
@@ -35,6 +35,7 @@ type Req<'a> = Request<'a, NetConf>;
 
 impl Plugin for Loopback {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let netns = Netns::of(req)?;

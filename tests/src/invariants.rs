@@ -46,7 +46,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Once;
 
-use cni_skel::{BoxError, Plugin, Reply, Request, TestRequest};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, TestRequest};
 use cni_types::{
     CniArgs, CniArgsError, CniResult, Extra, Interface, IpConfig, NetConf, NetConfList, Result100,
     SpecVersion, IGNORE_UNKNOWN,
@@ -301,6 +301,7 @@ pub struct Echo;
 
 impl Plugin for Echo {
     type Config = NetConf<Extra>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let args = req.cni_args()?;

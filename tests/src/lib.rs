@@ -421,6 +421,7 @@ where
 pub fn become_user(id: u32) -> std::io::Result<()> {
     // SAFETY: plain syscalls without pointers but setgroups' null list of
     // length 0.
+    #[allow(unsafe_code)]
     let failed = unsafe {
         libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(id) != 0 || libc::setuid(id) != 0
     };

@@ -245,7 +245,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         };
         let pid = child.id() as libc::pid_t;
         // SAFETY: a signal to our own child, which we have not reaped.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid, libc::SIGTERM)
+        };
         for _ in 0..200 {
             if child.try_wait().ok().flatten().is_some() {
                 return;

@@ -185,6 +185,7 @@ fn run(bin: &Path, inv: &Invocation) -> Run {
     let (stdout_mode, fsize, run_as) = (inv.stdout, inv.file_size_limit, inv.run_as);
     // SAFETY: only async-signal-safe calls (close, signal, setrlimit,
     // setgroups, setgid, setuid) between fork and exec.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
             if stdout_mode == StdoutMode::FdClosed && libc::close(1) != 0 {
@@ -256,14 +257,19 @@ fn run(bin: &Path, inv: &Invocation) -> Run {
     let watchdog = thread::spawn(move || match exit_seen.recv_timeout(bound) {
         Err(mpsc::RecvTimeoutError::Timeout) => {
             // SAFETY: pid is our unreaped child (see above).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(pid, libc::SIGKILL)
+            };
             true
         }
         _ => false,
     });
     loop {
         // SAFETY: plain syscall on our child; the siginfo is ours.
+        #[allow(unsafe_code)]
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        #[allow(unsafe_code)]
         let rc = unsafe {
             libc::waitid(
                 libc::P_PID,
@@ -283,7 +289,9 @@ fn run(bin: &Path, inv: &Invocation) -> Run {
     let timed_out = watchdog.join().expect("watchdog");
     let mut status = 0;
     // SAFETY: reaping our own child; rusage is written by the kernel.
+    #[allow(unsafe_code)]
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    #[allow(unsafe_code)]
     let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
     let _ = release_stdin.send(());
@@ -1005,7 +1013,10 @@ struct Mount(PathBuf);
 impl Drop for Mount {
     fn drop(&mut self) {
         // SAFETY: plain syscall on a path we mounted.
-        unsafe { libc::umount2(cstring(&self.0).as_ptr(), libc::MNT_DETACH) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::umount2(cstring(&self.0).as_ptr(), libc::MNT_DETACH)
+        };
     }
 }
 
@@ -1013,6 +1024,7 @@ impl Drop for Mount {
 fn bind_read_only(dir: &Path) -> Option<Mount> {
     let p = cstring(dir);
     // SAFETY: plain syscalls with valid C strings.
+    #[allow(unsafe_code)]
     unsafe {
         if libc::mount(
             p.as_ptr(),
@@ -1046,6 +1058,7 @@ fn tiny_tmpfs(dir: &Path, bytes: usize) -> Option<Mount> {
     let fstype = CString::new("tmpfs").unwrap();
     let opts = CString::new(format!("size={bytes},mode=0755")).unwrap();
     // SAFETY: plain syscall with valid C strings.
+    #[allow(unsafe_code)]
     let rc = unsafe {
         libc::mount(
             fstype.as_ptr(),
@@ -1058,6 +1071,7 @@ fn tiny_tmpfs(dir: &Path, bytes: usize) -> Option<Mount> {
     (rc == 0).then(|| Mount(dir.to_owned()))
 }
 
+#[allow(unsafe_code)]
 fn is_root() -> bool {
     // SAFETY: no arguments, cannot fail.
     unsafe { libc::geteuid() == 0 }

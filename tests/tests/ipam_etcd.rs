@@ -240,7 +240,10 @@ fn etcd_killed_mid_run_fails_adds_with_code_11_and_once_restarted_the_rest_compl
         }
         // Killed by pid while the ADDs keep running; reaped below.
         // SAFETY: a plain kill(2) of the etcd this test started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid, libc::SIGKILL)
+        };
         runner.join().expect("runner")
     });
     etcd.stop();
@@ -481,12 +484,18 @@ fn a_hung_etcd_is_code_11_within_the_documented_two_seconds_and_nothing_is_writt
     let stdin = conf(&etcd, "node-h", "10.85.0.0/24", None);
     let pid = etcd.pid().expect("etcd is running");
     // SAFETY: plain kill(2)s of the etcd this test started.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP)
+    };
     let started = Instant::now();
     let out = run_plugin(&bin, &env("ADD", "hung"), &stdin);
     let took = started.elapsed();
     let status = run_plugin(&bin, &env("STATUS", ""), &stdin);
-    unsafe { libc::kill(pid, libc::SIGCONT) };
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid, libc::SIGCONT)
+    };
     assert_eq!(out.stdout_json()["code"], 11, "{out:?}");
     assert!(
         took < Duration::from_millis(3500),

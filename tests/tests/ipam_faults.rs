@@ -169,6 +169,7 @@ fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration
     let run_as = setup.run_as;
     // SAFETY: only async-signal-safe calls (unshare, mount, setgroups,
     // setgid, setuid) between fork and exec, on values made before.
+    #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(move || {
             if let Some(dir) = &read_only {
@@ -220,7 +221,9 @@ fn a_lock_held_by_a_stuck_process_fails_the_add_with_code_11_naming_it() {
     // This test is the stuck holder.
     let lock = std::fs::File::open(store.join("lock")).unwrap();
     // SAFETY: flock on a file this test owns.
-    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    #[allow(unsafe_code)]
+    let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(locked, 0);
     let started = Instant::now();
     let out = run_with(
         &Setup::default(),

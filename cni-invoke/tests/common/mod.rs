@@ -93,12 +93,14 @@ impl ReadyFifo {
 /// becomes readable), not for a guessed time.
 pub fn exits(pid: i32) -> bool {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    #[allow(unsafe_code)]
     let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
         // ESRCH: gone already.
         return nix::errno::Errno::last() == nix::errno::Errno::ESRCH;
     }
     // SAFETY: a descriptor just returned to us, owned by nobody else.
+    #[allow(unsafe_code)]
     let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     let mut fds = [nix::poll::PollFd::new(
         pidfd.as_fd(),

@@ -29,7 +29,7 @@ mod tests;
 
 use std::marker::PhantomData;
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{
     Attachment, Code, Dns, Error, IpConfig, IpNetwork, NetConf, Result100, SpecVersion,
 };
@@ -100,6 +100,7 @@ fn attachment(req: &Request<NetConf>) -> Attachment {
 
 impl<S: Store> Plugin for Ipam<S> {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let (cfg, store_cfg) = configs::<S>(req)?;

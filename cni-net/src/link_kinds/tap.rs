@@ -86,6 +86,7 @@ impl Tap<'_> {
         req.name[..self.name.len()].copy_from_slice(self.name.as_bytes());
         // SAFETY: `req` is a live `struct ifreq` of the kernel's size, and
         // the other calls pass plain integers.
+        #[allow(unsafe_code)]
         unsafe {
             tun_set_iff(fd, &req).map_err(|e| match e {
                 // Another device has the name: the usual "exists".

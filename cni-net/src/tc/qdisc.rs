@@ -1,7 +1,7 @@
-//! Qdiscs: add a tbf or an ingress qdisc, delete one, list a link's,
-//! like `tc qdisc`.
+//! Qdiscs: add or replace a tbf, add an ingress qdisc, delete one, list
+//! a link's, like `tc qdisc`.
 
-use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage, TcOption};
 use netlink_packet_route::RouteNetlinkMessage;
 
@@ -47,6 +47,65 @@ impl Netlink {
     /// Like `tc qdisc add dev LINK root handle 1: tbf rate RATE burst BURST
     /// limit LIMIT`; Go: `netlink.QdiscAdd(&netlink.Tbf{..})`.
     pub fn add_tbf(&mut self, index: u32, tbf: &Tbf, clock: &Psched) -> Result<(), NetError> {
+        self.root_tbf(index, tbf, clock, NLM_F_CREATE | NLM_F_EXCL)
+    }
+
+    /// Makes `tbf` the root qdisc of link `index`, with handle `1:`,
+    /// whatever root qdisc the link had: the tbf's parameters change when
+    /// it is a tbf `1:` already, else the new tbf replaces the old qdisc.
+    /// Unlike [`Netlink::add_tbf`], which the kernel refuses with `EEXIST`
+    /// when the link has a root qdisc of its own, it can be run again with
+    /// the same or new parameters.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use cni_net::tc::{Handle, Psched, QdiscKind, Tbf};
+    ///
+    /// let mut nl = cni_net::Netlink::open()?;
+    /// let link = nl.link("eth0")?;
+    /// let clock = Psched::read()?;
+    /// // egressRate 1 Mbit/s, egressBurst 80 kbit, as a configuration says them.
+    /// let tbf = Tbf::from_bits(1_000_000, 80_000, Duration::from_millis(25))?;
+    /// nl.replace_root_tbf(link.index, &tbf, &clock)?;
+    /// nl.replace_root_tbf(link.index, &tbf, &clock)?; // no EEXIST
+    /// let root = nl.qdiscs(link.index)?.into_iter().find(|q| q.parent == Handle::ROOT);
+    /// assert_eq!(root.map(|q| q.kind), Some(QdiscKind::Tbf(tbf.params())));
+    /// assert!(nl.delete_root_qdisc(link.index)?);
+    /// # Ok::<(), cni_net::NetError>(())
+    /// ```
+    ///
+    /// Like `tc qdisc replace dev LINK root handle 1: tbf rate RATE burst
+    /// BURST limit LIMIT`; Go: `netlink.QdiscReplace(&netlink.Tbf{..})`.
+    pub fn replace_root_tbf(
+        &mut self,
+        index: u32,
+        tbf: &Tbf,
+        clock: &Psched,
+    ) -> Result<(), NetError> {
+        self.root_tbf(index, tbf, clock, NLM_F_CREATE | NLM_F_REPLACE)
+    }
+
+    /// Deletes the root qdisc of link `index` with its classes and
+    /// filters, so the link goes back to its default qdisc; whether it had
+    /// one of its own (the default counts as none). For DEL, where
+    /// "already gone" is success. The example is
+    /// [`Netlink::replace_root_tbf`]'s.
+    ///
+    /// Like `tc qdisc del dev LINK root`; Go:
+    /// `netlink.QdiscDel` of the link's root qdisc.
+    pub fn delete_root_qdisc(&mut self, index: u32) -> Result<bool, NetError> {
+        self.delete_qdisc(index, Handle::ROOT)
+    }
+
+    /// `tbf` as the root qdisc `1:` of link `index`, with the request's
+    /// `flags` (create only, or create or replace).
+    fn root_tbf(
+        &mut self,
+        index: u32,
+        tbf: &Tbf,
+        clock: &Psched,
+        flags: u16,
+    ) -> Result<(), NetError> {
         let options = tbf
             .options(clock)
             .into_iter()
@@ -62,11 +121,8 @@ impl Netlink {
             ],
         );
         let object = format!("tbf to {}", self.label(index));
-        self.change(
-            RouteNetlinkMessage::NewQueueDiscipline(msg),
-            NLM_F_CREATE | NLM_F_EXCL,
-        )
-        .map_err(NetError::kernel(Op::AddQdisc, object))
+        self.change(RouteNetlinkMessage::NewQueueDiscipline(msg), flags)
+            .map_err(NetError::kernel(Op::AddQdisc, object))
     }
 
     /// Adds the ingress qdisc (handle `ffff:`) to link `index`, where

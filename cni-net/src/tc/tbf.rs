@@ -106,6 +106,52 @@ impl Tbf {
         Ok(Tbf { rate, burst, limit })
     }
 
+    /// [`Tbf::with_latency`] from the units every CNI configuration
+    /// speaks, bits: bandwidth's `ingressRate`/`ingressBurst` and
+    /// `egressRate`/`egressBurst`, and the `bandwidth` capability's
+    /// `rate`/`burst`, are bits per second and bits. Each is divided by 8,
+    /// dropping the remainder, as the reference bandwidth plugin does
+    /// (`rateInBytes := rateInBits / 8`). [`NetError::InvalidQdisc`] for a
+    /// rate under 8 bits per second or a bucket under 8 bits (0 bytes), a
+    /// bucket over `u32::MAX` bytes, or what [`Tbf::with_latency`] refuses.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cni_net::tc::Tbf;
+    ///
+    /// let latency = Duration::from_millis(25);
+    /// // 1 Mbit/s with an 80 kbit bucket: 125 000 bytes/s, 10 000 bytes.
+    /// let tbf = Tbf::from_bits(1_000_000, 80_000, latency)?;
+    /// assert_eq!(tbf, Tbf::with_latency(125_000, 10_000, latency)?);
+    /// assert!(Tbf::from_bits(7, 80_000, latency).is_err());
+    /// # Ok::<(), cni_net::NetError>(())
+    /// ```
+    ///
+    /// Go: the conversion in plugins `meta/bandwidth`'s `createTBF`.
+    pub fn from_bits(rate_bits: u64, burst_bits: u64, latency: Duration) -> Result<Tbf, NetError> {
+        let invalid = |reason: String| NetError::InvalidQdisc {
+            kind: "tbf",
+            reason,
+        };
+        if rate_bits < 8 {
+            return Err(invalid(format!(
+                "a rate of {rate_bits} bits per second, less than one byte"
+            )));
+        }
+        if burst_bits < 8 {
+            return Err(invalid(format!(
+                "a burst of {burst_bits} bits, less than one byte"
+            )));
+        }
+        let burst = u32::try_from(burst_bits / 8).map_err(|_| {
+            invalid(format!(
+                "a burst of {burst_bits} bits exceeds the kernel's limit of {} bytes",
+                u32::MAX
+            ))
+        })?;
+        Tbf::with_latency(rate_bits / 8, burst, latency)
+    }
+
     /// What the kernel will report for this tbf (see the module's
     /// arithmetic): the bucket's time as the kernel computes it
     /// (`psched_l2t_ns`), in ticks, wrapped to 32 bits.
@@ -285,6 +331,22 @@ mod tests {
             .params();
         assert_eq!(params.buffer, 156_250);
         assert_eq!(params.limit, 25_000 + 10_000);
+    }
+
+    #[test]
+    fn a_tbf_from_bits_is_the_tbf_of_the_same_rate_and_bucket_in_bytes() {
+        let latency = Duration::from_millis(25);
+        for (rate_bits, burst_bits) in [(8, 8), (1_000_000, 80_000), (8_000_001, 4_294_967_295)] {
+            assert_eq!(
+                Tbf::from_bits(rate_bits, burst_bits, latency).unwrap(),
+                Tbf::with_latency(rate_bits / 8, (burst_bits / 8) as u32, latency).unwrap(),
+                "{rate_bits} bit/s, {burst_bits} bit"
+            );
+        }
+        // Less than a byte, or a bucket the kernel's u32 cannot hold.
+        for (rate_bits, burst_bits) in [(7, 80_000), (1_000_000, 7), (1_000_000, 8 << 32)] {
+            assert!(Tbf::from_bits(rate_bits, burst_bits, latency).is_err());
+        }
     }
 
     #[test]

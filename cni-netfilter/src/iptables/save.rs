@@ -1,7 +1,7 @@
 //! Reading `iptables-save` output: a table's chains, and its rules with
 //! their comments.
 
-use crate::{ListedRule, RuleHandle};
+use crate::{ListedRule, RuleContent, RuleHandle};
 
 /// One table as `iptables-save -t TABLE` prints it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -32,6 +32,7 @@ pub(crate) fn parse(text: &str, table: &str) -> Saved {
                 chain: chain.to_string(),
                 comment: comment_of(spec),
                 handle: RuleHandle::Iptables(spec.to_string()),
+                content: RuleContent::Iptables(spec.to_string()),
             });
         }
     }

@@ -6,7 +6,8 @@ use super::plan;
 use super::socket::{DumpError, NftSocket};
 use super::udata::{comment_bytes, comment_of};
 use crate::{
-    Backend, BackendKind, CommentMatch, FilterError, ListedRule, Op, RuleHandle, Table, Transaction,
+    Backend, BackendKind, CommentMatch, FilterError, ListedRule, Op, RuleContent, RuleHandle,
+    Table, Transaction,
 };
 
 /// How long a transaction that depends on a listing is tried again while
@@ -367,7 +368,8 @@ impl NftBackend {
                 table.family,
                 &filter,
                 |rules: &mut Vec<ListedRule>, payload| {
-                    let [name, rule_chain, handle, udata] = nla::find(payload, [1, 2, 3, 7])?;
+                    let [name, rule_chain, handle, exprs, udata] =
+                        nla::find(payload, [1, 2, 3, 4, 7])?;
                     if name.map(nla::text) != Some(table_name)
                         || rule_chain.map(nla::text).unwrap_or_default() != chain_name
                     {
@@ -383,6 +385,7 @@ impl NftBackend {
                         chain: chain.to_string(),
                         comment: comment.map(|c| c.into_owned()),
                         handle: RuleHandle::Nft(nla::number(handle)?),
+                        content: RuleContent::Nft(exprs.unwrap_or_default().to_vec()),
                     });
                     Ok(())
                 },

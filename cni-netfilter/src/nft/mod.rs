@@ -34,6 +34,26 @@ pub(crate) mod udata;
 mod tests;
 
 pub use backend::NftBackend;
+
+/// Whether `listed`, a rule's expressions as the kernel lists them, are
+/// `rule` as this backend writes it in `family`
+/// ([`ListedRule::is`](crate::ListedRule::is)).
+pub(crate) fn compiled_is(
+    rule: &crate::Rule,
+    family: crate::Family,
+    listed: &[u8],
+) -> Result<bool, crate::FilterError> {
+    let compiled = compile::compile(rule, family)?;
+    if !compiled.sets.is_empty() {
+        return Err(crate::FilterError::Unsupported {
+            backend: crate::BackendKind::Nftables,
+            what: "comparing a listed rule with one that needs an anonymous set".into(),
+        });
+    }
+    let mut ours = nla::Attrs::default();
+    compiled.exprs.iter().for_each(|e| e.encode(&mut ours));
+    Ok(nla::same_attrs(&ours.buf, listed))
+}
 pub use expr::Expr;
 pub use keys::{
     fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_io::{Async, Timer};
-use cni_skel::{AsyncPlugin, BoxError, Command, Reply, Request};
+use cni_skel::{AsyncPlugin, BoxError, CheckSupport, Command, Reply, Request};
 use cni_types::{CniResult, Code, Error, NetConf};
 use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use serde::{Deserialize, Serialize};
@@ -87,6 +87,7 @@ pub struct AgentForward;
 
 impl AsyncPlugin for AgentForward {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     async fn add(&self, req: &Request<'_, Self::Config>) -> Result<Reply, BoxError> {
         forward(req).await?.ok_or_else(|| {

@@ -75,7 +75,7 @@
 //! Go: containernetworking/plugins `plugins/meta/bandwidth`.
 
 use cni_net::Netns;
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::NetConf;
 
 mod config;
@@ -96,6 +96,7 @@ type Req<'a> = Request<'a, NetConf<Fields>>;
 
 impl Plugin for Bandwidth {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let shaping = Shaping::read(&req.config)?;

@@ -76,7 +76,7 @@
 
 use cni_net::{Netlink, Netns};
 use cni_netfilter::{macspoof, masquerade};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, IpNetwork, NetConf, Result100};
 
@@ -105,6 +105,7 @@ type Req<'a> = Request<'a, NetConf<Fields>>;
 
 impl Plugin for Bridge {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;

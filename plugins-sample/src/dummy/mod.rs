@@ -25,7 +25,7 @@
 //! Go: containernetworking/plugins `plugins/main/dummy`.
 
 use cni_net::{LinkKind, Netns};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 
 use crate::link_plugin::{self, Addressing, Expected};
@@ -50,6 +50,7 @@ fn ipam(req: &Req) -> Result<String, Error> {
 
 impl Plugin for Dummy {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let addressing = Addressing {

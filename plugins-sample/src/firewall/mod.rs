@@ -89,7 +89,7 @@ use cni_netfilter::firewall::{self, Rules};
 use cni_netfilter::firewalld::Firewalld;
 use cni_netfilter::masquerade::Attachment;
 use cni_netfilter::BackendKind;
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Requested, Setup};
@@ -218,6 +218,7 @@ fn vacated_or_log(req: &Request<NetConf<Fields>>, bridge: &str, ours: &[String])
 
 impl Plugin for Firewall {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let setup = Setup::read(&req.config)?;

@@ -50,7 +50,7 @@ mod config;
 mod handover;
 
 use cni_net::{Dad, Link, Netlink, Netns};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{CniResult, Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 pub use self::config::Fields;
@@ -67,6 +67,7 @@ type Req<'a> = Request<'a, NetConf<Fields>>;
 
 impl Plugin for HostDevice {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;

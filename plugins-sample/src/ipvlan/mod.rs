@@ -34,7 +34,7 @@
 //! Go: containernetworking/plugins `plugins/main/ipvlan`.
 
 use cni_net::{IpvlanMode, Netns, SublinkKind};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 
@@ -121,6 +121,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
 
 impl Plugin for Ipvlan {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         link_plugin::add(req, &plan(req)?)

@@ -36,7 +36,7 @@
 //! Go: containernetworking/plugins `plugins/main/macvlan`.
 
 use cni_net::{MacvlanMode, Netns, SublinkKind};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
@@ -108,6 +108,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
 
 impl Plugin for Macvlan {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         link_plugin::add(req, &plan(req)?)

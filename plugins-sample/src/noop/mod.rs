@@ -27,7 +27,7 @@ pub mod debug;
 use std::borrow::Cow;
 use std::path::Path;
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{CniArgs, CniResult, Code, Error, NetConf, SpecVersion, WireFormat};
 use cni_version::PluginInfo;
 use serde::Deserialize;
@@ -246,6 +246,7 @@ impl Plugin for Noop {
     /// Parsed without failing, so that a malformed configuration fails the
     /// way the reference noop's does (code 999 from the command).
     type Config = NoopConfig;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     /// A drop-in for the reference test double prints what it prints.
     const WIRE_FORMAT: WireFormat = WIRE_FORMAT;

@@ -72,7 +72,7 @@ use std::net::IpAddr;
 use cni_netfilter::iptables::IptablesBackend;
 use cni_netfilter::nft::NftBackend;
 use cni_netfilter::{Backend, BackendKind, Family, Protocol};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpNetwork, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Setup};
@@ -121,6 +121,7 @@ use cni_netfilter::cannot_list;
 
 impl Plugin for Portmap {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let (setup, unprobed) = Self::setup_unprobed(req)?;

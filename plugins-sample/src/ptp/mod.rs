@@ -45,7 +45,7 @@
 
 use cni_net::{ContainerVeth, LinkKind, Netlink, Netns};
 use cni_netfilter::masquerade;
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 use crate::ipmasq::{addresses, attachment};
@@ -68,6 +68,7 @@ type Req<'a> = Request<'a, NetConf<Fields>>;
 
 impl Plugin for Ptp {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;

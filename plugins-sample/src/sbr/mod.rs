@@ -51,7 +51,7 @@ mod routing;
 use std::fs::File;
 
 use cni_net::Netns;
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpConfig, NetConf, Result100};
 use nix::fcntl::{Flock, FlockArg};
 
@@ -69,6 +69,7 @@ type Req<'a> = Request<'a, NetConf<Fields>>;
 
 impl Plugin for Sbr {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;

@@ -31,7 +31,7 @@
 
 mod config;
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpConfig, NetConf, Result100, SpecVersion};
 
 pub use config::{Address, StaticConfig};
@@ -45,6 +45,7 @@ pub struct Static;
 
 impl Plugin for Static {
     type Config = NetConf;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Request<NetConf>) -> Result<Reply, BoxError> {
         let conf = StaticConfig::load(req)?;

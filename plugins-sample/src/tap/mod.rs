@@ -46,7 +46,7 @@
 use std::path::Path;
 
 use cni_net::{LinkKind, Netns, Tap as TapDevice};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, Mac, NetConf};
 use serde::Deserialize;
@@ -204,6 +204,7 @@ fn device<'a>(f: &Fields, name: &'a str) -> TapDevice<'a> {
 
 impl Plugin for Tap {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let (plan, netns) = plan(req)?;

@@ -54,7 +54,7 @@
 use std::path::PathBuf;
 
 use cni_net::{Link, Netlink, Netns};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, NetConf, Result100};
 
 mod apply;
@@ -145,6 +145,7 @@ fn container_link(req: &Req) -> Result<Option<(Netlink, Link)>, Error> {
 
 impl Plugin for Tuning {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let wanted = Wanted::read(req)?;

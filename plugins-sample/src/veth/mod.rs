@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use cni_net::{ContainerVeth, Dad, NetError, Netlink, Netns, Op};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{CniResult, Code, Error, Interface, IpNetwork, Mac, NetConf, Result100, Route};
 use serde::Deserialize;
@@ -97,6 +97,7 @@ fn validate(req: &Req) -> Result<Plan, Error> {
 
 impl Plugin for Veth {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = validate(req)?;

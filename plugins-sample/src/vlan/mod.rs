@@ -30,7 +30,7 @@
 //! Go: containernetworking/plugins `plugins/main/vlan`.
 
 use cni_net::{Netns, SublinkKind, VlanId};
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 
@@ -91,6 +91,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
 
 impl Plugin for Vlan {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         link_plugin::add(req, &plan(req)?)

@@ -33,7 +33,7 @@
 mod enslave;
 
 use cni_net::Netns;
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
 
@@ -72,6 +72,7 @@ fn vrfname<'a>(req: &'a Req) -> Result<&'a str, Error> {
 
 impl Plugin for Vrf {
     type Config = NetConf<Fields>;
+    const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let name = vrfname(req)?;

@@ -3,7 +3,7 @@
 //! (`#[serde(flatten)] unknown: UnknownFields`). Tests run it as a process
 //! to check that unknown fields survive ADD exactly.
 
-use cni_skel::{BoxError, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{NetConf, UnknownFields};
 
 /// A plugin's own fields, and every other key kept as written.
@@ -19,6 +19,12 @@ struct EchoConfig;
 
 impl Plugin for EchoConfig {
     type Config = NetConf<Config>;
+    const CHECK: CheckSupport = CheckSupport::Full;
+    // A test double: its ADD changes nothing on the host, so there is
+    // nothing to verify and CHECK succeeds.
+    fn check(&self, _req: &Request<Self::Config>) -> Result<(), BoxError> {
+        Ok(())
+    }
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         Ok(Reply::Raw {
