@@ -415,6 +415,28 @@ impl Cluster {
             .and_then(|c| i32::try_from(c.id()).ok())
     }
 
+    /// Stops member `i` (SIGSTOP), as a hung process or a paused VM:
+    /// its connections stay open and nothing answers on them.
+    pub fn pause(&self, i: usize) {
+        self.signal(i, libc::SIGSTOP);
+    }
+
+    /// Lets a paused member `i` run again (SIGCONT).
+    pub fn resume(&self, i: usize) {
+        self.signal(i, libc::SIGCONT);
+    }
+
+    fn signal(&self, i: usize, signal: libc::c_int) {
+        if let Some(pid) = self.pid(i) {
+            // SAFETY: kill(2) takes no pointers; `pid` is a child of this
+            // cluster that only `kill` reaps, so it names no other process.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(pid, signal)
+            };
+        }
+    }
+
     /// Kills member `i` (SIGKILL), as a crash would.
     pub fn kill(&self, i: usize) {
         if let Some(mut child) = self.children()[i].take() {
@@ -461,12 +483,9 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         for i in 0..MEMBERS {
-            if let Some(pid) = self.pid(i) {
-                // A stopped member would not die of SIGKILL until resumed
-                // on some kernels' accounting; resume it first.
-                // SAFETY: kill(2) of a child this cluster started.
-                unsafe { libc::kill(pid, libc::SIGCONT) };
-            }
+            // A stopped member would not die of SIGKILL until resumed
+            // on some kernels' accounting; resume it first.
+            self.resume(i);
             self.kill(i);
         }
     }

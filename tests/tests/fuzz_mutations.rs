@@ -44,6 +44,7 @@ fn count(delta: isize) {
 
 // SAFETY: every call is forwarded to `System` unchanged; counting touches
 // only const-initialised thread locals, which never allocate.
+#[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count(layout.size() as isize);

@@ -78,6 +78,7 @@ fn start(command: &str, host: &NetNs, container: &NetNs) -> Child {
     let mut command_line = Command::new(plugin_bin_dir().join("host-device"));
     // SAFETY: setns is async-signal-safe, and `fd` stays open in the
     // parent until spawn returns.
+    #[allow(unsafe_code)]
     unsafe {
         command_line.pre_exec(move || match libc::setns(fd, libc::CLONE_NEWNET) {
             0 => Ok(()),

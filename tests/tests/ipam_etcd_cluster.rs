@@ -276,13 +276,12 @@ fn a_member_hung_for_ten_seconds_mid_run_hands_no_address_out_twice_and_every_fa
     let subnet = "10.94.0.0/22";
     let jobs = jobs(40, "stop");
     // The first member listed: every ADD tries it first.
-    let pid = cluster.pid(0).expect("running");
+    assert!(cluster.pid(0).is_some(), "member 0 is not running");
     let outs = add_all(&cluster, subnet, &jobs, |done| {
         wait_for(done, 200);
-        // SAFETY: kill(2)s of a member this test's cluster started.
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        cluster.pause(0);
         std::thread::sleep(Duration::from_secs(10));
-        unsafe { libc::kill(pid, libc::SIGCONT) };
+        cluster.resume(0);
     });
     eprintln!("member 0 stopped for 10 s: {}", percentiles(&outs));
     assert_failures_are_code_11_and_bounded(&jobs, &outs);

@@ -127,6 +127,7 @@ impl Drop for Scripted {
 fn bind_to_device(socket: &UdpSocket, ifname: &str) {
     use std::os::fd::AsRawFd;
     // SAFETY: the option's value is the name's bytes, of the length given.
+    #[allow(unsafe_code)]
     let rc = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
