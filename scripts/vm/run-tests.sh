@@ -22,11 +22,12 @@
 # The test binaries and the sample plugins are built here, on the host; the
 # guest only runs them, with CNI_TEST_PLUGIN_DIR naming the plugins. Each
 # binary's output and exit status are written to target/vm/run-PID and
-# printed here. Fails when a test fails, when the VM cannot start, and when the
-# guest has not finished within CNI_VM_TIMEOUT seconds (default 900): never
-# a quiet skip. A test binary still running after CNI_VM_BINARY_TIMEOUT
-# seconds (default 300) is killed in the guest (exit status 124) and the
-# next one runs. Variables CNI_TEST_* and RUST_* are passed to the guest.
+# printed here. Fails when a test fails, when the VM cannot start, and
+# when the guest has not finished within CNI_VM_TIMEOUT seconds (default
+# 900, 2400 under QEMU): never a quiet skip. A test binary still running
+# after CNI_VM_BINARY_TIMEOUT seconds (default 300, 900 under QEMU) is
+# killed in the guest (exit status 124) and the next one runs. Variables
+# CNI_TEST_* and RUST_* are passed to the guest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -85,6 +86,11 @@ if [ "$BACKEND" = auto ]; then
         scripts/vm/install-deps.sh --qemu | tail -n 1
     fi
     rm -rf "$probe"
+fi
+# QEMU emulates (code 15-25x slower): the same tests need longer bounds.
+if [ "$BACKEND" = qemu ]; then
+    TIMEOUT=${CNI_VM_TIMEOUT:-2400}
+    BINARY_TIMEOUT=${CNI_VM_BINARY_TIMEOUT:-900}
 fi
 
 metadata=$(cargo metadata --no-deps --format-version 1)
@@ -150,10 +156,13 @@ mkdir -p "$run"
     echo "[ -d /var/lib/cni ] && mount -t tmpfs cni /var/lib/cni"
     printf 'export PATH=%q HOME=%q\n' "$PATH" "${HOME:-/root}"
     printf 'export CNI_TEST_PLUGIN_DIR=%q\n' "$target/debug"
+    # Tests scale the bounds they put on a plugin's run by the backend's
+    # slowness (tests::slowness).
+    printf 'export CNI_TEST_VM_BACKEND=%q\n' "$BACKEND"
     echo "export RUST_BACKTRACE=\${RUST_BACKTRACE:-1}"
     while IFS= read -r var; do
         printf 'export %s=%q\n' "$var" "${!var}"
-    done < <(compgen -e | grep -E '^(CNI_TEST_|RUST_)' | grep -vx CNI_TEST_PLUGIN_DIR || true)
+    done < <(compgen -e | grep -E '^(CNI_TEST_|RUST_)' | grep -vx -e CNI_TEST_PLUGIN_DIR -e CNI_TEST_VM_BACKEND || true)
     # Cargo runs a test binary in its package's directory.
     printf 'cd %q\n' "$PWD/tests"
     printf 'uname -r >%q\n' "$run/kernel"

@@ -31,6 +31,7 @@ fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>
     }
     let executable = in_host_namespace(scratch.path(), &ours.join(plugin), &host);
     let mut target = Target::new(executable, Kind::Interface);
+    target.timeout *= tests::slowness();
     target.cni_path = vec![ours, reference_plugin_dir()];
     // host-local stops at 1.0.0; ours covers 1.1.0 (GC, STATUS) too.
     target.ipam = "ipam-file".into();

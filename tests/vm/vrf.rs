@@ -207,6 +207,7 @@ fn a_route_through_a_gateway_moves_into_the_vrf_table_as_v1_9_moves_it() {
 fn vrf_passes_cni_conformance() {
     use cni_conformance::{Kind, Selection, Status, Target};
     let mut target = Target::new(plugin_bin_dir().join("vrf"), Kind::Chained);
+    target.timeout *= tests::slowness();
     target.config = Some(json!({"name": "cni-conformance", "vrfname": "cnicvrf", "table": 1002}));
     let report = cni_conformance::run(&target, &Selection::all()).expect("the checker runs");
     assert!(report.ids(Status::Failed).is_empty(), "{}", report.text());
