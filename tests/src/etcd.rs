@@ -128,23 +128,7 @@ impl Etcd {
     /// # Panics
     /// When `etcdctl` is missing or fails.
     pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String)> {
-        let out = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &self.endpoint(), "get", "--prefix", prefix])
-            .output()
-            .unwrap_or_else(|e| panic!("etcdctl: {e}; {INSTALL_HINT}"));
-        assert!(out.status.success(), "etcdctl get: {out:?}");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let lines: Vec<&str> = text.lines().collect();
-        lines
-            .chunks(2)
-            .map(|kv| {
-                (
-                    kv[0].to_owned(),
-                    kv.get(1).copied().unwrap_or("").to_owned(),
-                )
-            })
-            .collect()
+        etcdctl_get_prefix(&self.endpoint(), prefix)
     }
 
     /// Writes `key = value` through `etcdctl`.
@@ -459,24 +443,7 @@ impl Cluster {
     /// # Panics
     /// When `etcdctl` is missing or fails.
     pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String)> {
-        let endpoints = self.endpoints().join(",");
-        let out = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &endpoints, "get", "--prefix", prefix])
-            .output()
-            .unwrap_or_else(|e| panic!("etcdctl: {e}; {INSTALL_HINT}"));
-        assert!(out.status.success(), "etcdctl get: {out:?}");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let lines: Vec<&str> = text.lines().collect();
-        lines
-            .chunks(2)
-            .map(|kv| {
-                (
-                    kv[0].to_owned(),
-                    kv.get(1).copied().unwrap_or("").to_owned(),
-                )
-            })
-            .collect()
+        etcdctl_get_prefix(&self.endpoints().join(","), prefix)
     }
 }
 
@@ -506,6 +473,28 @@ fn post(port: u16, method: &str, path: &str, body: &str, timeout: Duration) -> O
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
     answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
+}
+
+/// Every key under `prefix` with its value, read through `etcdctl` from
+/// `endpoints` (comma-separated; a linearizable read).
+fn etcdctl_get_prefix(endpoints: &str, prefix: &str) -> Vec<(String, String)> {
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", endpoints, "get", "--prefix", prefix])
+        .output()
+        .unwrap_or_else(|e| panic!("etcdctl: {e}; {INSTALL_HINT}"));
+    assert!(out.status.success(), "etcdctl get: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .chunks(2)
+        .map(|kv| {
+            (
+                kv[0].to_owned(),
+                kv.get(1).copied().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
