@@ -170,9 +170,7 @@ pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6,
 use self::keys::Index;
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
 use crate::range::RangeSet;
-use crate::store::{
-    Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store,
-};
+use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
