@@ -62,6 +62,10 @@ impl PrivateFirewalld {
         fs::create_dir(&etc).expect("firewalld config directory");
         fs::write(etc.join("firewalld.conf"), FIREWALLD_CONF).expect("firewalld.conf");
         let log = fs::File::create(fw.log_path()).expect("firewalld log");
+        // firewalld makes its runtime directory when it does not see it
+        // (exists, then mkdir): two starting at once on a fresh machine
+        // race there and the loser exits with EEXIST. Made beforehand.
+        fs::create_dir_all("/run/firewalld").expect("/run/firewalld");
         // `unshare --net` execs firewalld in a new network namespace, which
         // goes away with it.
         let child = Command::new("unshare")

@@ -209,7 +209,9 @@ fn vrf_passes_cni_conformance() {
     let mut target = Target::new(plugin_bin_dir().join("vrf"), Kind::Chained);
     target.timeout *= tests::slowness();
     target.config = Some(json!({"name": "cni-conformance", "vrfname": "cnicvrf", "table": 1002}));
-    let report = cni_conformance::run(&target, &Selection::all()).expect("the checker runs");
+    let mut selection = Selection::all();
+    selection.deadline *= tests::slowness();
+    let report = cni_conformance::run(&target, &selection).expect("the checker runs");
     assert!(report.ids(Status::Failed).is_empty(), "{}", report.text());
     let passed = report.ids(Status::Passed);
     for id in [
