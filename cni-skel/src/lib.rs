@@ -134,6 +134,7 @@ mod plugin;
 mod process;
 mod request;
 mod trace;
+mod undo;
 
 #[cfg(feature = "async")]
 pub use async_plugin::{AsyncPlugin, Blocking, Executor, ParkThread};
@@ -145,3 +146,4 @@ pub use plugin::{BoxError, CheckSupport, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
 pub use request::Request;
 pub use trace::{TraceContext, TraceParent, TRACE_VARS};
+pub use undo::{Teardown, Undo};
