@@ -22,7 +22,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::cancel::Cancel;
-use crate::raw::{STDERR_LIMIT, STDOUT_LIMIT};
+use crate::limits::{STDERR_LIMIT, STDOUT_LIMIT};
 
 /// How long a plugin has between `SIGTERM` and `SIGKILL`.
 pub const KILL_GRACE: Duration = Duration::from_secs(1);

@@ -8,7 +8,8 @@ use cni_skel::{Command, TraceContext, TRACE_VARS};
 use cni_types::{CniResult, Code, Error};
 
 use crate::deadline::{Deadline, Stopped, KILL_GRACE};
-use crate::raw::{excerpt, exec_raw, Exit, RawOutput, STDOUT_LIMIT};
+use crate::limits::STDOUT_LIMIT;
+use crate::raw::{excerpt, exec_raw, Exit, RawOutput};
 
 /// The parameters of one plugin execution, passed as `CNI_*` variables.
 ///

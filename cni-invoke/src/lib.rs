@@ -51,17 +51,20 @@
 //!   one inherited from our environment; libcni appends the context's to
 //!   the inherited environment.
 
+mod alongside;
 mod cache;
 mod cancel;
 mod deadline;
 mod delegate;
 mod exec;
 mod find;
+mod limits;
 mod list;
 mod raw;
 mod runtime;
 mod version;
 
+pub use alongside::{add_alongside, add_alongside_then, add_ipam, del_alongside, FirstError};
 pub use cache::CachedAttachment;
 pub use cancel::Cancel;
 pub use deadline::{Deadline, Stopped, KILL_GRACE};
@@ -71,7 +74,8 @@ pub use delegate::{
 };
 pub use exec::{exec_plugin, exec_with_result, exec_without_result, Invocation};
 pub use find::find_in_path;
+pub use limits::{STDERR_LIMIT, STDOUT_LIMIT};
 pub use list::NetworkList;
-pub use raw::{excerpt, exec_raw, Exit, RawOutput, STDERR_LIMIT, STDOUT_LIMIT};
+pub use raw::{excerpt, exec_raw, Exit, RawOutput};
 pub use runtime::{Runtime, RuntimeConf};
 pub use version::{check_plugin_version, get_version_info};

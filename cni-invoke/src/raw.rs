@@ -20,18 +20,6 @@ use crate::deadline::{finish, Cause, Deadline, Stopped};
 const BUSY_RETRIES: u32 = 5;
 const BUSY_WAIT: Duration = Duration::from_secs(1);
 
-/// How much of a plugin's standard output is kept: 1 MiB. A result is a
-/// few hundred bytes per interface, address and route, so a real one (even
-/// with thousands of routes) fits many times over; the rest of the output
-/// is read, so the plugin is never blocked, and only counted
-/// ([`RawOutput::stdout_dropped`]).
-pub const STDOUT_LIMIT: usize = 1 << 20;
-
-/// How much of a plugin's standard error is kept: 64 KiB, the first lines
-/// of its log, where a failure's cause is. The rest is counted
-/// ([`RawOutput::stderr_dropped`]).
-pub const STDERR_LIMIT: usize = 64 << 10;
-
 /// How a plugin process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -69,21 +57,21 @@ impl fmt::Display for Exit {
 }
 
 /// Everything one process execution did, unprocessed: how it ended, and
-/// its output up to [`STDOUT_LIMIT`] and [`STDERR_LIMIT`] bytes, with a
+/// its output up to [`STDOUT_LIMIT`](crate::STDOUT_LIMIT) and [`STDERR_LIMIT`](crate::STDERR_LIMIT) bytes, with a
 /// count of what was cut.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RawOutput {
     /// How it ended.
     pub exit: Exit,
-    /// Its standard output, byte for byte, up to [`STDOUT_LIMIT`] bytes.
+    /// Its standard output, byte for byte, up to [`STDOUT_LIMIT`](crate::STDOUT_LIMIT) bytes.
     pub stdout: Vec<u8>,
-    /// Its standard error, byte for byte, up to [`STDERR_LIMIT`] bytes.
+    /// Its standard error, byte for byte, up to [`STDERR_LIMIT`](crate::STDERR_LIMIT) bytes.
     pub stderr: Vec<u8>,
     /// How many bytes of standard output came after the first
-    /// [`STDOUT_LIMIT`]: read and dropped.
+    /// [`STDOUT_LIMIT`](crate::STDOUT_LIMIT): read and dropped.
     pub stdout_dropped: u64,
     /// How many bytes of standard error came after the first
-    /// [`STDERR_LIMIT`]: read and dropped.
+    /// [`STDERR_LIMIT`](crate::STDERR_LIMIT): read and dropped.
     pub stderr_dropped: u64,
 }
 
@@ -177,7 +165,7 @@ pub fn excerpt(bytes: &[u8], dropped: u64, max_chars: usize) -> String {
 ///
 /// The caller sets the program, arguments, environment and working
 /// directory on `command`; stdin, stdout and stderr are set here. What the
-/// process prints is kept up to [`STDOUT_LIMIT`] and [`STDERR_LIMIT`]
+/// process prints is kept up to [`STDOUT_LIMIT`](crate::STDOUT_LIMIT) and [`STDERR_LIMIT`](crate::STDERR_LIMIT)
 /// bytes, and the rest counted, so a runaway plugin cannot exhaust our
 /// memory. A binary still open for writing ("text file busy") is tried
 /// again a second later, up to five times, as the reference runtime
@@ -322,6 +310,7 @@ fn exit_of(status: ExitStatus) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::{STDERR_LIMIT, STDOUT_LIMIT};
     use std::time::Instant;
 
     fn sh(script: &str) -> Command {
