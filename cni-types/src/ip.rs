@@ -30,6 +30,52 @@ impl IpNetwork {
         (prefix <= max).then_some(IpNetwork { addr, prefix })
     }
 
+    /// The single address `addr` as a network of full length: `ADDR/32`
+    /// or `ADDR/128`, as host routes and the reference's rules name it.
+    ///
+    /// ```
+    /// use cni_types::IpNetwork;
+    ///
+    /// assert_eq!(IpNetwork::host("10.88.0.5".parse().unwrap()).to_string(), "10.88.0.5/32");
+    /// assert_eq!(IpNetwork::host("fd00::5".parse().unwrap()).to_string(), "fd00::5/128");
+    /// ```
+    pub fn host(addr: IpAddr) -> IpNetwork {
+        let prefix = if addr.is_ipv4() { 32 } else { 128 };
+        IpNetwork { addr, prefix }
+    }
+
+    /// Every address of `addr`'s family: `0.0.0.0/0` or `::/0`, the
+    /// destination of a default route.
+    ///
+    /// ```
+    /// use cni_types::IpNetwork;
+    ///
+    /// assert_eq!(IpNetwork::any_of("fd00::5".parse().unwrap()).to_string(), "::/0");
+    /// ```
+    pub fn any_of(addr: IpAddr) -> IpNetwork {
+        let addr = match addr {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        };
+        IpNetwork { addr, prefix: 0 }
+    }
+
+    /// The subnet this address is in: the host part cleared, the prefix
+    /// kept (`10.88.0.5/16` is in `10.88.0.0/16`).
+    ///
+    /// ```
+    /// use cni_types::IpNetwork;
+    ///
+    /// let address: IpNetwork = "10.88.0.5/16".parse().unwrap();
+    /// assert_eq!(address.subnet().to_string(), "10.88.0.0/16");
+    /// ```
+    pub fn subnet(&self) -> IpNetwork {
+        IpNetwork {
+            addr: self.network(),
+            prefix: self.prefix,
+        }
+    }
+
     /// The address, host part included.
     pub fn addr(&self) -> IpAddr {
         self.addr

@@ -85,6 +85,26 @@ impl<T> NetConf<T> {
             })
     }
 
+    /// `ipam.type` when the configuration delegates addresses at all (an
+    /// `ipam` section naming a plugin); `None` for a plugin whose IPAM is
+    /// optional and not configured.
+    ///
+    /// ```
+    /// use cni_types::NetConf;
+    ///
+    /// let conf: NetConf = NetConf::from_json(br#"{"cniVersion": "1.0.0", "name": "n",
+    ///     "ipam": {"type": "host-local"}}"#).unwrap();
+    /// assert_eq!(conf.ipam_plugin(), Some("host-local"));
+    /// let empty: NetConf = NetConf::from_json(br#"{"cniVersion": "1.0.0", "name": "n", "ipam": {}}"#).unwrap();
+    /// assert_eq!(empty.ipam_plugin(), None);
+    /// ```
+    pub fn ipam_plugin(&self) -> Option<&str> {
+        self.ipam
+            .as_ref()
+            .map(|i| i.ipam_type.as_str())
+            .filter(|t| !t.is_empty())
+    }
+
     /// The `ipam` section as the IPAM plugin's own type `T`
     /// ([`Ipam::parse`]); code 7 naming `ipam` when there is none.
     ///

@@ -80,6 +80,20 @@ impl Result100 {
         )
     }
 
+    /// The result's addresses with their prefix, in order: what
+    /// masquerading and firewall rules are made for.
+    ///
+    /// ```
+    /// use cni_types::{IpConfig, Result100, SpecVersion};
+    ///
+    /// let mut r = Result100::new(SpecVersion::V1_0_0);
+    /// r.ips.push(IpConfig::new("10.88.0.5/16".parse().unwrap(), None));
+    /// assert_eq!(r.addresses(), ["10.88.0.5/16".parse().unwrap()]);
+    /// ```
+    pub fn addresses(&self) -> Vec<IpNetwork> {
+        self.ips.iter().map(|ip| ip.address).collect()
+    }
+
     /// The interface named `name` (see [`Result100::interface_index`]).
     ///
     /// ```
