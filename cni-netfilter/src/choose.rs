@@ -53,37 +53,53 @@ pub fn cannot_list(e: &FilterError) -> bool {
     }
 }
 
+/// An error that may be iptables failing to list its table: what makes
+/// [`iptables_first`] probe the host. A plugin whose work returns its own
+/// error type says which of its errors are such.
+pub trait ListingFailure {
+    /// Whether iptables could not list its table (it may be unusable
+    /// here) and nothing changed.
+    fn cannot_list(&self) -> bool;
+}
+
+impl ListingFailure for FilterError {
+    fn cannot_list(&self) -> bool {
+        cannot_list(self)
+    }
+}
+
 /// Runs `iptables` under the backend [`choose`] picks for `requested`,
 /// without its probe when nothing is requested: iptables is tried first,
-/// and only when it cannot list its table ([`cannot_list`]) is the host
-/// probed, `nftables` running when the probe picks nftables. The outcome
-/// is [`choose`]'s, one `iptables` process fewer when iptables works.
+/// and only when it cannot list its table ([`ListingFailure`]) is the
+/// host probed, `nftables` running when the probe picks nftables. The
+/// outcome is [`choose`]'s, one `iptables` process fewer when iptables
+/// works.
 ///
 /// `iptables` must change nothing before its first listing (an
 /// `IptablesBackend` transaction lists first). A listing that fails
 /// after an earlier family changed is still taken for an unusable
 /// iptables when the probe agrees, which then means iptables stopped
 /// working between the two commands.
-pub fn iptables_first<T>(
+pub fn iptables_first<T, E: ListingFailure>(
     requested: Option<BackendKind>,
-    iptables: impl FnOnce() -> Result<T, FilterError>,
-    nftables: impl FnOnce() -> Result<T, FilterError>,
-) -> Result<T, FilterError> {
+    iptables: impl FnOnce() -> Result<T, E>,
+    nftables: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
     iptables_first_with(requested, iptables, nftables, || choose(None))
 }
 
 /// [`iptables_first`] with the probe given.
-fn iptables_first_with<T>(
+fn iptables_first_with<T, E: ListingFailure>(
     requested: Option<BackendKind>,
-    iptables: impl FnOnce() -> Result<T, FilterError>,
-    nftables: impl FnOnce() -> Result<T, FilterError>,
+    iptables: impl FnOnce() -> Result<T, E>,
+    nftables: impl FnOnce() -> Result<T, E>,
     probe: impl FnOnce() -> BackendKind,
-) -> Result<T, FilterError> {
+) -> Result<T, E> {
     match requested {
         Some(BackendKind::Iptables) => iptables(),
         Some(BackendKind::Nftables) => nftables(),
         None => match iptables() {
-            Err(e) if cannot_list(&e) => match probe() {
+            Err(e) if e.cannot_list() => match probe() {
                 BackendKind::Nftables => nftables(),
                 BackendKind::Iptables => Err(e),
             },

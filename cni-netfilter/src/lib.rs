@@ -137,7 +137,9 @@ mod transaction;
 
 pub use backend::{open, Backend, BackendKind, ListedRule, RuleContent, RuleHandle};
 pub use chain_name::{chain_name, hashed, CHAIN_NAME_LEN};
-pub use choose::{cannot_list, choose, iptables_first, iptables_usable, nftables_usable};
+pub use choose::{
+    cannot_list, choose, iptables_first, iptables_usable, nftables_usable, ListingFailure,
+};
 pub use error::FilterError;
 pub use host_lock::{IP6TABLES_LOCK, IPTABLES_LOCK};
 pub use rule::{Action, CtState, Match, Protocol, Rule};

@@ -4,7 +4,7 @@
 
 use cni_types::IpNetwork;
 
-use super::{host, IngressPolicy, Rules, FORWARD_CHAIN, STAGE_1, STAGE_2};
+use super::{IngressPolicy, Rules, FORWARD_CHAIN, STAGE_1, STAGE_2};
 use crate::iptables::{is_listed_as, listed_words, IptablesBackend};
 use crate::{
     Action, Backend, Chain, CtState, Family, FilterError, Match, Op, Rule, Table, Transaction,
@@ -53,11 +53,11 @@ fn by_family(addresses: &[IpNetwork]) -> Vec<(Family, Vec<IpNetwork>)> {
 fn address_rules(net: &IpNetwork) -> [Rule; 2] {
     [
         Rule::new(FORWARD_CHAIN)
-            .matching(Match::destination(host(net)))
+            .matching(Match::destination(IpNetwork::host(net.addr())))
             .matching(Match::CtState(vec![CtState::Related, CtState::Established]))
             .then(Action::Accept),
         Rule::new(FORWARD_CHAIN)
-            .matching(Match::source(host(net)))
+            .matching(Match::source(IpNetwork::host(net.addr())))
             .then(Action::Accept),
     ]
 }

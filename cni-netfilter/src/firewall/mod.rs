@@ -308,13 +308,6 @@ pub fn gc(
     )
 }
 
-/// A single address as a network of full length (`ADDRESS/32`,
-/// `ADDRESS/128`), as the reference's rules name it.
-fn host(net: &IpNetwork) -> IpNetwork {
-    IpNetwork::new(net.addr(), if net.is_ipv4() { 32 } else { 128 })
-        .expect("a full-length prefix fits")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

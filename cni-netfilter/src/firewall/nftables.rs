@@ -3,7 +3,7 @@
 
 use cni_types::{IpNetwork, ValidAttachments};
 
-use super::{host, IngressPolicy, Rules};
+use super::{IngressPolicy, Rules};
 use crate::masquerade::names::{instance_hash, nft_comment};
 use crate::masquerade::nftables::unkept_rules;
 use crate::masquerade::Attachment;
@@ -55,12 +55,12 @@ fn address_rules(net: &IpNetwork, at: &Attachment) -> [Rule; 2] {
     let comment = nft_comment(at);
     [
         Rule::new(ACCEPTS)
-            .matching(Match::destination(host(net)))
+            .matching(Match::destination(IpNetwork::host(net.addr())))
             .matching(Match::CtState(vec![CtState::Established, CtState::Related]))
             .then(Action::Accept)
             .comment(comment.clone()),
         Rule::new(ACCEPTS)
-            .matching(Match::source(host(net)))
+            .matching(Match::source(IpNetwork::host(net.addr())))
             .then(Action::Accept)
             .comment(comment),
     ]

@@ -31,8 +31,7 @@ fn nat(family: Family) -> Table {
 fn rules(net: &IpNetwork, at: &Attachment) -> [Rule; 3] {
     let chain = chain_name(at.network, at.container_id);
     let comment = iptables_comment(at.network, at.container_id);
-    let host = IpNetwork::new(net.addr(), if net.is_ipv4() { 32 } else { 128 })
-        .expect("a full-length prefix fits");
+    let host = IpNetwork::host(net.addr());
     [
         Rule::new(chain.clone())
             .matching(Match::destination(*net))

@@ -47,7 +47,8 @@ mod iptables;
 pub(crate) mod names;
 pub(crate) mod nftables;
 
-use cni_types::{Error, IpNetwork, ValidAttachments};
+use cni_skel::Request;
+use cni_types::{Error, IpNetwork, NetConf, ValidAttachments};
 
 pub use names::{chain_name, iptables_comment, nft_comment};
 pub use nftables::{table as nft_table, CHECKS as NFT_CHECKS_CHAIN, TABLE as NFT_TABLE};
@@ -64,6 +65,33 @@ pub struct Attachment<'a> {
     pub ifname: &'a str,
     /// `CNI_CONTAINERID`.
     pub container_id: &'a str,
+}
+
+impl<'a> Attachment<'a> {
+    /// The attachment a request is about: its network's `name`,
+    /// `CNI_IFNAME`, `CNI_CONTAINERID`.
+    pub fn of<T>(req: &'a Request<'_, NetConf<T>>) -> Attachment<'a> {
+        Attachment {
+            network: &req.config.name,
+            ifname: &req.ifname,
+            container_id: &req.container_id,
+        }
+    }
+}
+
+/// What DEL's teardown is given: the previous result's addresses when the
+/// runtime sent one (the iptables teardown then keeps to their families),
+/// else none (both families; the rules are found by their comment either
+/// way). Taken from the request rather than from the link being deleted,
+/// so the teardown can run while the kernel deletes the link (tens of
+/// milliseconds) instead of after it.
+pub fn prev_addresses<T>(req: &Request<'_, NetConf<T>>) -> Vec<IpNetwork> {
+    req.config
+        .prev_result
+        .as_ref()
+        .and_then(|prev| prev.to_current().ok())
+        .map(|prev| prev.addresses())
+        .unwrap_or_default()
 }
 
 /// Reads a plugin's `ipMasqBackend`: `None` when absent (the default),

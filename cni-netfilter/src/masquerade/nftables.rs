@@ -54,10 +54,8 @@ pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), Filt
     }
     tx.delete_rules_by_comment(CHECKS, CommentMatch::Prefix(instance_hash(at)));
     for net in addresses {
-        let subnet =
-            IpNetwork::new(net.network(), net.prefix()).expect("the network of a valid network");
-        let host = IpNetwork::new(net.addr(), if net.is_ipv4() { 32 } else { 128 })
-            .expect("a full-length prefix fits");
+        let subnet = net.subnet();
+        let host = IpNetwork::host(net.addr());
         tx.add_rule(
             Rule::new(CHECKS)
                 .matching(Match::source(host))
