@@ -58,7 +58,7 @@ pub fn check_interface(
             .parse()
             .map_err(|e| NetError::InvalidResult(format!("interface {ifname:?}: {e}")))?;
         if link.mac != Some(want) {
-            let have = link.mac.map(|m| m.to_string()).unwrap_or_default();
+            let have = link.mac_text();
             return Err(differs(format!(
                 "{ifname:?} has MAC {have}, the result says {want}"
             )));
@@ -112,7 +112,7 @@ pub fn check_addresses(
 pub fn check_routes(netlink: &mut Netlink, routes: &[Route]) -> Result<(), NetError> {
     let live = netlink.routes()?;
     for route in routes {
-        let dst = IpNetwork::new(route.dst.network(), route.dst.prefix()).unwrap_or(route.dst);
+        let dst = route.dst.subnet();
         let table = route.table.unwrap_or(MAIN_TABLE);
         let found = live.iter().any(|l| {
             l.route.dst == dst

@@ -94,6 +94,7 @@ mod error;
 mod kind;
 mod link;
 mod link_kinds;
+pub mod link_plugin;
 mod netns;
 mod netns_move;
 mod op;
@@ -132,4 +133,6 @@ pub use socket::Netlink;
 pub use sysctl::{sysctl_for_ifname, sysctl_path, validate_sysctl_value};
 pub use table::TableRoute;
 pub use validate::{configured_mtu, validate_ifname, validate_mtu, MAX_IFNAME_LEN};
-pub use veth::{host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES};
+pub use veth::{
+    add_container_pair, host_veth_name, host_veth_names, ContainerVeth, VethPair, HOST_VETH_NAMES,
+};

@@ -54,6 +54,37 @@ impl Link {
     pub fn veth_peer(&self) -> Option<u32> {
         self.parent.filter(|_| self.kind == Some(LinkKind::Veth))
     }
+
+    /// The link as a result's interface on the host: its name and MAC
+    /// (as text, `aa:bb:..`; empty when it has none).
+    ///
+    /// ```no_run
+    /// let bridge = cni_net::Netlink::open()?.link("cni0")?;
+    /// let mut result = cni_types::Result100::new(cni_types::SpecVersion::V1_0_0);
+    /// result.interfaces.push(bridge.interface());
+    /// # Ok::<(), cni_net::NetError>(())
+    /// ```
+    pub fn interface(&self) -> cni_types::Interface {
+        cni_types::Interface {
+            mac: self.mac_text(),
+            ..cni_types::Interface::named(self.name.clone())
+        }
+    }
+
+    /// The link's MAC as a result writes it (`0a:58:..`), empty when it
+    /// has none.
+    pub fn mac_text(&self) -> String {
+        self.mac.map(|m| m.to_string()).unwrap_or_default()
+    }
+
+    /// The link as a result's interface in a container: name, MAC and
+    /// `sandbox` (the container's namespace path, `CNI_NETNS`).
+    pub fn interface_in(&self, sandbox: impl Into<String>) -> cni_types::Interface {
+        cni_types::Interface {
+            sandbox: sandbox.into(),
+            ..self.interface()
+        }
+    }
 }
 
 /// How to name a link: by index or by name.

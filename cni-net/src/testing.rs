@@ -163,3 +163,14 @@ fn unmount(path: &Path) {
     let _ = umount2(path, MntFlags::MNT_DETACH);
     let _ = std::fs::remove_file(path);
 }
+
+/// The addresses `host-local` (storing in `dir`) holds for `network`: what
+/// a plugin's tests expect gone after DEL or a failed ADD.
+pub fn held_addresses(dir: &std::path::Path, network: &str) -> Vec<String> {
+    std::fs::read_dir(dir.join(network))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
+        .collect()
+}

@@ -167,6 +167,28 @@ impl Netlink {
     }
 }
 
+/// Creates the container's pair from the host (`host`) and returns the
+/// host end (both ends down); a link already named `CNI_IFNAME` in the
+/// container (`inside`) is refused first, code 999 with the reference's
+/// message, so a repeated ADD never touches the live pair.
+///
+/// Go: `ip.SetupVeth`, whose "container veth name provided (..) already
+/// exists" this keeps.
+pub fn add_container_pair(
+    host: &mut Netlink,
+    inside: &mut Netlink,
+    veth: &ContainerVeth,
+) -> Result<Link, cni_types::Error> {
+    if inside.find_link(veth.ifname)?.is_some() {
+        let what = format!(
+            "container veth name provided ({}) already exists",
+            veth.ifname
+        );
+        return Err(cni_types::Error::new(cni_types::Code::INTERNAL, what));
+    }
+    Ok(host.add_container_veth(veth)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
