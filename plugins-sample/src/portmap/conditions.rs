@@ -208,11 +208,11 @@ fn network(text: &str) -> Result<IpNetwork, String> {
         Some(_) => {
             let net: IpNetwork = text.parse().map_err(|_| bad())?;
             // Host bits are cleared, as iptables and nft do.
-            IpNetwork::new(net.network(), net.prefix()).ok_or_else(bad)
+            Ok(net.subnet())
         }
         None => {
             let ip: IpAddr = text.parse().map_err(|_| bad())?;
-            IpNetwork::new(ip, if ip.is_ipv4() { 32 } else { 128 }).ok_or_else(bad)
+            Ok(IpNetwork::host(ip))
         }
     }
 }

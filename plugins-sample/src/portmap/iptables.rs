@@ -131,7 +131,7 @@ fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> D
                 rule = rule.matching(Match::source(net));
             }
             if let Some(ip) = m.host_ip {
-                rule = rule.matching(Match::destination(host(ip)));
+                rule = rule.matching(Match::destination(IpNetwork::host(ip)));
             }
             rule.matching(Match::Protocol(m.protocol))
                 .matching(Match::DestinationPort(m.host_port))
@@ -143,7 +143,7 @@ fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> D
             let source = (!setup.masq_all).then_some(container);
             rules.push(base(source).then(Action::Jump(set_mark.clone())));
             if !ipv6 && !setup.masq_all {
-                let localhost = host([127, 0, 0, 1].into());
+                let localhost = IpNetwork::host([127, 0, 0, 1].into());
                 rules.push(base(Some(localhost)).then(Action::Jump(set_mark.clone())));
             }
         }
@@ -157,12 +157,6 @@ fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> D
         rules,
         entries,
     }
-}
-
-/// A single address as a full-length network.
-fn host(ip: std::net::IpAddr) -> IpNetwork {
-    let len = if ip.is_ipv4() { 32 } else { 128 };
-    IpNetwork::new(ip, len).unwrap_or_else(|| unreachable!("a full-length prefix is valid"))
 }
 
 /// ADD for one container address: the shared chains (when this plugin

@@ -65,206 +65,190 @@
 pub mod conditions;
 pub mod config;
 pub mod iptables;
+pub mod mapper;
 pub mod nftables;
 
 use std::net::IpAddr;
 
-use cni_netfilter::iptables::IptablesBackend;
-use cni_netfilter::nft::NftBackend;
-use cni_netfilter::{Backend, BackendKind, Family, Protocol};
+use cni_netfilter::{BackendKind, Family, Protocol};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpNetwork, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Setup};
+use mapper::{IptablesMapper, MapError, Mapper, NftablesMapper};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI portmap plugin (cni-rs) v0.1.0";
 
-/// The plugin. The backend comes from the configuration, else from
-/// [`cni_netfilter::choose`]'s probe of the host.
+/// The plugin. The backend comes from the configuration, else from the
+/// reference's rule ([`cni_netfilter::iptables_first`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Portmap;
 
-impl Portmap {
-    fn setup(req: &Request<NetConf<Fields>>) -> Result<Setup, Error> {
-        Setup::read(&req.config, &req.ifname, cni_netfilter::choose)
-    }
+type Req<'a> = Request<'a, NetConf<Fields>>;
 
-    /// ADD's and DEL's setup: with no `backend` configured, iptables
-    /// without running the probe first (one `iptables` process of the
-    /// three an ADD ran, bench/process/kind.sh); `true` when the probe
-    /// was left out, so the caller asks it once iptables fails to list
-    /// ([`Portmap::nftables_instead`]). A configuration that only
-    /// nftables takes is read with the probe, as before.
-    fn setup_unprobed(req: &Request<NetConf<Fields>>) -> Result<(Setup, bool), Error> {
-        if req.config.plugin.backend.is_some() {
-            return Ok((Self::setup(req)?, false));
-        }
-        match Setup::read(&req.config, &req.ifname, |_| BackendKind::Iptables) {
-            Ok(setup) => Ok((setup, true)),
-            Err(_) => Ok((Self::setup(req)?, false)),
-        }
-    }
-
-    /// The setup with nftables when the probe, asked late, picks it
-    /// (iptables unusable, nftables usable): what
-    /// [`cni_netfilter::choose`] would have chosen up front.
-    fn nftables_instead(req: &Request<NetConf<Fields>>) -> Option<Setup> {
-        if cni_netfilter::choose(None) != BackendKind::Nftables {
-            return None;
-        }
-        Setup::read(&req.config, &req.ifname, |_| BackendKind::Nftables).ok()
-    }
+/// Runs `work` with the configuration read for the layout the reference
+/// would choose and that layout's mapper, chosen once: the configured
+/// `backend`, else iptables without probing the host first (one
+/// `iptables` process of the three an ADD ran, bench/process/kind.sh);
+/// when iptables cannot list its table, or the configuration has options
+/// iptables does not take, the host is probed and `work` runs under
+/// nftables if the probe picks it ([`cni_netfilter::iptables_first`]).
+fn mapped<T>(
+    req: &Req,
+    work: impl Fn(&Setup, &mut dyn Mapper) -> Result<T, MapError>,
+) -> Result<T, MapError> {
+    let requested = req
+        .config
+        .plugin
+        .backend
+        .as_deref()
+        .map(str::parse::<BackendKind>)
+        .transpose()?;
+    let read = |backend| Setup::read(&req.config, &req.ifname, |_| backend);
+    cni_netfilter::iptables_first(
+        requested,
+        || {
+            let setup = read(BackendKind::Iptables).map_err(MapError::NotForIptables)?;
+            work(&setup, &mut IptablesMapper::default())
+        },
+        || {
+            let setup = read(BackendKind::Nftables)?;
+            work(&setup, &mut NftablesMapper::open()?)
+        },
+    )
 }
-
-use cni_netfilter::cannot_list;
 
 impl Plugin for Portmap {
     type Config = NetConf<Fields>;
     const CHECK: CheckSupport = CheckSupport::Full;
 
-    fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
-        let (setup, unprobed) = Self::setup_unprobed(req)?;
+    fn add(&self, req: &Req) -> Result<Reply, BoxError> {
+        let forwarded = mapped(req, |setup, mapper| {
+            req.config.prev_result.as_ref().ok_or_else(not_chained)?;
+            if setup.mappings.is_empty() {
+                return Ok(());
+            }
+            for (i, container) in setup.addresses().enumerate() {
+                match mapper.forward(setup, &req.container_id, container) {
+                    // Only before anything changed may nftables take over.
+                    Err(error) if i == 0 && cni_netfilter::cannot_list(&error) => {
+                        let other_family = Ok(());
+                        return Err(MapError::Unlisted {
+                            error,
+                            other_family,
+                        });
+                    }
+                    other => other.map_err(setup_failed)?,
+                }
+                after_forward(setup, req, container)?;
+            }
+            Ok(())
+        });
+        match forwarded {
+            Ok(()) => {}
+            Err(MapError::Unlisted { error, .. }) => return Err(setup_failed(error).into()),
+            Err(MapError::NotForIptables(e) | MapError::Failed(e)) => return Err(e.into()),
+        }
         let prev = req.config.prev_result.clone().ok_or_else(not_chained)?;
-        if setup.mappings.is_empty() {
-            return Ok(prev.into());
-        }
-        if let Some(unlisted) = forward(&setup, req, unprobed)? {
-            let nftables = Self::nftables_instead(req).ok_or_else(|| setup_failed(unlisted))?;
-            forward(&nftables, req, false)?;
-        }
         Ok(prev.into())
     }
 
-    fn del(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
-        let (setup, unprobed) = Self::setup_unprobed(req)?;
-        if setup.mappings.is_empty() {
-            return Ok(());
-        }
-        let mut instead = || match unprobed {
-            true => Self::nftables_instead(req),
-            false => None,
-        };
-        unforward(&setup, &req.container_id, &mut instead)?;
-        Ok(())
-    }
-
-    fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
-        let setup = Self::setup(req)?;
-        if req.config.prev_result.is_none() {
-            return Err(Error::invalid_config("prevResult", "required by CHECK, missing").into());
-        }
-        if setup.mappings.is_empty() {
-            return Ok(());
-        }
-        for container in setup.addresses() {
-            let found = match setup.backend {
-                BackendKind::Iptables => iptables::check(
-                    &mut IptablesBackend::new(),
-                    &setup,
-                    &req.container_id,
-                    container,
-                ),
-                BackendKind::Nftables => nftables::check(
-                    &mut NftBackend::open().map_err(Error::from)?,
-                    &setup,
-                    &req.container_id,
-                    container,
-                ),
+    fn del(&self, req: &Req) -> Result<(), BoxError> {
+        let removed = mapped(req, |setup, mapper| {
+            if setup.mappings.is_empty() {
+                return Ok(());
             }
-            .map_err(Error::from)?;
-            found.map_err(|why| {
-                Error::new(
-                    Code::INTERNAL,
-                    format!("could not check {}: {why}", family_name(container)),
-                )
-            })?;
+            mapper.unforward(setup, &req.container_id)
+        });
+        match removed {
+            Ok(()) => Ok(()),
+            // iptables cannot list its IPv4 table and nftables is not the
+            // host's: an error only when ip6tables cannot either.
+            Err(MapError::Unlisted {
+                other_family: Ok(()),
+                ..
+            }) => Ok(()),
+            Err(MapError::Unlisted {
+                error,
+                other_family: Err(v6),
+            }) => Err(
+                Error::new(Code::INTERNAL, "neither iptables nor ip6tables is usable")
+                    .with_details(format!("{error}; {v6}"))
+                    .into(),
+            ),
+            Err(MapError::NotForIptables(e) | MapError::Failed(e)) => Err(e.into()),
         }
-        Ok(())
     }
 
-    fn gc(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
+    fn check(&self, req: &Req) -> Result<(), BoxError> {
+        let checked = mapped(req, |setup, mapper| {
+            if req.config.prev_result.is_none() {
+                let e = Error::invalid_config("prevResult", "required by CHECK, missing");
+                return Err(e.into());
+            }
+            if setup.mappings.is_empty() {
+                return Ok(());
+            }
+            for (i, container) in setup.addresses().enumerate() {
+                let found = match mapper.check(setup, &req.container_id, container) {
+                    Err(error) if i == 0 && cni_netfilter::cannot_list(&error) => {
+                        let other_family = Ok(());
+                        return Err(MapError::Unlisted {
+                            error,
+                            other_family,
+                        });
+                    }
+                    other => other?,
+                };
+                found.map_err(|why| {
+                    Error::new(
+                        Code::INTERNAL,
+                        format!("could not check {}: {why}", family_name(container)),
+                    )
+                })?;
+            }
+            Ok(())
+        });
+        match checked {
+            Ok(()) => Ok(()),
+            Err(MapError::Unlisted { error, .. }) => Err(Error::from(error).into()),
+            Err(MapError::NotForIptables(e) | MapError::Failed(e)) => Err(e.into()),
+        }
+    }
+
+    /// GC collects the iptables layout whatever the configured backend:
+    /// the rules may come from another configuration or version. The
+    /// nftables layout cannot say whose network a rule is (see the module
+    /// docs).
+    fn gc(&self, req: &Req) -> Result<(), BoxError> {
         let valid = req.valid_attachments()?;
         if valid == ValidAttachments::Unspecified {
             return Ok(());
         }
         // Read for its errors too: a configuration ADD would refuse is
         // refused.
-        let setup = Self::setup(req)?;
-        // The iptables layout whatever the configured backend: the rules
-        // may come from another configuration or version. The nftables
-        // layout cannot say whose network a rule is (see the module docs).
-        let mut failures = Vec::new();
-        let mut backend = IptablesBackend::new();
-        for ipv6 in [false, true] {
-            let ids = match iptables::containers(&mut backend, &setup.network, ipv6) {
-                Ok(ids) => ids,
-                // A family whose iptables does not work holds nothing.
-                Err(_) if iptables::usable(&mut backend, ipv6).is_err() => continue,
-                Err(e) => {
-                    failures.push(format!("iptables: {e}"));
-                    continue;
-                }
-            };
-            for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
-                match iptables::unforward(&mut backend, &setup.network, id, ipv6) {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) | Err(e) => failures.push(format!("{id}: {e}")),
-                }
-            }
-        }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::new(
-                Code::INTERNAL,
-                "failed to remove the port mappings of stale attachments",
-            )
-            .with_details(failures.join("; "))
-            .into())
-        }
+        let setup = Setup::read(&req.config, &req.ifname, cni_netfilter::choose)?;
+        IptablesMapper::default().gc(&setup.network, &valid)?;
+        Ok(())
     }
 }
 
-/// ADD's work for each container address: the rules, stale UDP flows,
-/// `route_localnet`. `Ok(Some(e))` when `unprobed` and iptables could
-/// not list the first table, before anything changed.
-fn forward(
-    setup: &Setup,
-    req: &Request<NetConf<Fields>>,
-    unprobed: bool,
-) -> Result<Option<cni_netfilter::FilterError>, Error> {
-    let mut backend = match setup.backend {
-        BackendKind::Iptables => Forwarder::Iptables(IptablesBackend::new()),
-        BackendKind::Nftables => Forwarder::Nftables(NftBackend::open().map_err(Error::from)?),
-    };
-    for (i, container) in setup.addresses().enumerate() {
-        let ipv6 = !container.is_ipv4();
-        let applied = match &mut backend {
-            Forwarder::Iptables(ipt) => {
-                ipt.apply(&iptables::forward(setup, &req.container_id, container))
-            }
-            Forwarder::Nftables(nft) => {
-                nftables::forward_on(nft, setup, &req.container_id, container)
-            }
-        };
-        match applied {
-            Err(e) if unprobed && i == 0 && cannot_list(&e) => return Ok(Some(e)),
-            other => other.map_err(setup_failed)?,
-        }
-        // After the rules, so new flows take them. Informative only, as
-        // in the reference.
-        if let Err(e) = delete_stale_udp(setup, ipv6) {
-            req.log(format_args!(
-                "portmap: failed to delete stale UDP conntrack entries for {}: {e}",
-                container.addr()
-            ));
-        }
-        if setup.snat && !ipv6 {
-            enable_route_localnet(container.addr())?;
-        }
+/// ADD's work for a container address after its rules: stale UDP flows
+/// (after the rules, so new flows take them; informative only, as in the
+/// reference) and `route_localnet`.
+fn after_forward(setup: &Setup, req: &Req, container: IpNetwork) -> Result<(), Error> {
+    let ipv6 = !container.is_ipv4();
+    if let Err(e) = delete_stale_udp(setup, ipv6) {
+        req.log(format_args!(
+            "portmap: failed to delete stale UDP conntrack entries for {}: {e}",
+            container.addr()
+        ));
     }
-    Ok(None)
+    if setup.snat && !ipv6 {
+        enable_route_localnet(container.addr())?;
+    }
+    Ok(())
 }
 
 fn setup_failed(e: cni_netfilter::FilterError) -> Error {
@@ -273,96 +257,11 @@ fn setup_failed(e: cni_netfilter::FilterError) -> Error {
     err
 }
 
-/// The backend ADD forwards with.
-enum Forwarder {
-    Iptables(IptablesBackend),
-    Nftables(NftBackend),
-}
-
 fn family_name(container: IpNetwork) -> &'static str {
     if container.is_ipv4() {
         "ipv4 dnat"
     } else {
         "ipv6 dnat"
-    }
-}
-
-/// DEL's teardown: nftables in both families; iptables in each family
-/// whose iptables works, an error only when neither does. When iptables
-/// could not list the IPv4 table, the setup `instead` gives (nftables, as
-/// the late probe chose it) is torn down in its place.
-///
-/// Under iptables the two families are torn down at the same time, in
-/// two threads (the DEL's wall time is the slower family's, not the
-/// sum): so the IPv6 teardown has already run when the IPv4 one fails,
-/// where the sequential loop stopped before it. Removing this container's
-/// own chains is what DEL asked for, so that is kept.
-///
-/// Go: `unforwardPorts` of each backend.
-fn unforward(
-    setup: &Setup,
-    container_id: &str,
-    instead: &mut dyn FnMut() -> Option<Setup>,
-) -> Result<(), Error> {
-    match setup.backend {
-        BackendKind::Nftables => {
-            let mut nft = NftBackend::open().map_err(Error::from)?;
-            nftables::unforward(&mut nft, container_id).map_err(|e| {
-                let mut err = Error::from(e);
-                err.msg = format!("error deleting nftables rules: {}", err.msg);
-                err
-            })
-        }
-        BackendKind::Iptables => {
-            // Both families at once, each its own save and restore (and
-            // its own lock, `host_lock_of`): DEL waits for the slower
-            // family, not for the sum. The results are read in the order
-            // the sequential teardown had, IPv4 first.
-            let [v4, v6] = std::thread::scope(|scope| {
-                let v6 = scope.spawn(|| {
-                    iptables::unforward(
-                        &mut IptablesBackend::new(),
-                        &setup.network,
-                        container_id,
-                        true,
-                    )
-                });
-                let v4 = iptables::unforward(
-                    &mut IptablesBackend::new(),
-                    &setup.network,
-                    container_id,
-                    false,
-                );
-                [
-                    v4,
-                    v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                ]
-            });
-            let mut unusable = Vec::new();
-            for (ipv6, torn) in [(false, v4), (true, v6)] {
-                let torn = torn.map_err(|e| {
-                    let mut err = Error::from(e);
-                    let family = if ipv6 { "ipv6" } else { "ipv4" };
-                    err.msg = format!("could not teardown {family} dnat: {}", err.msg);
-                    err
-                })?;
-                if let Err(e) = torn {
-                    if !ipv6 {
-                        if let Some(other) = instead() {
-                            return unforward(&other, container_id, &mut || None);
-                        }
-                    }
-                    unusable.push(e.to_string());
-                }
-            }
-            if unusable.len() == 2 {
-                return Err(
-                    Error::new(Code::INTERNAL, "neither iptables nor ip6tables is usable")
-                        .with_details(unusable.join("; ")),
-                );
-            }
-            Ok(())
-        }
     }
 }
 

@@ -46,11 +46,6 @@ fn nat(name: &str, hook: Hook, priority: i32) -> Chain {
     Chain::base(name, BaseChain::new(ChainType::Nat, hook, priority))
 }
 
-fn host(ip: std::net::IpAddr) -> IpNetwork {
-    let len = if ip.is_ipv4() { 32 } else { 128 };
-    IpNetwork::new(ip, len).unwrap_or_else(|| unreachable!("a full-length prefix is valid"))
-}
-
 /// ADD for one container address, in one batch: the layout (table,
 /// chains, their jumps, re-laid as the reference does so new conditions
 /// apply) and the container's rules.
@@ -150,7 +145,7 @@ fn container_rules(setup: &Setup, container_id: &str, container: IpNetwork, tx: 
     for m in setup.mappings.iter().filter(|m| m.applies_to(ipv6)) {
         let mut rule = Rule::new(HOSTPORTS);
         if let Some(ip) = m.host_ip {
-            rule = rule.matching(Match::destination(host(ip)));
+            rule = rule.matching(Match::destination(IpNetwork::host(ip)));
         }
         tx.add_rule(
             rule.matching(Match::Protocol(m.protocol))
@@ -163,7 +158,7 @@ fn container_rules(setup: &Setup, container_id: &str, container: IpNetwork, tx: 
         );
     }
     if setup.snat {
-        let to_container = host(container.addr());
+        let to_container = IpNetwork::host(container.addr());
         let masquerade = |from: IpNetwork| {
             Rule::new(MASQUERADING)
                 .matching(Match::source(from))
@@ -178,7 +173,7 @@ fn container_rules(setup: &Setup, container_id: &str, container: IpNetwork, tx: 
         };
         tx.add_rule(masquerade(hairpin));
         if !ipv6 && !setup.masq_all {
-            tx.add_rule(masquerade(host([127, 0, 0, 1].into())));
+            tx.add_rule(masquerade(IpNetwork::host([127, 0, 0, 1].into())));
         }
     }
 }

@@ -1,0 +1,219 @@
+//! portmap's rules on one backend: one mapper per layout, the same
+//! methods, chosen once per invocation (the plugin's `mapped`).
+//!
+//! Go: plugins `portmap.PortMapper` and its `portMapperIPTables` and
+//! `portMapperNFTables`.
+
+use cni_netfilter::iptables::IptablesBackend;
+use cni_netfilter::nft::NftBackend;
+use cni_netfilter::{FilterError, ListingFailure};
+use cni_types::{Code, Error, IpNetwork, ValidAttachments};
+
+use super::config::Setup;
+use super::{iptables, nftables};
+
+/// The rules of one layout.
+pub trait Mapper {
+    /// ADD for one container address: its rules.
+    fn forward(
+        &mut self,
+        setup: &Setup,
+        container_id: &str,
+        container: IpNetwork,
+    ) -> Result<(), FilterError>;
+
+    /// CHECK for one container address: `Ok(Err(why))` when a rule is
+    /// missing.
+    fn check(
+        &mut self,
+        setup: &Setup,
+        container_id: &str,
+        container: IpNetwork,
+    ) -> Result<Result<(), String>, FilterError>;
+
+    /// DEL: the container's rules in every family.
+    fn unforward(&mut self, setup: &Setup, container_id: &str) -> Result<(), MapError>;
+}
+
+/// Why an invocation's work under one layout failed.
+#[derive(Debug)]
+pub enum MapError {
+    /// iptables could not list its IPv4 table (it may be unusable here)
+    /// and nothing changed: the host is probed and, when it picks
+    /// nftables, the work runs there. `other_family` is how DEL's IPv6
+    /// teardown went, which ran meanwhile.
+    Unlisted {
+        /// iptables' failure.
+        error: FilterError,
+        /// DEL's IPv6 teardown: done, or why its ip6tables is unusable
+        /// too.
+        other_family: Result<(), String>,
+    },
+    /// The configuration, read for iptables without the probe, names
+    /// options of nftables (or is refused for another reason the
+    /// nftables reading will say again): the host is probed too.
+    NotForIptables(Error),
+    /// Anything else: the invocation's error.
+    Failed(Error),
+}
+
+impl ListingFailure for MapError {
+    fn cannot_list(&self) -> bool {
+        matches!(
+            self,
+            MapError::Unlisted { .. } | MapError::NotForIptables(_)
+        )
+    }
+}
+
+impl From<Error> for MapError {
+    fn from(e: Error) -> MapError {
+        MapError::Failed(e)
+    }
+}
+
+impl From<FilterError> for MapError {
+    fn from(e: FilterError) -> MapError {
+        MapError::Failed(Error::from(e))
+    }
+}
+
+/// The reference's iptables layout (`CNI-HOSTPORT-DNAT` and a chain per
+/// container, in each family's `nat` table).
+#[derive(Debug, Default)]
+pub struct IptablesMapper(IptablesBackend);
+
+/// The reference's nftables layout (table `cni_hostport`, a rule per
+/// mapping commented with the container ID).
+#[derive(Debug)]
+pub struct NftablesMapper(NftBackend);
+
+impl NftablesMapper {
+    /// The mapper on a netlink socket of its own.
+    pub fn open() -> Result<NftablesMapper, FilterError> {
+        NftBackend::open().map(NftablesMapper)
+    }
+}
+
+impl Mapper for IptablesMapper {
+    fn forward(
+        &mut self,
+        setup: &Setup,
+        container_id: &str,
+        container: IpNetwork,
+    ) -> Result<(), FilterError> {
+        use cni_netfilter::Backend;
+        self.0
+            .apply(&iptables::forward(setup, container_id, container))
+    }
+
+    fn check(
+        &mut self,
+        setup: &Setup,
+        container_id: &str,
+        container: IpNetwork,
+    ) -> Result<Result<(), String>, FilterError> {
+        iptables::check(&mut self.0, setup, container_id, container)
+    }
+
+    /// Both families at once, each its own save and restore (and its own
+    /// lock): DEL waits for the slower family, not for the sum. A family
+    /// whose iptables cannot list its table holds nothing of ours; an
+    /// error only when neither can (or, for IPv4, [`MapError::Unlisted`]
+    /// so nftables is asked first). The results are read IPv4 first, as
+    /// the sequential teardown had them: the IPv6 teardown has already
+    /// run when the IPv4 one fails, which removes this container's own
+    /// chains, what DEL asked for.
+    fn unforward(&mut self, setup: &Setup, container_id: &str) -> Result<(), MapError> {
+        let network = setup.network.as_str();
+        let [v4, v6] = std::thread::scope(|scope| {
+            let v6 = scope.spawn(|| {
+                iptables::unforward(&mut IptablesBackend::new(), network, container_id, true)
+            });
+            let v4 = iptables::unforward(&mut self.0, network, container_id, false);
+            [
+                v4,
+                v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            ]
+        });
+        let torn = |ipv6: bool, torn: Result<Result<(), FilterError>, FilterError>| {
+            torn.map_err(|e| {
+                let mut err = Error::from(e);
+                let family = if ipv6 { "ipv6" } else { "ipv4" };
+                err.msg = format!("could not teardown {family} dnat: {}", err.msg);
+                err
+            })
+        };
+        let v4 = torn(false, v4)?;
+        let v6 = torn(true, v6)?;
+        match v4 {
+            Ok(()) => Ok(()),
+            Err(error) => Err(MapError::Unlisted {
+                error,
+                other_family: v6.map_err(|e| e.to_string()),
+            }),
+        }
+    }
+}
+
+impl IptablesMapper {
+    /// GC: the rules of `network`'s containers that `valid` does not
+    /// keep, in both families; every failure reported.
+    pub fn gc(&mut self, network: &str, valid: &ValidAttachments) -> Result<(), Error> {
+        let mut failures = Vec::new();
+        for ipv6 in [false, true] {
+            let ids = match iptables::containers(&mut self.0, network, ipv6) {
+                Ok(ids) => ids,
+                // A family whose iptables does not work holds nothing.
+                Err(_) if iptables::usable(&mut self.0, ipv6).is_err() => continue,
+                Err(e) => {
+                    failures.push(format!("iptables: {e}"));
+                    continue;
+                }
+            };
+            for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
+                match iptables::unforward(&mut self.0, network, id, ipv6) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) | Err(e) => failures.push(format!("{id}: {e}")),
+                }
+            }
+        }
+        if failures.is_empty() {
+            return Ok(());
+        }
+        Err(Error::new(
+            Code::INTERNAL,
+            "failed to remove the port mappings of stale attachments",
+        )
+        .with_details(failures.join("; ")))
+    }
+}
+
+impl Mapper for NftablesMapper {
+    fn forward(
+        &mut self,
+        setup: &Setup,
+        container_id: &str,
+        container: IpNetwork,
+    ) -> Result<(), FilterError> {
+        nftables::forward_on(&mut self.0, setup, container_id, container)
+    }
+
+    fn check(
+        &mut self,
+        setup: &Setup,
+        container_id: &str,
+        container: IpNetwork,
+    ) -> Result<Result<(), String>, FilterError> {
+        nftables::check(&mut self.0, setup, container_id, container)
+    }
+
+    /// Both families' tables, one batch each.
+    fn unforward(&mut self, _setup: &Setup, container_id: &str) -> Result<(), MapError> {
+        nftables::unforward(&mut self.0, container_id).map_err(|e| {
+            let mut err = Error::from(e);
+            err.msg = format!("error deleting nftables rules: {}", err.msg);
+            MapError::Failed(err)
+        })
+    }
+}
