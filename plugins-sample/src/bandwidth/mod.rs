@@ -109,9 +109,7 @@ impl Plugin for Bandwidth {
         let ifb = ifb_name(&req.config.name, &req.container_id);
         let installed = host.install(&shaping, &ifb)?;
         if let Installed { ifb: Some(link) } = installed {
-            let mut iface = cni_types::Interface::named(link.name);
-            iface.mac = link.mac.map(|m| m.to_string()).unwrap_or_default();
-            result.interfaces.push(iface);
+            result.interfaces.push(link.interface());
         }
         Ok(result.into())
     }

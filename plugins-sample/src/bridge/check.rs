@@ -139,7 +139,7 @@ fn check_layer2(
 }
 
 fn same_mac(expected: &str, link: &Link) -> Result<(), Error> {
-    let live = link.mac.map(|m| m.to_string()).unwrap_or_default();
+    let live = link.mac_text();
     if !expected.is_empty() && !expected.eq_ignore_ascii_case(&live) {
         return Err(Error::new(
             Code::INTERNAL,

@@ -160,7 +160,7 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     }
     let vlans = vlans(f)?;
     let backend = masquerade::requested_backend(f.ip_masq_backend.as_deref())?;
-    let ipam = ipam_type(req);
+    let ipam = req.config.ipam_plugin().map(str::to_owned);
     if ipam.is_some() && f.disable_container_interface {
         return Err(Error::new(
             Code::INVALID_NETWORK_CONFIG,
@@ -169,7 +169,7 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     }
     let gateway = f.is_gateway || f.is_default_gateway;
     if let Some(vid) = vlans.as_ref().and_then(|v| v.vlan).filter(|_| gateway) {
-        super::vlan_gateway::gateway_name(&bridge, vid)?;
+        gateway_name(&bridge, vid)?;
     }
     Ok(Plan {
         bridge,
@@ -257,10 +257,13 @@ fn trunk_ids(trunk: &[VlanTrunk]) -> Result<Vec<u16>, Error> {
     Ok(ids)
 }
 
-/// `ipam.type`, when the bridge delegates addresses at all.
-pub(super) fn ipam_type(req: &Req) -> Option<String> {
-    let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone());
-    ipam.filter(|t| !t.is_empty())
+/// The gateway link's name, `BRIDGE.VLAN`: code 7 naming `vlan` when the
+/// kernel would refuse it (over 15 bytes).
+pub(super) fn gateway_name(bridge: &str, vid: u16) -> Result<String, Error> {
+    let name = format!("{bridge}.{vid}");
+    cni_net::validate_ifname(&name)
+        .map_err(|e| Error::invalid_config("vlan", format!("its gateway link: {e}")))?;
+    Ok(name)
 }
 
 #[cfg(test)]

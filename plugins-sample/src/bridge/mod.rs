@@ -74,22 +74,22 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/bridge`.
 
+use cni_invoke::FirstError;
 use cni_net::{Netlink, Netns};
-use cni_netfilter::{macspoof, masquerade};
-use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
+use cni_netfilter::macspoof;
+use cni_netfilter::masquerade::{self, Attachment};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Teardown, Undo};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{Code, Error, IpNetwork, NetConf, Result100};
-
-use crate::ipmasq::{addresses, attachment, del_addresses};
+use cni_types::{CniResult, Code, Error, NetConf, Result100};
 
 mod check;
 mod config;
 mod setup;
-mod vlan_gateway;
+mod vlans;
 
-use self::config::{ipam_type, plan, Plan};
+use self::config::{plan, Plan};
 pub use self::config::{Fields, VlanTrunk};
-use self::setup::{make_port, ref_id, unmake_port};
+use self::setup::{make_port, ref_id};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI bridge sample plugin v0.1.0";
@@ -110,94 +110,70 @@ impl Plugin for Bridge {
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
+        let mac = mac.map(|m| m.mac);
         let netns = Netns::of(req)?;
-        let host = Netlink::open()?;
-        let inside = netns.socket()?;
-        // The IPAM plugin (a process of about a millisecond) and then the
-        // masquerading of its addresses (with iptables, two processes of a
-        // few ms) run while the bridge, the pair and the port are made.
-        // Whichever fails undoes the other: the pair is deleted, or the
-        // masquerading torn down and the IPAM DEL run. A repeated ADD finds
-        // both refused (the name taken, the attachment held) and undoes
-        // nothing of the live pod; the pair's error is returned, as before.
-        let (made, reserved) = std::thread::scope(|scope| {
-            let reserving = plan
-                .ipam
-                .as_ref()
-                .map(|ipam| scope.spawn(|| reserve(req, &plan, ipam)));
-            let made = make_port(req, &plan, &netns, mac.map(|m| m.mac), host, inside);
-            (made, reserving.map(joined))
-        });
-        let (mut at, reserved) = match (made, reserved) {
-            (Ok(at), None) => (at, None),
-            (Ok(at), Some(Ok(reserved))) => (at, Some(reserved)),
-            (Ok(mut at), Some(Err(e))) => {
-                unmake_port(&mut at);
-                return Err(e);
-            }
-            (Err(e), Some(Ok(reserved))) => {
-                unreserve(req, &plan, &reserved);
-                return Err(e);
-            }
-            (Err(e), _) => return Err(e),
-        };
-        let done = match &reserved {
-            None => at.layer2().and_then(|result| at.describe(result)),
-            Some(reserved) => at
-                .layer3(reserved.result.clone())
-                .and_then(|result| at.describe(result)),
-        };
-        match done {
-            Ok(result) => Ok(result.into()),
-            Err(err) => {
-                if let Some(reserved) = &reserved {
-                    unreserve(req, &plan, reserved);
-                }
-                unmake_port(&mut at);
-                Err(err)
-            }
-        }
+        let sockets = (Netlink::open()?, netns.socket()?);
+        Undo::scope(|undo| {
+            let Some(ipam) = &plan.ipam else {
+                let mut port = make_port(req, &plan, &netns, mac, sockets, undo)?;
+                let result = port.layer2()?;
+                return Ok(port.describe(result)?.into());
+            };
+            // The IPAM plugin (a process of about a millisecond) and then
+            // the masquerading of its addresses (with iptables, two
+            // processes of a few ms) run while the bridge, the pair and the
+            // port are made. A repeated ADD finds both refused (the name
+            // taken, the attachment held) and undoes nothing of the live
+            // pod; the pair's error is the reference's.
+            let (mut port, result) = cni_invoke::add_alongside_then(
+                ipam,
+                req,
+                undo,
+                FirstError::Link,
+                |undo| make_port(req, &plan, &netns, mac, sockets, undo),
+                |result, undo| masquerade(req, &plan, result, undo),
+            )?;
+            let result = port.layer3(result)?;
+            Ok(port.describe(result)?.into())
+        })
     }
 
     /// DEL needs only the namespace, `ipam.type`, `ipMasq` and
     /// `macspoofchk`: a configuration that ADD would refuse (a bad VLAN,
     /// hairpin with promisc) still lets the runtime clean up.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        // The pair's deletion (tens of milliseconds in the kernel), the
-        // IPAM DEL and the masquerading teardown run at once: each goes
+        // The pair's deletion (tens of milliseconds in the kernel) runs
+        // while the IPAM DEL and the masquerading teardown do: each goes
         // whatever became of the others. A namespace that is gone took the
         // pair with it; the rules are found by comment.
-        let netns = Netns::of_for_del(req);
-        let ifname = req.ifname.as_str();
-        let ipam = ipam_type(req);
-        let (removed, released, unmasked) = std::thread::scope(|scope| {
-            let removing = scope.spawn(move || -> Result<Vec<_>, Error> {
-                match netns? {
-                    Some(netns) => Ok(netns.socket()?.delete_link_returning_addresses(ifname)?),
-                    None => Ok(Vec::new()),
-                }
-            });
-            let unmasking = (ipam.is_some() && req.config.plugin.ip_masq).then(|| {
-                scope.spawn(|| {
-                    let addresses = del_addresses(req);
-                    masquerade::teardown(&addresses, &attachment(req)).map_err(Error::from)
-                })
-            });
-            let released = ipam
-                .as_ref()
-                .map_or(Ok(()), |ipam| cni_invoke::delegate_del(ipam, req));
-            let unmasked = unmasking.map_or(Ok(()), joined);
-            (joined(removing), released, unmasked)
-        });
-        let unchecked = match req.config.plugin.macspoofchk {
-            true => macspoof::teardown(&ref_id(req)).map_err(Error::from),
-            false => Ok(()),
+        let ipam = req.config.ipam_plugin();
+        let mut teardown = Teardown::new();
+        let remove = || -> Result<(), BoxError> {
+            if let Some(netns) = Netns::of_for_del(req)? {
+                netns
+                    .socket()?
+                    .delete_link_if_present(req.ifname.as_str())?;
+            }
+            Ok(())
         };
-        unmasked?;
-        released?;
-        unchecked?;
-        removed?;
-        Ok(())
+        teardown.alongside("removing the interface", remove, |here| {
+            if let Some(ipam) = ipam {
+                here.keep(
+                    "releasing the addresses",
+                    cni_invoke::delegate_del(ipam, req),
+                );
+                if req.config.plugin.ip_masq {
+                    let addresses = masquerade::prev_addresses(req);
+                    let removing = masquerade::teardown(&addresses, &Attachment::of(req));
+                    here.keep("removing the masquerading", removing.map_err(Error::from));
+                }
+            }
+        });
+        if req.config.plugin.macspoofchk {
+            let removing = macspoof::teardown(&ref_id(req)).map_err(Error::from);
+            teardown.keep("removing the MAC spoof check", removing);
+        }
+        teardown.finish()
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
@@ -214,7 +190,8 @@ impl Plugin for Bridge {
             .to_current()?;
         check::check(req, &plan, &netns, &prev)?;
         if let Some(backend) = plan.masquerade {
-            masquerade::check(backend, &addresses(&prev), &attachment(req)).map_err(Error::from)?;
+            masquerade::check(backend, &prev.addresses(), &Attachment::of(req))
+                .map_err(Error::from)?;
         }
         Ok(())
     }
@@ -239,66 +216,32 @@ impl Plugin for Bridge {
     }
 }
 
-/// What ADD holds from its IPAM plugin: the result, and with `ipMasq`
-/// the masquerading of its addresses.
-struct Reserved {
-    result: Result100,
-    masqueraded: Vec<IpNetwork>,
-}
-
-/// The IPAM ADD, then the masquerading of the addresses it gave (the
-/// masquerading needs nothing else). A failure after the IPAM ADD undoes
-/// what was done: the masquerading, the reservation.
-fn reserve(req: &Req, plan: &Plan, ipam: &str) -> Result<Reserved, BoxError> {
-    let result = cni_invoke::delegate_add(ipam, req)?;
-    let kept = (|| -> Result<Reserved, BoxError> {
-        let result = result.to_current()?;
-        let mut reserved = Reserved {
-            result,
-            masqueraded: Vec::new(),
-        };
-        if let Some(backend) = plan.masquerade {
-            reserved.masqueraded = addresses(&reserved.result);
-            if let Err(e) = masquerade::setup(backend, &reserved.masqueraded, &attachment(req)) {
-                let _ = masquerade::teardown(&reserved.masqueraded, &attachment(req));
-                return Err(Error::from(e).into());
-            }
-        }
-        Ok(reserved)
-    })();
-    if kept.is_err() {
-        release(req, plan);
+/// IPAM's side of ADD once its result is there: with `ipMasq`, the
+/// masquerading of its addresses (it needs nothing else), its teardown
+/// pushed first so a setup that fails half way is undone too.
+fn masquerade<'a>(
+    req: &'a Req,
+    plan: &Plan,
+    result: CniResult,
+    undo: &mut Undo<'a>,
+) -> Result<Result100, BoxError> {
+    let result = result.to_current()?;
+    if let Some(backend) = plan.masquerade {
+        let addresses = result.addresses();
+        let undone = addresses.clone();
+        undo.push("removing the masquerading", move || {
+            Ok(masquerade::teardown(&undone, &Attachment::of(req))?)
+        });
+        masquerade::setup(backend, &addresses, &Attachment::of(req)).map_err(Error::from)?;
     }
-    kept
-}
-
-/// Undoes [`reserve`] after a later failure.
-fn unreserve(req: &Req, plan: &Plan, reserved: &Reserved) {
-    if plan.masquerade.is_some() {
-        let _ = masquerade::teardown(&reserved.masqueraded, &attachment(req));
-    }
-    release(req, plan);
-}
-
-/// The IPAM DEL after a failed ADD: logged when it fails too, the ADD's
-/// error being the one returned.
-fn release(req: &Req, plan: &Plan) {
-    if let Some(ipam) = &plan.ipam {
-        cni_invoke::release_after_failed_add(ipam, req);
-    }
-}
-
-/// A scoped thread's result, its panic carried on.
-fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    handle
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    Ok(result)
 }
 
 #[cfg(test)]
 mod tests {
     use cni_net::testing::TempNetns;
     use cni_skel::TestRequest;
+    use cni_types::IpNetwork;
     use cni_version::PluginInfo;
 
     use super::*;

@@ -4,13 +4,12 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use cni_net::{sysctl_for_ifname, vlan_ranges, Dad, Link, Netlink, Netns, PortVlan};
+use cni_net::{sysctl_for_ifname, Dad, Link, Netlink, Netns};
 use cni_netfilter::macspoof;
-use cni_skel::BoxError;
+use cni_skel::{BoxError, Undo};
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
 
-use super::config::Vlans;
-use super::vlan_gateway::ensure_vlan_gateway;
+use super::vlans::{ensure_vlan_gateway, set_port_vlans};
 use super::{Plan, Req};
 
 /// The bridge, created when missing, filtering by VLAN when the port has
@@ -46,16 +45,16 @@ pub(super) fn ensure_bridge(host: &mut Netlink, plan: &Plan, promisc: bool) -> R
 }
 
 /// The bridge (made when missing), the container's pair and the host end
-/// made its port ([`Attachment::attach`]): ADD's work before the
-/// addresses. A failure leaves no pair and no spoof check behind.
+/// made its port ([`Port::join`]): ADD's work before the addresses. Its
+/// undo (the pair, by index, and the spoof check) is pushed on `undo`.
 pub(super) fn make_port<'a, 'r>(
     req: &'a Req<'r>,
     plan: &'a Plan,
     netns: &'a Netns,
     mac: Option<cni_types::Mac>,
-    mut host: Netlink,
-    mut inside: Netlink,
-) -> Result<Attachment<'a, 'r>, BoxError> {
+    (mut host, mut inside): (Netlink, Netlink),
+    undo: &mut Undo<'a>,
+) -> Result<Port<'a, 'r>, BoxError> {
     let f = &req.config.plugin;
     let bridge = ensure_bridge(&mut host, plan, f.promisc_mode)?;
     let veth = cni_net::ContainerVeth {
@@ -65,8 +64,18 @@ pub(super) fn make_port<'a, 'r>(
         mtu: plan.mtu,
         mac,
     };
-    let port = crate::pair::add_container_pair(&mut host, &mut inside, &veth)?;
-    let mut at = Attachment {
+    let port = cni_net::add_container_pair(&mut host, &mut inside, &veth)?;
+    let index = port.index;
+    undo.push(format!("deleting veth {}", port.name), move || {
+        Netlink::open()?.delete_link_if_present(index)?;
+        Ok(())
+    });
+    if f.macspoofchk {
+        undo.push("removing the MAC spoof check", move || {
+            Ok(macspoof::teardown(&ref_id(req))?)
+        });
+    }
+    let mut port = Port {
         req,
         plan,
         netns,
@@ -76,29 +85,17 @@ pub(super) fn make_port<'a, 'r>(
         port,
         vlan_gateway: None,
     };
-    if let Err(e) = at.attach() {
-        unmake_port(&mut at);
-        return Err(e);
-    }
-    Ok(at)
-}
-
-/// Undoes [`make_port`] after a later failure: the pair (by index) and
-/// the spoof check.
-pub(super) fn unmake_port(at: &mut Attachment) {
-    let _ = at.host.delete_link_if_present(at.port.index);
-    if at.req.config.plugin.macspoofchk {
-        let _ = macspoof::teardown(&ref_id(at.req));
-    }
+    port.join()?;
+    Ok(port)
 }
 
 /// How long the host end may take to carry traffic once up (the
 /// reference retries for 2.55 s).
 const PORT_UP_TIMEOUT: Duration = Duration::from_millis(2550);
 
-/// One container's attachment while ADD builds it: the pair exists, the
-/// rest is done step by step.
-pub(super) struct Attachment<'a, 'r> {
+/// One container's port while ADD builds it: the pair exists, the rest is
+/// done step by step.
+pub(super) struct Port<'a, 'r> {
     pub req: &'a Req<'r>,
     pub plan: &'a Plan,
     pub netns: &'a Netns,
@@ -110,11 +107,11 @@ pub(super) struct Attachment<'a, 'r> {
     pub vlan_gateway: Option<Link>,
 }
 
-impl Attachment<'_, '_> {
+impl Port<'_, '_> {
     /// Makes the host end a port of the bridge, with hairpin mode, port
     /// isolation and its VLANs, and up; then checks the container's
     /// source MAC on it with `macspoofchk`.
-    pub fn attach(&mut self) -> Result<(), BoxError> {
+    pub fn join(&mut self) -> Result<(), BoxError> {
         let f = &self.req.config.plugin;
         let port = self.port.index;
         self.host.set_master(port, Some(self.bridge.index))?;
@@ -153,9 +150,7 @@ impl Attachment<'_, '_> {
     pub fn layer3(&mut self, mut result: Result100) -> Result<Result100, BoxError> {
         let (req, plan) = (self.req, self.plan);
         if result.ips.is_empty() {
-            return Err(
-                Error::new(Code::INTERNAL, "IPAM plugin returned missing IP config").into(),
-            );
+            return Err(cni_net::link_plugin::missing_ip_config().into());
         }
         let f = &req.config.plugin;
         let gateways = calc_gateways(&mut result, plan.gateway, f.is_default_gateway);
@@ -220,29 +215,15 @@ impl Attachment<'_, '_> {
         // The bridge's MAC may have changed as the first port joined.
         let bridge = self.host.link(&self.plan.bridge)?;
         let container = self.inside.link(&self.req.ifname)?;
-        let mac_of = |l: &Link| l.mac.map(|m| m.to_string()).unwrap_or_default();
         result.cni_version = SpecVersion::V1_0_0;
         result.interfaces = vec![
-            Interface {
-                mac: mac_of(&bridge),
-                ..Interface::named(bridge.name.clone())
-            },
-            Interface {
-                mac: mac_of(&port),
-                ..Interface::named(port.name.clone())
-            },
-            Interface {
-                mac: mac_of(&container),
-                sandbox: self.netns.path().display().to_string(),
-                ..Interface::named(container.name.clone())
-            },
+            bridge.interface(),
+            port.interface(),
+            container.interface_in(self.netns.path().display().to_string()),
         ];
         if let Some(gateway) = &self.vlan_gateway {
             let gateway = self.host.link(gateway.index)?;
-            result.interfaces.push(Interface {
-                mac: mac_of(&gateway),
-                ..Interface::named(gateway.name.clone())
-            });
+            result.interfaces.push(gateway.interface());
         }
         let dns = self.req.config.dns.clone();
         if let Some(dns) = dns.filter(|d| !d.is_empty()) {
@@ -250,27 +231,6 @@ impl Attachment<'_, '_> {
         }
         Ok(result)
     }
-}
-
-/// The port's VLANs as the reference sets them: the ones it had on joining
-/// removed (unless `preserveDefaultVlan`), then `vlan` native and the
-/// trunk tagged in one request, then a trunk's native VLAN 1 when `vlan`
-/// names none.
-///
-/// Go: the VLAN half of bridge `setupVeth`, and `removeDefaultVlan`.
-pub(super) fn set_port_vlans(host: &mut Netlink, port: u32, vlans: &Vlans) -> Result<(), BoxError> {
-    if vlans.remove_default {
-        let joined = host.port_vlans(port)?;
-        if !joined.is_empty() {
-            host.delete_port_vlans(port, &joined)?;
-        }
-    }
-    let native: Vec<PortVlan> = vlans.vlan.into_iter().map(PortVlan::native).collect();
-    host.add_port_vlans(port, &native, &vlan_ranges(&vlans.trunk))?;
-    if let Some(vid) = vlans.trunk_native() {
-        host.add_port_vlans(port, &[PortVlan::native(vid)], &[])?;
-    }
-    Ok(())
 }
 
 /// The attachment's `macspoofchk` reference ID.

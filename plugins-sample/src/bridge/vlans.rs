@@ -1,3 +1,6 @@
+//! The bridge's VLANs: a port's VLANs ([`set_port_vlans`]) and the
+//! gateway of a VLAN ([`ensure_vlan_gateway`]).
+//!
 //! The gateway of a VLAN: with `isGateway` and `vlan`, the subnet's
 //! gateway address cannot go on the bridge (its own frames are in VLAN
 //! 1), so it goes on a veth `BRIDGE.VLAN` whose peer is a port of that
@@ -6,20 +9,30 @@
 //!
 //! Go: bridge `ensureVlanInterface`.
 
-use cni_net::{host_veth_names, Link, Netlink, VethPair};
+use cni_net::{host_veth_names, vlan_ranges, Link, Netlink, PortVlan, VethPair};
 use cni_skel::BoxError;
-use cni_types::Error;
 
-use super::config::Vlans;
-use super::setup::set_port_vlans;
+use super::config::{gateway_name, Vlans};
 
-/// The gateway link's name, `BRIDGE.VLAN`: code 7 naming `vlan` when the
-/// kernel would refuse it (over 15 bytes).
-pub(super) fn gateway_name(bridge: &str, vid: u16) -> Result<String, Error> {
-    let name = format!("{bridge}.{vid}");
-    cni_net::validate_ifname(&name)
-        .map_err(|e| Error::invalid_config("vlan", format!("its gateway link: {e}")))?;
-    Ok(name)
+/// The port's VLANs as the reference sets them: the ones it had on joining
+/// removed (unless `preserveDefaultVlan`), then `vlan` native and the
+/// trunk tagged in one request, then a trunk's native VLAN 1 when `vlan`
+/// names none.
+///
+/// Go: the VLAN half of bridge `setupVeth`, and `removeDefaultVlan`.
+pub(super) fn set_port_vlans(host: &mut Netlink, port: u32, vlans: &Vlans) -> Result<(), BoxError> {
+    if vlans.remove_default {
+        let joined = host.port_vlans(port)?;
+        if !joined.is_empty() {
+            host.delete_port_vlans(port, &joined)?;
+        }
+    }
+    let native: Vec<PortVlan> = vlans.vlan.into_iter().map(PortVlan::native).collect();
+    host.add_port_vlans(port, &native, &vlan_ranges(&vlans.trunk))?;
+    if let Some(vid) = vlans.trunk_native() {
+        host.add_port_vlans(port, &[PortVlan::native(vid)], &[])?;
+    }
+    Ok(())
 }
 
 /// The gateway link of VLAN `vid` on `bridge`: found, or made as a veth

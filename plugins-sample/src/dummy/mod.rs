@@ -24,11 +24,10 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/dummy`.
 
+use cni_net::link_plugin::{self, Addressing, Expected};
 use cni_net::{LinkKind, Netns};
-use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Undo};
 use cni_types::{Error, NetConf};
-
-use crate::link_plugin::{self, Addressing, Expected};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI dummy sample plugin v0.1.0";
@@ -40,7 +39,7 @@ pub struct Dummy;
 type Req<'a> = Request<'a, NetConf>;
 
 fn ipam(req: &Req) -> Result<String, Error> {
-    link_plugin::ipam_type(req).ok_or_else(|| {
+    req.config.ipam_plugin().map(str::to_owned).ok_or_else(|| {
         Error::invalid_config(
             "ipam.type",
             "missing: dummy interface requires an IPAM configuration",
@@ -60,12 +59,11 @@ impl Plugin for Dummy {
         };
         let netns = Netns::of(req)?;
         let mut inside = netns.socket()?;
-        let dummy = inside.add_dummy(&req.ifname)?;
-        let done = link_plugin::attach(req, &addressing, &netns, &mut inside);
-        if done.is_err() {
-            let _ = inside.delete_link(dummy.index);
-        }
-        done
+        Undo::scope(|undo| {
+            let dummy = inside.add_dummy(&req.ifname)?;
+            link_plugin::push_delete(undo, &netns, dummy.index);
+            link_plugin::attach(req, &addressing, &netns, &mut inside, undo)
+        })
     }
 
     /// DEL needs only the namespace and `ipam.type`.

@@ -65,6 +65,6 @@ fn a_dummy_is_made_with_ipams_addresses_or_refused_naming_the_driver() {
         .find_link("dummy0")
         .unwrap()
         .is_none());
-    let held = crate::link_plugin::held_addresses(ipam.path(), "dnet");
+    let held = cni_net::testing::held_addresses(ipam.path(), "dnet");
     assert_eq!(held, Vec::<String>::new(), "no reservation left");
 }

@@ -84,14 +84,8 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     Ok(Plan {
         selector,
         dpdk,
-        ipam: ipam_type(req),
+        ipam: req.config.ipam_plugin().map(str::to_owned),
     })
-}
-
-/// `ipam.type`, when there is one.
-pub(super) fn ipam_type(req: &Req) -> Option<String> {
-    let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone());
-    ipam.filter(|t| !t.is_empty())
 }
 
 fn by_fields(f: &Fields) -> Result<Selector, Error> {

@@ -49,12 +49,12 @@
 mod config;
 mod handover;
 
-use cni_net::{Dad, Link, Netlink, Netns};
-use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
+use cni_net::{link_plugin, Dad, Link, Netlink, Netns};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Teardown, Undo};
 use cni_types::{CniResult, Code, Error, Interface, NetConf, Result100, SpecVersion};
 
 pub use self::config::Fields;
-use self::config::{ipam_type, link_in, net_dir, plan, Selector};
+use self::config::{link_in, net_dir, plan, Selector};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI host-device plugin v0.1.0 (cni-rs)";
@@ -95,59 +95,53 @@ impl Plugin for HostDevice {
             .into());
         }
         let sandbox = netns.path().display().to_string();
-        let Some(ipam) = &plan.ipam else {
+        Undo::scope(|undo| {
             let mut result = Result100::new(SpecVersion::V1_0_0);
+            if let Some(ipam) = &plan.ipam {
+                result = cni_invoke::add_ipam(ipam, req, undo)?.to_current()?;
+                if result.ips.is_empty() {
+                    return Err(link_plugin::missing_ip_config().into());
+                }
+                for ip in &mut result.ips {
+                    ip.interface = Some(0);
+                }
+                result.cni_version = SpecVersion::V1_0_0;
+                result.dns = req.config.dns.clone().unwrap_or_default();
+            }
             result.interfaces = vec![interface(req, &sandbox, None)];
-            printable(req, &result)?;
-            if let Some(device) = &device {
-                let moved = handover::move_in(&mut host, device, &netns, &req.ifname)?;
-                result.interfaces = vec![interface(req, &sandbox, Some(&moved))];
-            }
-            return Ok(result.into());
-        };
-        let result = cni_invoke::add_with_cleanup(ipam, req, |ipam_result| {
-            let mut result = ipam_result.to_current()?;
-            if result.ips.is_empty() {
-                let msg = "IPAM plugin returned missing IP config";
-                return Err::<_, BoxError>(Error::new(Code::INTERNAL, msg).into());
-            }
-            for ip in &mut result.ips {
-                ip.interface = Some(0);
-            }
-            result.cni_version = SpecVersion::V1_0_0;
-            result.interfaces = vec![interface(req, &sandbox, None)];
-            result.dns = req.config.dns.clone().unwrap_or_default();
             printable(req, &result)?;
             let Some(device) = &device else {
-                return Ok(result);
+                return Ok(result.into());
             };
             let moved = handover::move_in(&mut host, device, &netns, &req.ifname)?;
+            undo.push(format!("moving {} back to the host", req.ifname), || {
+                handover::move_out(&netns, &req.ifname)?;
+                Ok(())
+            });
             result.interfaces = vec![interface(req, &sandbox, Some(&moved))];
-            let mut inside = netns.socket()?;
-            if let Err(e) = cni_net::configure_iface(&mut inside, &req.ifname, &result, Dad::Run) {
-                let _ = handover::move_out(&netns, &req.ifname);
-                return Err(Error::from(e).into());
+            if plan.ipam.is_some() {
+                let mut inside = netns.socket()?;
+                cni_net::configure_iface(&mut inside, &req.ifname, &result, Dad::Run)
+                    .map_err(Error::from)?;
             }
-            Ok(result)
-        })?;
-        Ok(result.into())
+            Ok(result.into())
+        })
     }
 
     /// DEL needs only the namespace and `ipam.type`: the device is found
     /// by `CNI_IFNAME` in the container and returns under its alias.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        let released = match ipam_type(req) {
-            Some(ipam) => cni_invoke::delegate_del(&ipam, req),
-            None => Ok(()),
-        };
         let dpdk = plan(req).map(|p| p.dpdk).unwrap_or(false);
-        if !dpdk {
-            if let Some(netns) = Netns::of_for_del(req)? {
-                handover::move_out(&netns, &req.ifname)?;
+        let mut teardown = Teardown::new();
+        cni_invoke::del_alongside(req.config.ipam_plugin(), req, &mut teardown, || {
+            if !dpdk {
+                if let Some(netns) = Netns::of_for_del(req)? {
+                    handover::move_out(&netns, &req.ifname)?;
+                }
             }
-        }
-        released?;
-        Ok(())
+            Ok(())
+        });
+        teardown.finish()
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
@@ -168,8 +162,8 @@ impl Plugin for HostDevice {
     }
 
     fn status(&self, req: &Req) -> Result<(), BoxError> {
-        if let Some(ipam) = ipam_type(req) {
-            cni_invoke::delegate_status(&ipam, req)?;
+        if let Some(ipam) = req.config.ipam_plugin() {
+            cni_invoke::delegate_status(ipam, req)?;
         }
         Ok(())
     }
@@ -195,13 +189,12 @@ fn printable(req: &Req, result: &Result100) -> Result<(), Error> {
 /// The result's one interface: `CNI_IFNAME` in the sandbox, with the
 /// moved device's MAC.
 fn interface(req: &Req, sandbox: &str, moved: Option<&Link>) -> Interface {
-    Interface {
-        mac: moved
-            .and_then(|l| l.mac)
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-        sandbox: sandbox.to_owned(),
-        ..Interface::named(moved.map_or(req.ifname.clone(), |l| l.name.clone()))
+    match moved {
+        Some(link) => link.interface_in(sandbox),
+        None => Interface {
+            sandbox: sandbox.to_owned(),
+            ..Interface::named(req.ifname.clone())
+        },
     }
 }
 

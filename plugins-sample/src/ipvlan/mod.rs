@@ -33,12 +33,11 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/ipvlan`.
 
+use cni_net::link_plugin::{self, Expected, Plan};
 use cni_net::{IpvlanMode, Netns, SublinkKind};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
-
-use crate::link_plugin::{self, Expected, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI ipvlan sample plugin v0.1.0";
@@ -86,7 +85,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
         Some(_) => Some(req.prev_result()?.into_owned()),
         None => None,
     };
-    let ipam = link_plugin::ipam_type(req);
+    let ipam = req.config.ipam_plugin().map(str::to_owned);
     let master_name = match (&prev, f.master.as_str()) {
         (Some(prev), "") => match prev.interfaces.as_slice() {
             [one] if !one.name.is_empty() => one.name.clone(),
@@ -138,7 +137,7 @@ impl Plugin for Ipvlan {
         let expected = Expected {
             kind: Some(cni_net::LinkKind::Ipvlan),
             settings: Some(mode(req)?),
-            ipam: link_plugin::ipam_type(req),
+            ipam: req.config.ipam_plugin().map(str::to_owned),
             mtu: None,
         };
         link_plugin::check(req, &expected)

@@ -112,6 +112,6 @@ fn an_ipvlan_is_made_or_refused_naming_the_missing_support_and_nothing_is_left()
         .find_link("eth0")
         .unwrap()
         .is_none());
-    let held = crate::link_plugin::held_addresses(ipam.path(), "ipvnet");
+    let held = cni_net::testing::held_addresses(ipam.path(), "ipvnet");
     assert_eq!(held, Vec::<String>::new(), "no reservation left");
 }

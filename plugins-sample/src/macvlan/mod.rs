@@ -35,13 +35,12 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/macvlan`.
 
+use cni_net::link_plugin::{self, Plan};
 use cni_net::{MacvlanMode, Netns, SublinkKind};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
-
-use crate::link_plugin::{self, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI macvlan sample plugin v0.1.0";
@@ -101,7 +100,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
             bcqueuelen: f.bcqueuelen.filter(|n| *n != 0),
         },
         mac: mac.map(|m| m.mac),
-        ipam: link_plugin::ipam_type(req),
+        ipam: req.config.ipam_plugin().map(str::to_owned),
         chained: None,
     })
 }

@@ -48,7 +48,7 @@ fn host() -> TempNetns {
 }
 
 fn reservations(dir: &std::path::Path) -> Vec<String> {
-    crate::link_plugin::held_addresses(dir, "mvnet")
+    cni_net::testing::held_addresses(dir, "mvnet")
 }
 
 fn io(e: std::io::Error) -> NetError {

@@ -39,7 +39,7 @@ pub(super) struct Plan {
 pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     let f = &req.config.plugin;
     let mtu = cni_net::configured_mtu(f.mtu).map_err(|e| Error::invalid_config("mtu", e))?;
-    let ipam = ipam_type(req).ok_or_else(|| {
+    let ipam = req.config.ipam_plugin().map(str::to_owned).ok_or_else(|| {
         Error::invalid_config("ipam.type", "missing: ptp gets its addresses from IPAM")
     })?;
     let backend = masquerade::requested_backend(f.ip_masq_backend.as_deref())?;
@@ -48,10 +48,4 @@ pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
         mtu,
         masquerade: f.ip_masq.then_some(backend),
     })
-}
-
-/// `ipam.type`, when there is one.
-pub(super) fn ipam_type(req: &Req) -> Option<String> {
-    let ipam = req.config.ipam.as_ref().map(|i| i.ipam_type.clone());
-    ipam.filter(|t| !t.is_empty())
 }

@@ -43,19 +43,17 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/ptp`.
 
-use cni_net::{ContainerVeth, LinkKind, Netlink, Netns};
-use cni_netfilter::masquerade;
-use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
-use cni_types::{Code, Error, Interface, NetConf, Result100, SpecVersion};
-
-use crate::ipmasq::{addresses, attachment};
-use crate::pair::add_container_pair;
+use cni_invoke::FirstError;
+use cni_net::{link_plugin, ContainerVeth, LinkKind, Netlink, Netns};
+use cni_netfilter::masquerade::{self, Attachment};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Teardown, Undo};
+use cni_types::{Code, Error, NetConf, SpecVersion};
 
 mod config;
 mod setup;
 
+use self::config::plan;
 pub use self::config::Fields;
-use self::config::{ipam_type, plan, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI ptp sample plugin v0.1.0";
@@ -75,108 +73,79 @@ impl Plugin for Ptp {
         let netns = Netns::of(req)?;
         let mut host = Netlink::open()?;
         let mut inside = netns.socket()?;
-        let veth = ContainerVeth {
-            container_id: &req.container_id,
-            ifname: &req.ifname,
-            netns: &netns,
-            mtu: plan.mtu,
-            mac: None,
-        };
-        // The pair needs nothing from IPAM: it is made while the IPAM
-        // plugin runs (a process of about a millisecond). Whichever fails
-        // undoes the other: the pair is deleted, or the IPAM DEL runs. A
-        // repeated ADD finds both refused (the name is taken, host-local
-        // holds the attachment: code 104), so nothing live is undone.
-        let (made, reserved) = std::thread::scope(|scope| {
-            let making = scope.spawn(|| -> Result<_, Error> {
-                let host_end = add_container_pair(&mut host, &mut inside, &veth)?;
-                host.set_up(host_end.index)?;
-                Ok(host_end)
-            });
-            let reserved = cni_invoke::delegate_add(&plan.ipam, req);
-            let made = making
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (made, reserved)
-        });
-        let (host_end, ipam_result) = match (made, reserved) {
-            (Ok(host_end), Ok(ipam_result)) => (host_end, ipam_result),
-            (Ok(host_end), Err(e)) => {
-                let _ = host.delete_link_if_present(host_end.index);
-                return Err(e.into());
-            }
-            (Err(e), Ok(_)) => {
-                cni_invoke::release_after_failed_add(&plan.ipam, req);
-                return Err(e.into());
-            }
-            // The IPAM's error says more (a repeated ADD: the name taken
-            // and the attachment held).
-            (Err(_), Err(e)) => return Err(e.into()),
-        };
-        let done = (|| -> Result<Result100, BoxError> {
+        Undo::scope(|undo| {
+            // The pair needs nothing from IPAM: it is made while the IPAM
+            // plugin runs. A repeated ADD finds both refused (the name is
+            // taken, host-local holds the attachment: code 104), so
+            // nothing live is undone; IPAM's error is the reference's.
+            let (host_end, ipam_result) =
+                cni_invoke::add_alongside(&plan.ipam, req, undo, FirstError::Ipam, |undo| {
+                    let veth = ContainerVeth {
+                        container_id: &req.container_id,
+                        ifname: &req.ifname,
+                        netns: &netns,
+                        mtu: plan.mtu,
+                        mac: None,
+                    };
+                    let host_end = cni_net::add_container_pair(&mut host, &mut inside, &veth)?;
+                    let index = host_end.index;
+                    undo.push(format!("deleting veth {}", host_end.name), move || {
+                        Netlink::open()?.delete_link_if_present(index)?;
+                        Ok(())
+                    });
+                    host.set_up(index)?;
+                    Ok(host_end)
+                })?;
             let mut result = ipam_result.to_current()?;
             if result.ips.is_empty() {
-                let msg = "IPAM plugin returned missing IP config";
-                return Err(Error::new(Code::INTERNAL, msg).into());
+                return Err(link_plugin::missing_ip_config().into());
             }
             Netns::current()?.enable_forwarding(&result.ips)?;
-            let attached = attach(
-                req,
-                &plan,
-                &netns,
-                &mut host,
-                &mut inside,
-                &host_end,
-                &mut result,
-            );
-            if attached.is_err() && plan.masquerade.is_some() {
-                let _ = masquerade::teardown(&addresses(&result), &attachment(req));
+            setup::configure_container(req, &mut inside, &mut result)?;
+            setup::configure_host(&mut host, &host_end, &result)?;
+            if let Some(backend) = plan.masquerade {
+                let addresses = result.addresses();
+                // Pushed first: a setup that fails half way is undone too.
+                let undone = addresses.clone();
+                undo.push("removing the masquerading", move || {
+                    Ok(masquerade::teardown(&undone, &Attachment::of(req))?)
+                });
+                masquerade::setup(backend, &addresses, &Attachment::of(req))
+                    .map_err(Error::from)?;
             }
-            attached.map(|()| result)
-        })();
-        let result = match done {
-            Ok(result) => result,
-            Err(e) => {
-                let _ = host.delete_link_if_present(host_end.index);
-                cni_invoke::release_after_failed_add(&plan.ipam, req);
-                return Err(e);
+            let container = inside.link(&req.ifname)?;
+            result.cni_version = SpecVersion::V1_0_0;
+            result.interfaces = vec![
+                host_end.interface(),
+                container.interface_in(netns.path().display().to_string()),
+            ];
+            if let Some(dns) = req.config.dns.clone().filter(|d| !d.is_empty()) {
+                result.dns = dns;
             }
-        };
-        Ok(result.into())
+            Ok(result.into())
+        })
     }
 
     /// DEL needs only the namespace, `ipam.type` and `ipMasq`: a
-    /// configuration ADD would refuse still lets the runtime clean up.
+    /// configuration ADD would refuse still lets the runtime clean up. A
+    /// namespace that is gone took the pair with it.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        // A namespace that is gone took the pair with it. The kernel takes
-        // tens of milliseconds to delete a link; the IPAM DEL runs
-        // meanwhile instead of after it (as `veth` does), since the
-        // reservation goes whatever became of the pair.
-        let netns = Netns::of_for_del(req);
-        let ifname = req.ifname.as_str();
-        let (removed, released) = std::thread::scope(|scope| {
-            let removing = scope.spawn(move || -> Result<Vec<_>, Error> {
-                match netns? {
-                    Some(netns) => Ok(netns.socket()?.delete_link_returning_addresses(ifname)?),
-                    None => Ok(Vec::new()),
-                }
-            });
-            let released = match ipam_type(req) {
-                Some(ipam) => cni_invoke::delegate_del(&ipam, req),
-                None => Ok(()),
-            };
-            let removed = removing
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (removed, released)
+        let mut teardown = Teardown::new();
+        let ipam = req.config.ipam_plugin();
+        let removed = cni_invoke::del_alongside(ipam, req, &mut teardown, || {
+            Ok(match Netns::of_for_del(req)? {
+                Some(netns) => netns
+                    .socket()?
+                    .delete_link_returning_addresses(req.ifname.as_str())?,
+                None => Vec::new(),
+            })
         });
         if req.config.plugin.ip_masq {
-            let addresses = removed.as_deref().unwrap_or_default();
-            masquerade::teardown(addresses, &attachment(req)).map_err(Error::from)?;
+            let addresses = removed.unwrap_or_default();
+            let removing = masquerade::teardown(&addresses, &Attachment::of(req));
+            teardown.keep("removing the masquerading", removing.map_err(Error::from));
         }
-        released?;
-        removed?;
-        Ok(())
+        teardown.finish()
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
@@ -206,7 +175,8 @@ impl Plugin for Ptp {
             return Err(Error::new(Code::INTERNAL, msg).into());
         }
         if let Some(backend) = plan.masquerade {
-            masquerade::check(backend, &addresses(&prev), &attachment(req)).map_err(Error::from)?;
+            masquerade::check(backend, &prev.addresses(), &Attachment::of(req))
+                .map_err(Error::from)?;
         }
         Ok(())
     }
@@ -226,42 +196,6 @@ impl Plugin for Ptp {
         cni_invoke::delegate_status(&plan.ipam, req)?;
         Ok(())
     }
-}
-
-/// Everything after the pair exists: addresses and routes on both ends,
-/// masquerading, and the result's interfaces and DNS.
-fn attach(
-    req: &Req,
-    plan: &Plan,
-    netns: &Netns,
-    host: &mut Netlink,
-    inside: &mut Netlink,
-    host_end: &cni_net::Link,
-    result: &mut Result100,
-) -> Result<(), BoxError> {
-    setup::configure_container(req, inside, result)?;
-    setup::configure_host(host, host_end, result)?;
-    if let Some(backend) = plan.masquerade {
-        masquerade::setup(backend, &addresses(result), &attachment(req)).map_err(Error::from)?;
-    }
-    let container = inside.link(&req.ifname)?;
-    let mac_of = |l: &cni_net::Link| l.mac.map(|m| m.to_string()).unwrap_or_default();
-    result.cni_version = SpecVersion::V1_0_0;
-    result.interfaces = vec![
-        Interface {
-            mac: mac_of(host_end),
-            ..Interface::named(host_end.name.clone())
-        },
-        Interface {
-            mac: mac_of(&container),
-            sandbox: netns.path().display().to_string(),
-            ..Interface::named(container.name.clone())
-        },
-    ];
-    if let Some(dns) = req.config.dns.clone().filter(|d| !d.is_empty()) {
-        result.dns = dns;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

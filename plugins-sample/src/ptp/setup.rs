@@ -1,19 +1,11 @@
 //! ADD's kernel work: the pair, the container's addresses and point-to-
 //! point routes, the host end's gateway addresses and host routes.
 
-use std::net::IpAddr;
-
 use cni_net::{Dad, Link, Netlink};
 use cni_skel::BoxError;
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route};
 
 use super::Req;
-
-/// A full-length network: `ADDRESS/32` or `ADDRESS/128`.
-pub(super) fn host_network(addr: IpAddr) -> IpNetwork {
-    let bits = if addr.is_ipv4() { 32 } else { 128 };
-    IpNetwork::new(addr, bits).expect("a full-length prefix fits")
-}
 
 /// The container end's addresses and routes: each address with its
 /// prefix, then instead of the subnet's on-link route a route to the
@@ -45,11 +37,10 @@ pub(super) fn configure_container(
     let link = cni_net::configure_iface(inside, &req.ifname, &view, Dad::Run)?;
     for ip in &result.ips {
         let gw = ip.gateway.expect("checked above");
-        let subnet = IpNetwork::new(ip.address.network(), ip.address.prefix())
-            .expect("the network of a valid network");
+        let subnet = ip.address.subnet();
         inside.delete_route(link.index, &Route::new(subnet, None))?;
         let src = ip.address.addr();
-        inside.add_route_from(link.index, &Route::new(host_network(gw), None), src)?;
+        inside.add_route_from(link.index, &Route::new(IpNetwork::host(gw), None), src)?;
         inside.add_route_from(link.index, &Route::new(subnet, Some(gw)), src)?;
     }
     Ok(())
@@ -67,10 +58,10 @@ pub(super) fn configure_host(
 ) -> Result<(), BoxError> {
     for ip in &result.ips {
         let gw = ip.gateway.expect("configure_container checked it");
-        host.add_address(host_end.index, host_network(gw), Dad::Run)?;
+        host.add_address(host_end.index, IpNetwork::host(gw), Dad::Run)?;
         let to_container = Route {
             scope: Some(HOST_SCOPE),
-            ..Route::new(host_network(ip.address.addr()), None)
+            ..Route::new(IpNetwork::host(ip.address.addr()), None)
         };
         match host.add_route(host_end.index, &to_container) {
             Err(e) if e.is_exists() => {}

@@ -12,21 +12,6 @@ use super::config::Plan;
 /// Where the search for a free table starts, as in the reference.
 const FIRST_TABLE: u32 = 100;
 
-/// `IP/32` (`/128`): the rule matches the address alone.
-pub(super) fn host_network(ip: IpAddr) -> Result<IpNetwork, NetError> {
-    let prefix = if ip.is_ipv4() { 32 } else { 128 };
-    IpNetwork::new(ip, prefix).ok_or_else(|| NetError::InvalidResult(format!("address {ip}")))
-}
-
-/// `0.0.0.0/0` or `::/0`, for `ip`'s family.
-fn default_destination(ip: IpAddr) -> Result<IpNetwork, NetError> {
-    let any = match ip {
-        IpAddr::V4(_) => IpAddr::from([0u8; 4]),
-        IpAddr::V6(_) => IpAddr::from([0u8; 16]),
-    };
-    IpNetwork::new(any, 0).ok_or_else(|| NetError::InvalidResult(format!("address {ip}")))
-}
-
 /// The first table from `from` on that no rule and no route uses.
 ///
 /// Go: `getNextTableID`.
@@ -47,7 +32,7 @@ pub(super) fn rules_to_table(
     let existing = nl.rules()?;
     let mut added = Vec::new();
     for ip in ips {
-        let rule = Rule::from_source(host_network(ip.address.addr())?, table);
+        let rule = Rule::from_source(IpNetwork::host(ip.address.addr()), table);
         // The very rule wanted (an ADD repeated after a DEL that could not
         // see the address) is kept, and not undone on failure: the kernel
         // would add a second one under another priority.
@@ -99,8 +84,7 @@ pub(super) fn routes_per_address(
 
     if plan.add_source_hints {
         for ip in ips {
-            let subnet =
-                IpNetwork::new(ip.address.network(), ip.address.prefix()).unwrap_or(ip.address);
+            let subnet = ip.address.subnet();
             let route = Route {
                 table: Some(MAIN_TABLE),
                 scope: Some(253),
@@ -135,13 +119,13 @@ fn fill_table(
     added: &mut Vec<Rule>,
 ) -> Result<(), NetError> {
     let address = ip.address.addr();
-    let rule = Rule::from_source(host_network(address)?, table);
+    let rule = Rule::from_source(IpNetwork::host(address), table);
     nl.add_rule(&rule)?;
     added.push(rule);
     if let Some(gw) = plan.gateway_for(address).or(ip.gateway) {
         let default = Route {
             table: Some(table),
-            ..Route::new(default_destination(address)?, Some(gw))
+            ..Route::new(IpNetwork::any_of(address), Some(gw))
         };
         nl.add_route(oif, &default)?;
     }
@@ -211,7 +195,7 @@ pub(super) fn check_rules(
 ) -> Result<(), NetError> {
     let rules = nl.rules()?;
     for ip in ips {
-        let src = host_network(ip.address.addr())?;
+        let src = IpNetwork::host(ip.address.addr());
         let found = rules
             .iter()
             .any(|r| r.src == Some(src) && table.is_none_or(|t| t == r.table));

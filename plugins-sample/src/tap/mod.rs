@@ -45,13 +45,12 @@
 
 use std::path::Path;
 
+use cni_net::link_plugin::{self, Addressing, Expected};
 use cni_net::{LinkKind, Netns, Tap as TapDevice};
-use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Undo};
 use cni_types::conventions::{requested_mac, MacPrecedence};
 use cni_types::{Code, Error, Mac, NetConf};
 use serde::Deserialize;
-
-use crate::link_plugin::{self, Addressing, Expected};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI tap sample plugin v0.1.0";
@@ -208,28 +207,29 @@ impl Plugin for Tap {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let (plan, netns) = plan(req)?;
-        let temporary = cni_net::host_veth_name(&req.container_id, &req.ifname);
-        let tap = netns.add_tap(&device(&req.config.plugin, &temporary))?;
-        let mut inside = netns.socket()?;
         let addressing = Addressing {
-            ipam: link_plugin::ipam_type(req),
+            ipam: req.config.ipam_plugin().map(str::to_owned),
             ..Addressing::default()
         };
-        let done = finish(
-            req,
-            &plan,
-            &netns,
-            &mut inside,
-            tap.index,
-            &temporary,
-            &addressing,
-        );
-        if done.is_err() {
+        let temporary = cni_net::host_veth_name(&req.container_id, &req.ifname);
+        let mut inside = netns.socket()?;
+        Undo::scope(|undo| {
+            let tap = netns.add_tap(&device(&req.config.plugin, &temporary))?;
             // By index: `CNI_IFNAME` may be a live attachment's link that
-            // the rename ran into.
-            let _ = inside.delete_link(tap.index);
-        }
-        done
+            // the rename runs into.
+            link_plugin::push_delete(undo, &netns, tap.index);
+            if let Some(mtu) = plan.mtu {
+                inside.set_mtu(tap.index, mtu)?;
+            }
+            if let Some(mac) = plan.mac {
+                inside.set_mac(tap.index, mac)?;
+            }
+            link_plugin::rename(req, &mut inside, &temporary)?;
+            if let Some(bridge) = plan.bridge {
+                inside.set_master(tap.index, Some(bridge))?;
+            }
+            link_plugin::attach(req, &addressing, &netns, &mut inside, undo)
+        })
     }
 
     /// DEL needs only the namespace and `ipam.type`.
@@ -243,7 +243,7 @@ impl Plugin for Tap {
         let expected = Expected {
             kind: None,
             settings: None,
-            ipam: link_plugin::ipam_type(req),
+            ipam: req.config.ipam_plugin().map(str::to_owned),
             mtu: None,
         };
         link_plugin::check(req, &expected)
@@ -256,29 +256,6 @@ impl Plugin for Tap {
     fn status(&self, req: &Req) -> Result<(), BoxError> {
         link_plugin::status(req)
     }
-}
-
-/// After the tap exists: MTU, MAC, name, bridge port, then addresses.
-fn finish(
-    req: &Req,
-    plan: &Plan,
-    netns: &Netns,
-    inside: &mut cni_net::Netlink,
-    index: u32,
-    temporary: &str,
-    addressing: &Addressing,
-) -> Result<Reply, BoxError> {
-    if let Some(mtu) = plan.mtu {
-        inside.set_mtu(index, mtu)?;
-    }
-    if let Some(mac) = plan.mac {
-        inside.set_mac(index, mac)?;
-    }
-    link_plugin::rename(req, inside, temporary)?;
-    if let Some(bridge) = plan.bridge {
-        inside.set_master(index, Some(bridge))?;
-    }
-    link_plugin::attach(req, addressing, netns, inside)
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ pub(super) fn compare(link: &Link, wanted: &Wanted) -> Result<(), Error> {
     let ifname = &link.name;
     let differs = |what: String| Err(Error::new(Code::INTERNAL, what));
     if let Some(mac) = wanted.mac.filter(|m| link.mac != Some(*m)) {
-        let live = link.mac.map(|m| m.to_string()).unwrap_or_default();
+        let live = link.mac_text();
         return differs(format!(
             "tuning configured MAC of {ifname} is {mac}, current value is {live}"
         ));

@@ -29,14 +29,13 @@
 //!           "routes": [{"dst": "0.0.0.0/0"}]}}
 //! ```
 
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use cni_invoke::FirstError;
 use cni_net::{ContainerVeth, Dad, NetError, Netlink, Netns, Op};
-use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
+use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Teardown, Undo};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{CniResult, Code, Error, Interface, IpNetwork, Mac, NetConf, Result100, Route};
+use cni_types::{CniResult, Code, Error, Interface, IpNetwork, NetConf, Result100, Route};
 use serde::Deserialize;
 
 pub use cni_net::{host_veth_name, host_veth_names};
@@ -119,66 +118,45 @@ impl Plugin for Veth {
             mtu: plan.mtu,
             mac: mac.map(|m| m.mac),
         };
-        // The pair is made and brought up on a thread while the IPAM
-        // plugin, a process of its own, runs: the two overlap (about 2 ms
-        // of an ADD, BENCHMARKS.md). Done in sequence, it would be
-        // make_pair inside the closure, before configure.
-        // The host end's index once this ADD made the pair; 0 before.
-        let created = AtomicU32::new(0);
-        let outcome = std::thread::scope(|scope| {
-            let making = scope.spawn(|| make_pair(host, inside, &pair, &created));
-            cni_invoke::add_with_cleanup(&plan.ipam, req, |ipam_result| {
-                let (mut host, mut inside, host_index) = making
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-                configure(
-                    req,
-                    &plan,
-                    &netns,
-                    &ipam_result,
-                    host_index,
-                    &mut host,
-                    &mut inside,
-                )
-            })
-        });
-        let result = outcome.inspect_err(|_| {
-            // Whichever step failed, remove the pair if this ADD made it
-            // (never a link that was there before).
-            let index = created.load(Ordering::SeqCst);
-            if index != 0 {
-                if let Ok(mut host) = Netlink::open() {
-                    let _ = host.delete_link_if_present(index);
-                }
-            }
-        })?;
-        Ok(result.into())
+        Undo::scope(|undo| {
+            // The pair is made and brought up while the IPAM plugin, a
+            // process of its own, runs: the two overlap (about 2 ms of an
+            // ADD, BENCHMARKS.md). A failure after removes the pair this
+            // ADD made (never a link that was there before) and releases
+            // the reservation.
+            let ((mut host, mut inside, host_index), ipam_result) =
+                cni_invoke::add_alongside(&plan.ipam, req, undo, FirstError::Ipam, |undo| {
+                    Ok(make_pair(host, inside, &pair, undo)?)
+                })?;
+            let result = configure(
+                req,
+                &plan,
+                &netns,
+                &ipam_result,
+                host_index,
+                &mut host,
+                &mut inside,
+            )?;
+            Ok(result.into())
+        })
     }
 
     fn del(&self, req: &Req) -> Result<(), BoxError> {
         let ipam = validate(req)?.ipam;
-        let ifname = req.ifname.as_str();
-        // A namespace that is gone took the pair with it.
-        let netns = Netns::of_for_del(req);
         // The kernel takes tens of milliseconds to delete a link; the IPAM
-        // DEL runs meanwhile instead of before it.
-        std::thread::scope(|scope| {
-            let removing = scope.spawn(move || -> Result<(), Error> {
-                if let Some(netns) = netns? {
-                    netns
-                        .socket()?
-                        .delete_link_if_present(ifname)
-                        .map_err(failed("delete the veth pair"))?;
-                }
-                Ok(())
-            });
-            let released = cni_invoke::delegate_del(&ipam, req);
-            let removed = removing
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            released.and(removed)
-        })?;
-        Ok(())
+        // DEL runs meanwhile instead of before it. A namespace that is
+        // gone took the pair with it.
+        let mut teardown = Teardown::new();
+        cni_invoke::del_alongside(Some(&ipam), req, &mut teardown, || {
+            if let Some(netns) = Netns::of_for_del(req)? {
+                netns
+                    .socket()?
+                    .delete_link_if_present(req.ifname.as_str())
+                    .map_err(failed("delete the veth pair"))?;
+            }
+            Ok(())
+        });
+        teardown.finish()
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
@@ -210,19 +188,23 @@ impl Plugin for Veth {
 /// stuck kernel is an error, not a hang.
 const UP_TIMEOUT: Duration = Duration::from_millis(1500);
 
-/// Creates the pair, says so in `created`, sets both ends up and waits
-/// until the host end carries traffic; hands the sockets back with the
-/// host end's index.
+/// Creates the pair (its deletion pushed on `undo`), sets both ends up
+/// and waits until the host end carries traffic; hands the sockets back
+/// with the host end's index.
 fn make_pair(
     mut host: Netlink,
     mut inside: Netlink,
     pair: &ContainerVeth,
-    created: &AtomicU32,
+    undo: &mut Undo,
 ) -> Result<(Netlink, Netlink, u32), Error> {
     let host_link = host
         .add_container_veth(pair)
         .map_err(failed("create the veth pair"))?;
-    created.store(host_link.index, Ordering::SeqCst);
+    let index = host_link.index;
+    undo.push(format!("deleting veth {}", host_link.name), move || {
+        Netlink::open()?.delete_link_if_present(index)?;
+        Ok(())
+    });
     let peer = inside
         .link(pair.ifname)
         .map_err(failed("find the container end"))?;
@@ -275,34 +257,21 @@ fn configure(
     for ip in &result.ips {
         host.replace_route(
             host_index,
-            &Route::new(host_network(ip.address.addr())?, None),
+            &Route::new(IpNetwork::host(ip.address.addr()), None),
         )
         .map_err(failed("add the host route to the container"))?;
         if let Some(gw) = ip.gateway {
-            host.add_address(host_index, host_network(gw)?, Dad::Skip)
+            host.add_address(host_index, IpNetwork::host(gw), Dad::Skip)
                 .map_err(failed("add the gateway address on the host end"))?;
         }
     }
 
-    result.interfaces[0] = Interface {
-        mac: mac_text(host_link.mac),
-        ..Interface::named(host_link.name)
-    };
-    result.interfaces[1].mac = mac_text(peer.mac);
+    result.interfaces[0] = host_link.interface();
+    result.interfaces[1].mac = peer.interface().mac;
     if let Some(dns) = req.config.dns.clone().filter(|d| !d.is_empty()) {
         result.dns = dns;
     }
     Ok(result)
-}
-
-fn mac_text(mac: Option<Mac>) -> String {
-    mac.map(|m| m.to_string()).unwrap_or_default()
-}
-
-/// The single-address network of `ip` (`/32` or `/128`).
-fn host_network(ip: IpAddr) -> Result<IpNetwork, Error> {
-    IpNetwork::new(ip, if ip.is_ipv4() { 32 } else { 128 })
-        .ok_or_else(|| Error::new(Code::INTERNAL, format!("no host network for {ip}")))
 }
 
 /// CHECK: the container interface of the previous result is in the

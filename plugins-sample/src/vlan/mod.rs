@@ -29,12 +29,11 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/vlan`.
 
+use cni_net::link_plugin::{self, Plan};
 use cni_net::{Netns, SublinkKind, VlanId};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
 use serde::Deserialize;
-
-use crate::link_plugin::{self, Plan};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI vlan sample plugin v0.1.0";
@@ -73,7 +72,7 @@ fn plan(req: &Req) -> Result<Plan, Error> {
         ));
     }
     let id = VlanId::new(f.vlan_id).map_err(|e| Error::invalid_config("vlanId", e))?;
-    let ipam = link_plugin::ipam_type(req).ok_or_else(|| {
+    let ipam = req.config.ipam_plugin().map(str::to_owned).ok_or_else(|| {
         Error::invalid_config("ipam.type", "missing: vlan gets its addresses from IPAM")
     })?;
     let netns = Netns::of(req)?;

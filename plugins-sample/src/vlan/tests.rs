@@ -106,6 +106,6 @@ fn a_vlan_is_made_or_refused_naming_8021q_and_nothing_is_left() {
         .find_link("eth0")
         .unwrap()
         .is_none());
-    let held = crate::link_plugin::held_addresses(ipam.path(), "vnet");
+    let held = cni_net::testing::held_addresses(ipam.path(), "vnet");
     assert_eq!(held, Vec::<String>::new(), "no reservation left");
 }
