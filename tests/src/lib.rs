@@ -345,10 +345,10 @@ pub fn reference_noop() -> PathBuf {
     })
 }
 
-/// What a child process did: cni-invoke's [`RawOutput`](cni_invoke::RawOutput),
+/// What a child process did: cni-invoke's [`RawOutput`],
 /// the workspace's one process-outcome type (exit, stdout and stderr, kept
 /// up to cni-invoke's limits). [`StdoutJson`] reads its stdout as JSON.
-pub use cni_invoke::RawOutput as Outcome;
+pub use cni_invoke::RawOutput;
 
 /// A test's reading of a process's stdout as JSON.
 pub trait StdoutJson {
@@ -364,7 +364,7 @@ pub trait StdoutJson {
     }
 }
 
-impl StdoutJson for Outcome {
+impl StdoutJson for RawOutput {
     fn try_stdout_json(&self) -> anyhow::Result<Value> {
         serde_json::from_slice(&self.stdout)
             .with_context(|| format!("stdout is not one JSON value; outcome: {self:?}"))
@@ -376,7 +376,7 @@ impl StdoutJson for Outcome {
 ///
 /// # Panics
 /// If the process cannot be started.
-pub fn output_of(cmd: &mut Command, stdin: &[u8]) -> Outcome {
+pub fn output_of(cmd: &mut Command, stdin: &[u8]) -> RawOutput {
     cni_invoke::exec_raw(cmd, stdin, None)
         .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
 }
@@ -394,7 +394,7 @@ fn child_path() -> OsString {
 ///
 /// # Panics
 /// If the process cannot be started.
-pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
+pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> RawOutput {
     run_with_clean_env(bin, std::iter::empty::<&OsStr>(), env, stdin)
 }
 
@@ -404,7 +404,12 @@ pub fn run_plugin(bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
 ///
 /// # Panics
 /// If `ip` cannot be started.
-pub fn run_plugin_in_netns(netns: &str, bin: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Outcome {
+pub fn run_plugin_in_netns(
+    netns: &str,
+    bin: &Path,
+    env: &[(&str, &str)],
+    stdin: &[u8],
+) -> RawOutput {
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", netns])
         .arg(bin)
@@ -416,7 +421,7 @@ pub fn run_plugin_in_netns(netns: &str, bin: &Path, env: &[(&str, &str)], stdin:
     output_of(&mut cmd, stdin)
 }
 
-fn run_with_clean_env<I, S>(bin: &Path, args: I, env: &[(&str, &str)], stdin: &[u8]) -> Outcome
+fn run_with_clean_env<I, S>(bin: &Path, args: I, env: &[(&str, &str)], stdin: &[u8]) -> RawOutput
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
@@ -588,7 +593,7 @@ impl Driver {
     /// Runs `cnidriver` with raw arguments and returns the process outcome
     /// (the JSON report is on stdout; plugin stderr that libcni forwards on
     /// success is on stderr).
-    pub fn run_outcome<I, S>(&self, args: I) -> Outcome
+    pub fn run_outcome<I, S>(&self, args: I) -> RawOutput
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -780,7 +785,7 @@ impl Cnitool {
     /// Runs `cnitool ARGS...` with `NETCONFPATH`, `CNI_PATH`, `CNI_ARGS`
     /// and `CAP_ARGS` set from this runtime, plus `--cache-dir`,
     /// `--container-id` and `--ifname`; returns the process outcome.
-    pub fn run_outcome(&self, args: &[&str]) -> Outcome {
+    pub fn run_outcome(&self, args: &[&str]) -> RawOutput {
         let conf_dir = self.conf_dir.to_str().expect("UTF-8 config dir");
         let cni_path = self.cni_path();
         let caps = self.cap_args.as_ref().map(Value::to_string);
@@ -874,7 +879,7 @@ pub fn require_root_and_ip() {
 }
 
 /// Runs `ip ARGS...`; returns the outcome (never panics on failure).
-pub fn ip(args: &[&str]) -> Outcome {
+pub fn ip(args: &[&str]) -> RawOutput {
     output_of(Command::new("ip").args(args), b"")
 }
 

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::{require_root_and_ip, Outcome, StdoutJson};
+use crate::{require_root_and_ip, RawOutput, StdoutJson};
 
 /// libcni's result cache, a fixed path for Podman's CNI backend.
 pub const LIBCNI_RESULTS: &str = "/var/lib/cni/results";
@@ -210,7 +210,7 @@ impl Podman {
     }
 
     /// Runs `podman ARGS...` with this instance's configuration.
-    pub fn podman(&self, args: &[&str]) -> Outcome {
+    pub fn podman(&self, args: &[&str]) -> RawOutput {
         let root = self.tmp.path();
         let mut podman = Command::new("podman");
         podman
@@ -223,7 +223,7 @@ impl Podman {
 
     /// `podman run --rm --network NETWORK [OPTIONS...] --rootfs ROOT sh -c
     /// SCRIPT`: the container's outcome (its output on stdout).
-    pub fn run(&self, network: &str, options: &[&str], script: &str) -> Outcome {
+    pub fn run(&self, network: &str, options: &[&str], script: &str) -> RawOutput {
         let rootfs = self.rootfs().display().to_string();
         let mut args = vec!["run", "--rm", "--network", network];
         args.extend(options);
@@ -256,13 +256,13 @@ impl Podman {
     }
 
     /// `podman exec CONTAINER sh -c SCRIPT`.
-    pub fn exec(&self, container: &Container, script: &str) -> Outcome {
+    pub fn exec(&self, container: &Container, script: &str) -> RawOutput {
         self.podman(&["exec", &container.id, "sh", "-c", script])
     }
 
     /// `podman exec -d CONTAINER sh -c SCRIPT`: runs `SCRIPT` in the
     /// background (a server), returns once it started.
-    pub fn exec_detached(&self, container: &Container, script: &str) -> Outcome {
+    pub fn exec_detached(&self, container: &Container, script: &str) -> RawOutput {
         self.podman(&["exec", "-d", &container.id, "sh", "-c", script])
     }
 

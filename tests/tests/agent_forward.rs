@@ -8,7 +8,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use tests::StdoutJson;
-use tests::{plugin_bin_dir, run_plugin, Outcome};
+use tests::{plugin_bin_dir, run_plugin, RawOutput};
 
 /// The `agent` sample process, killed and reaped on drop.
 struct AgentProcess(Child);
@@ -39,7 +39,7 @@ impl Drop for AgentProcess {
     }
 }
 
-fn run(command: &str, socket: &Path, timeout_ms: u64) -> Outcome {
+fn run(command: &str, socket: &Path, timeout_ms: u64) -> RawOutput {
     let config = format!(
         r#"{{"cniVersion":"1.0.0","name":"n","type":"agent-forward","socket":"{}","timeoutMs":{timeout_ms}}}"#,
         socket.display()

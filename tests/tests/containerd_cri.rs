@@ -449,7 +449,7 @@ impl Pod {
     }
 
     /// Runs `program ARGS...` in the pod's network namespace.
-    fn exec(&self, program: &str, args: &[&str]) -> tests::Outcome {
+    fn exec(&self, program: &str, args: &[&str]) -> tests::RawOutput {
         tests::output_of(
             Command::new("nsenter")
                 .arg(format!("--net={}", self.netns()))

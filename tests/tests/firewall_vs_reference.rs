@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::json;
 use tests::{
-    ip, output_of, plugin_bin_dir, reference_plugin_dir, run_plugin_in_netns, NetNs, Outcome,
+    ip, output_of, plugin_bin_dir, reference_plugin_dir, run_plugin_in_netns, NetNs, RawOutput,
 };
 
 const BRIDGE: &str = "br-fw";
@@ -43,12 +43,12 @@ impl Host {
 
     /// `side`'s plugin run in the namespace, for the pod with
     /// `ingressPolicy` `same-bridge`.
-    fn run(&self, side: Side, command: &str) -> Outcome {
+    fn run(&self, side: Side, command: &str) -> RawOutput {
         self.run_with(side, command, "same-bridge")
     }
 
     /// `side`'s plugin run in the namespace, for the pod with `policy`.
-    fn run_with(&self, side: Side, command: &str, policy: &str) -> Outcome {
+    fn run_with(&self, side: Side, command: &str, policy: &str) -> RawOutput {
         let dir = match side {
             Side::Ours => plugin_bin_dir(),
             Side::Reference => reference_plugin_dir(),

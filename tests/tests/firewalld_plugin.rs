@@ -7,7 +7,7 @@
 use cni_netfilter::firewalld::Firewalld;
 use serde_json::{json, Value};
 use tests::firewalld::PrivateFirewalld;
-use tests::{plugin_bin_dir, reference_plugin_dir, run_plugin_in_netns, NetNs, Outcome};
+use tests::{plugin_bin_dir, reference_plugin_dir, run_plugin_in_netns, NetNs, RawOutput};
 
 /// The container's addresses in the previous result, and the sources
 /// firewalld must get for them (the address alone).
@@ -32,7 +32,7 @@ fn conf(patch: Value) -> Value {
 }
 
 /// Runs the `firewall` of `dir` in `ns`, on the bus at `address`.
-fn run(dir: &std::path::Path, ns: &NetNs, address: &str, command: &str, conf: &Value) -> Outcome {
+fn run(dir: &std::path::Path, ns: &NetNs, address: &str, command: &str, conf: &Value) -> RawOutput {
     let bin = dir.join("firewall");
     let env = [
         ("CNI_COMMAND", command),
@@ -45,7 +45,7 @@ fn run(dir: &std::path::Path, ns: &NetNs, address: &str, command: &str, conf: &V
     run_plugin_in_netns(ns.name(), &bin, &env, conf.to_string().as_bytes())
 }
 
-fn ok(out: &Outcome, what: &str) {
+fn ok(out: &RawOutput, what: &str) {
     assert!(
         out.exit.success(),
         "{what}: {}{}",
@@ -55,7 +55,7 @@ fn ok(out: &Outcome, what: &str) {
 }
 
 /// The CNI error a failed run printed.
-fn error(out: &Outcome, what: &str) -> Value {
+fn error(out: &RawOutput, what: &str) -> Value {
     assert!(!out.exit.success(), "{what} succeeded");
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: {e}: {out:?}"))
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tests::etcd::Etcd;
 use tests::StdoutJson;
-use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+use tests::{plugin_bin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
 const NETWORK: &str = "net";
 const IPS: &str = "/cni-ipam/net/ips/";
@@ -73,7 +73,7 @@ fn add_all(
     jobs: &[Job],
     parallel: usize,
     done: &AtomicUsize,
-) -> Vec<Outcome> {
+) -> Vec<RawOutput> {
     add_all_holding(etcd, subnet, jobs, parallel, done, &AtomicBool::new(false))
 }
 
@@ -86,9 +86,9 @@ fn add_all_holding(
     parallel: usize,
     done: &AtomicUsize,
     hold: &AtomicBool,
-) -> Vec<Outcome> {
+) -> Vec<RawOutput> {
     let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Outcome>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<RawOutput>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
     let bin = ipam_etcd();
     std::thread::scope(|s| {
         for _ in 0..parallel {
@@ -112,7 +112,7 @@ fn add_all_holding(
 }
 
 /// The address an ADD returned.
-fn address(out: &Outcome) -> IpAddr {
+fn address(out: &RawOutput) -> IpAddr {
     let v = out.stdout_json();
     let text = v["ips"][0]["address"].as_str().unwrap_or_default();
     text.split('/')
@@ -142,7 +142,7 @@ fn reservations(etcd: &Etcd) -> BTreeMap<IpAddr, (String, String)> {
 }
 
 /// Reservations equal the successful ADDs: same attachment, same address.
-fn assert_store_matches(etcd: &Etcd, jobs: &[Job], outs: &[Outcome]) {
+fn assert_store_matches(etcd: &Etcd, jobs: &[Job], outs: &[RawOutput]) {
     let want: BTreeMap<IpAddr, (String, String)> = jobs
         .iter()
         .zip(outs)

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tests::StdoutJson;
-use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+use tests::{plugin_bin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
 /// What a fake server does with each request.
 #[derive(Clone, Copy)]
@@ -184,7 +184,7 @@ fn ipam_etcd() -> PathBuf {
 }
 
 /// An ADD of `c1` with these endpoints and `prefix` (when given).
-fn add(endpoints: &[String], prefix: Option<&str>) -> Outcome {
+fn add(endpoints: &[String], prefix: Option<&str>) -> RawOutput {
     let mut store = json!({"type": "etcd", "endpoints": endpoints, "node": "n1"});
     if let Some(prefix) = prefix {
         store["prefix"] = json!(prefix);
@@ -204,7 +204,7 @@ fn add(endpoints: &[String], prefix: Option<&str>) -> Outcome {
     )
 }
 
-fn error(out: &Outcome) -> Value {
+fn error(out: &RawOutput) -> Value {
     assert_eq!(out.status(), Some(1), "{out:?}");
     out.stdout_json()
 }

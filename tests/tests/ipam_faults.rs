@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tests::{plugin_bin_dir, run_plugin, Outcome, StdoutJson, FAKE_NETNS};
+use tests::{plugin_bin_dir, run_plugin, RawOutput, StdoutJson, FAKE_NETNS};
 
 const NETWORK: &str = "faults";
 
@@ -140,7 +140,7 @@ fn adds_killed_at_random_points_leave_a_consistent_store() {
 }
 
 /// An ADD of `id`, as the runtime runs it.
-fn add(conf: &[u8], id: &str) -> Outcome {
+fn add(conf: &[u8], id: &str) -> RawOutput {
     run_plugin(&plugin_bin_dir().join("ipam-file"), &env("ADD", id), conf)
 }
 
@@ -157,7 +157,7 @@ struct Setup<'a> {
 }
 
 /// ipam-file run with `setup`, killed if it takes longer than `bound`.
-fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration) -> Outcome {
+fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration) -> RawOutput {
     let mut cmd = Command::new(plugin_bin_dir().join("ipam-file"));
     cmd.env_clear().envs(env(command, id));
     if let Some(dir) = setup.cwd {
@@ -202,7 +202,7 @@ fn run_with(setup: &Setup, command: &str, id: &str, conf: &[u8], bound: Duration
 }
 
 /// The error ipam-file printed: `(code, msg, details)`.
-fn error(out: &Outcome) -> (u64, String, String) {
+fn error(out: &RawOutput) -> (u64, String, String) {
     let e = out.stdout_json();
     let text = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
     (

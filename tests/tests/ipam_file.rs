@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 use tests::StdoutJson;
-use tests::{plugin_bin_dir, reference_plugin_dir, run_plugin, Outcome, FAKE_NETNS};
+use tests::{plugin_bin_dir, reference_plugin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
 const NETWORK: &str = "ipamnet";
 
@@ -64,7 +64,7 @@ impl Side {
         config(self.data_dir(), version, ipam, extra)
     }
 
-    fn run(&self, cmd: &str, id: &str, ifname: &str, stdin: &[u8], cni_args: &str) -> Outcome {
+    fn run(&self, cmd: &str, id: &str, ifname: &str, stdin: &[u8], cni_args: &str) -> RawOutput {
         invoke(&self.bin, cmd, id, ifname, stdin, cni_args)
     }
 
@@ -86,7 +86,14 @@ fn config(data_dir: &Path, version: &str, ipam: &Value, extra: &Value) -> Vec<u8
 }
 
 /// Runs a plugin as a runtime would.
-fn invoke(bin: &Path, cmd: &str, id: &str, ifname: &str, stdin: &[u8], cni_args: &str) -> Outcome {
+fn invoke(
+    bin: &Path,
+    cmd: &str,
+    id: &str,
+    ifname: &str,
+    stdin: &[u8],
+    cni_args: &str,
+) -> RawOutput {
     let mut env = vec![
         ("CNI_COMMAND", cmd),
         ("CNI_PATH", "/usr/lib/cni"),
@@ -131,7 +138,7 @@ fn reservations(dir: &Path) -> BTreeMap<IpAddr, String> {
 
 /// stdout as JSON with an empty `dns` removed (host-local prints
 /// `"dns": {}` in 1.x results; our SDK omits it, as the spec's examples do).
-fn result(out: &Outcome) -> Value {
+fn result(out: &RawOutput) -> Value {
     let mut v = out.stdout_json();
     if v.get("dns").is_some_and(|d| d == &json!({})) {
         v.as_object_mut().map(|o| o.remove("dns"));
@@ -139,7 +146,7 @@ fn result(out: &Outcome) -> Value {
     v
 }
 
-fn addresses(out: &Outcome) -> Vec<String> {
+fn addresses(out: &RawOutput) -> Vec<String> {
     assert!(out.success(), "{out:?}");
     result(out)["ips"]
         .as_array()
@@ -172,7 +179,7 @@ fn step<'a>(cmd: &'a str, id: &'a str) -> Step<'a> {
 /// Runs `steps` against host-local and ipam-file, each on its own data
 /// directory, and compares every outcome (success, result) and the
 /// directories after every step. Returns ipam-file's outcomes.
-fn differential(version: &str, ipam: &Value, steps: &[Step]) -> Vec<Outcome> {
+fn differential(version: &str, ipam: &Value, steps: &[Step]) -> Vec<RawOutput> {
     let reference = Side::new(host_local());
     let ours = Side::new(ipam_file());
     let mut outcomes = Vec::new();
@@ -454,9 +461,9 @@ fn invalid_configuration_is_code_7_and_leaves_no_trace() {
 }
 
 /// Runs `jobs` (plugin, container id) `parallel` at a time.
-fn run_parallel(jobs: &[(PathBuf, String)], parallel: usize, stdin: &[u8]) -> Vec<Outcome> {
+fn run_parallel(jobs: &[(PathBuf, String)], parallel: usize, stdin: &[u8]) -> Vec<RawOutput> {
     let next = AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Outcome>>> =
+    let results: Vec<std::sync::Mutex<Option<RawOutput>>> =
         jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..parallel {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use tests::StdoutJson;
-use tests::{plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+use tests::{plugin_bin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
 const NETWORK: &str = "net";
 
@@ -42,7 +42,7 @@ impl Store {
         serde_json::to_vec(&c).expect("serialisable")
     }
 
-    fn run(&self, cmd: &str, id: &str, ifname: &str, valid: Option<Value>) -> Outcome {
+    fn run(&self, cmd: &str, id: &str, ifname: &str, valid: Option<Value>) -> RawOutput {
         let mut env = vec![("CNI_COMMAND", cmd), ("CNI_PATH", "/usr/lib/cni")];
         if !matches!(cmd, "GC" | "STATUS") {
             env.extend([

@@ -18,7 +18,7 @@ use cni_skel::TestRequest;
 use plugins_sample::delegator::Delegator;
 use serde_json::{json, Value};
 use tests::StdoutJson;
-use tests::{plugin_bin_dir, run_plugin, NetNs, Outcome};
+use tests::{plugin_bin_dir, run_plugin, NetNs, RawOutput};
 
 const NETWORK: &str = "repeated-add";
 
@@ -76,7 +76,7 @@ impl Case {
 }
 
 /// The plugin binary `name` run for container `cid`, interface eth0 in `ns`.
-fn run(name: &str, command: &str, ns: &str, cid: &str, stdin: &[u8]) -> Outcome {
+fn run(name: &str, command: &str, ns: &str, cid: &str, stdin: &[u8]) -> RawOutput {
     let bins = plugin_bin_dir();
     let path = bins.display().to_string();
     run_plugin(

@@ -35,7 +35,7 @@ use serde_json::{json, Value};
 use tests::StdoutJson;
 use tests::{
     base64_decode, plugin_bin_dir, read_json, redact_netplugin_stderr, reference_noop,
-    reference_plugin_dir, run_plugin, write_json, Driver, Outcome, FAKE_NETNS,
+    reference_plugin_dir, run_plugin, write_json, Driver, RawOutput, FAKE_NETNS,
 };
 
 /// Every list version the reference noop and libcni share with a result type.
@@ -510,10 +510,10 @@ fn differential(scenario: impl Fn(&Sandbox) -> Value) -> Value {
     reference
 }
 
-/// Outcome of a direct plugin run as comparable JSON: the exit status,
+/// RawOutput of a direct plugin run as comparable JSON: the exit status,
 /// stdout parsed (or as text when it is not JSON), stdout byte for byte
 /// (`stdoutRaw`) and stderr.
-fn outcome_json(o: &Outcome) -> Value {
+fn outcome_json(o: &RawOutput) -> Value {
     json!({
         "status": o.status(),
         "stdout": serde_json::from_slice::<Value>(&o.stdout).unwrap_or_else(|_| Value::String(o.stdout_str())),

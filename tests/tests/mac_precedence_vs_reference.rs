@@ -44,7 +44,7 @@ fn run(
     ns: &NetNs,
     conf: &Value,
     cni_args: &str,
-) -> tests::Outcome {
+) -> tests::RawOutput {
     let path = ns.path();
     let env = [
         ("CNI_COMMAND", cmd),

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use tests::{base64_decode, plugin_bin_dir, run_plugin, Outcome, FAKE_NETNS};
+use tests::{base64_decode, plugin_bin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
 /// Every configuration version the noop supports (its list also has the
 /// deliberately invalid `0.-42.0`).
@@ -69,7 +69,7 @@ impl Case {
     /// Runs the noop with the full environment a runtime gives ADD
     /// (container id, netns, ifname, CNI_PATH, CNI_ARGS) for `command`,
     /// plus `extra` (which wins; an empty value unsets in effect).
-    fn run(&self, command: &str, extra: &[(&str, &str)], stdin: &str) -> Outcome {
+    fn run(&self, command: &str, extra: &[(&str, &str)], stdin: &str) -> RawOutput {
         let args = self.cni_args();
         let mut env: Vec<(&str, &str)> = vec![
             ("CNI_COMMAND", command),
@@ -90,7 +90,7 @@ impl Case {
 }
 
 /// stdout holds exactly one JSON document (returned) or nothing (`None`).
-fn one_json_or_nothing(o: &Outcome) -> Option<Value> {
+fn one_json_or_nothing(o: &RawOutput) -> Option<Value> {
     if o.stdout.is_empty() {
         return None;
     }
@@ -110,7 +110,7 @@ fn one_json_or_nothing(o: &Outcome) -> Option<Value> {
 /// Asserts a failure: status 1, nothing on stderr, and stdout one CNI error
 /// with exactly these fields, printed as the reference prints it (no
 /// `cniVersion`, no trailing newline: the noop's wire format).
-fn assert_error(o: &Outcome, code: u32, msg: &str, what: &str) {
+fn assert_error(o: &RawOutput, code: u32, msg: &str, what: &str) {
     assert_eq!(o.status(), Some(1), "{what}: {o:?}");
     let printed = format!("{{\n    \"code\": {code},\n    \"msg\": {}\n}}", json!(msg));
     assert_eq!(o.stdout_str(), printed, "{what}: {o:?}");

@@ -8,10 +8,10 @@
 use std::process::Command;
 
 use serde_json::{json, Value};
-use tests::{output_of, plugin_bin_dir, NetNs, Outcome};
+use tests::{output_of, plugin_bin_dir, NetNs, RawOutput};
 
 /// Runs our `ptp` inside `host` with `command` for `cid`.
-fn ptp(host: &NetNs, command: &str, cid: &str, netns: &str, conf: &Value) -> Outcome {
+fn ptp(host: &NetNs, command: &str, cid: &str, netns: &str, conf: &Value) -> RawOutput {
     let bin = plugin_bin_dir();
     let mut ptp = Command::new("ip");
     ptp.args(["netns", "exec", host.name()])

@@ -8,7 +8,7 @@ use tests::StdoutJson;
 use tests::{run_plugin, FAKE_NETNS};
 
 /// ADD of the `echo-config` test plugin with `conf` on stdin.
-fn add(conf: &str) -> tests::Outcome {
+fn add(conf: &str) -> tests::RawOutput {
     let bin = Path::new(env!("CARGO_BIN_EXE_echo-config"));
     run_plugin(
         bin,

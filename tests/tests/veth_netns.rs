@@ -27,7 +27,7 @@ use tests::sandbox::{NetDirs, Via};
 use tests::StdoutJson;
 use tests::{
     global_addrs, host_link, ip, link_is_up, ours_with_reference_host_local, plugin_bin_dir,
-    reference_plugin_dir, NetNs, Outcome,
+    reference_plugin_dir, NetNs, RawOutput,
 };
 
 /// `{"ok":true,"result":null}`, what CHECK and DEL answer on success.
@@ -77,7 +77,7 @@ fn routes_to(netns: Option<&NetNs>, dst: &str) -> Vec<Value> {
 }
 
 /// `ping -c1 -W1 addr`, from the host or from inside `netns`.
-fn ping(netns: Option<&NetNs>, addr: &str) -> Outcome {
+fn ping(netns: Option<&NetNs>, addr: &str) -> RawOutput {
     let mut cmd = match netns {
         Some(ns) => {
             let mut c = Command::new("ip");

@@ -32,7 +32,7 @@ fn kernel_has(kind: &[&str], master: &str) -> bool {
     ip(&args).success()
 }
 
-fn add(plugin: &str, ns: &NetNs, conf: &Value) -> tests::Outcome {
+fn add(plugin: &str, ns: &NetNs, conf: &Value) -> tests::RawOutput {
     let netns = ns.path();
     let path = reference_plugin_dir().display().to_string();
     let env = [

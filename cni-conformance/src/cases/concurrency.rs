@@ -21,7 +21,7 @@ use crate::target::Kind;
 /// How many ADDs run at once.
 pub const PARALLEL: usize = 16;
 
-pub use crate::scenarios::ConcurrentAdds as Outcome;
+use crate::scenarios::ConcurrentAdds;
 
 /// One container of the scenario.
 struct Attachment {
@@ -30,7 +30,7 @@ struct Attachment {
     netns: PathBuf,
 }
 
-fn run(s: &Session, version: &SpecVersion) -> Outcome {
+fn run(s: &Session, version: &SpecVersion) -> ConcurrentAdds {
     // A namespace per container for interface plugins, as a runtime
     // gives; for the others (and in a namespace of the user's), interface
     // names of their own in the one namespace.
@@ -85,7 +85,7 @@ fn run(s: &Session, version: &SpecVersion) -> Outcome {
     exec_all(Command::Del, &|i| {
         s.config(version, results[i].as_ref().filter(|_| with_prev))
     });
-    Outcome { adds }
+    ConcurrentAdds { adds }
 }
 
 /// The addresses a result assigns, in any layout; loopback addresses are

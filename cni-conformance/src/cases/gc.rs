@@ -10,9 +10,9 @@ use crate::cases::concurrency::addresses;
 use crate::cases::lifecycle::result_of;
 use crate::session::Session;
 
-pub use crate::scenarios::GcOutcome as Outcome;
+use crate::scenarios::GcOutcome;
 
-fn run(s: &Session) -> Outcome {
+fn run(s: &Session) -> GcOutcome {
     let v = SpecVersion::V1_1_0;
     let kept = ("cnic-gc-kept", format!("{}k", s.target().ifname));
     let other = ("cnic-gc-other", format!("{}o", s.target().ifname));
@@ -57,7 +57,7 @@ fn run(s: &Session) -> Outcome {
             config.to_string().as_bytes(),
         );
     }
-    Outcome {
+    GcOutcome {
         add_kept,
         add_other,
         gc,
@@ -66,7 +66,7 @@ fn run(s: &Session) -> Outcome {
     }
 }
 
-fn outcome(s: &Session) -> Option<&Outcome> {
+fn outcome(s: &Session) -> Option<&GcOutcome> {
     s.versions()
         .contains(&SpecVersion::V1_1_0)
         .then(|| s.gc.get_or_init(|| run(s)))

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use server::{start_daemon, DhcpNet, SERVER_IP};
-use tests::{plugin_bin_dir, run_plugin, Outcome};
+use tests::{plugin_bin_dir, run_plugin, RawOutput};
 
 /// The network configuration a macvlan network with DHCP gives its IPAM
 /// plugin (the whole configuration, as the spec says).
@@ -29,11 +29,11 @@ fn conf(socket: &Path) -> Vec<u8> {
     .unwrap()
 }
 
-pub(crate) fn dhcp(command: &str, net: &DhcpNet, socket: &Path) -> Outcome {
+pub(crate) fn dhcp(command: &str, net: &DhcpNet, socket: &Path) -> RawOutput {
     dhcp_on(command, net, socket, "eth0")
 }
 
-fn dhcp_on(command: &str, net: &DhcpNet, socket: &Path, ifname: &str) -> Outcome {
+fn dhcp_on(command: &str, net: &DhcpNet, socket: &Path, ifname: &str) -> RawOutput {
     let netns = net.container.path().display().to_string();
     let id = net.container.name().to_string();
     let env = [
@@ -46,7 +46,7 @@ fn dhcp_on(command: &str, net: &DhcpNet, socket: &Path, ifname: &str) -> Outcome
     run_plugin(&plugin_bin_dir().join("dhcp"), &env, &conf(socket))
 }
 
-pub(crate) fn stdout_json(out: &Outcome) -> Value {
+pub(crate) fn stdout_json(out: &RawOutput) -> Value {
     assert!(out.success(), "failed: {}", out.excerpts(2000));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout_str()))
 }
@@ -152,7 +152,7 @@ fn a_daemon_that_is_not_running_is_an_error_naming_its_socket_and_changes_nothin
     );
 }
 
-fn stdout_json_error(out: &Outcome) -> Value {
+fn stdout_json_error(out: &RawOutput) -> Value {
     assert!(!out.success(), "succeeded: {}", out.stdout_str());
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.excerpts(2000)))
 }
@@ -165,7 +165,7 @@ fn concurrent_adds_on_several_interfaces_get_one_lease_each() {
     let net = DhcpNet::start(dir.path(), 60, &names);
     let socket = dir.path().join("dhcp.sock");
     let daemon = start_daemon(&plugin_bin_dir().join("dhcp"), &socket);
-    let results: Vec<Outcome> = std::thread::scope(|s| {
+    let results: Vec<RawOutput> = std::thread::scope(|s| {
         let runs: Vec<_> = names
             .iter()
             .map(|ifname| {
@@ -201,7 +201,7 @@ fn concurrent_adds_on_several_interfaces_get_one_lease_each() {
 
 /// GC of the test's network with `valid` as `cni.dev/valid-attachments`
 /// (absent when `None`).
-fn gc(socket: &Path, valid: Option<Value>) -> Outcome {
+fn gc(socket: &Path, valid: Option<Value>) -> RawOutput {
     let mut conf = json!({
         "cniVersion": "1.1.0", "name": "dhcpnet", "type": "macvlan",
         "ipam": {"type": "dhcp", "daemonSocketPath": socket}
