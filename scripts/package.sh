@@ -17,11 +17,11 @@ crates=(
     cni-version
     cni-types
     cni-skel
+    cni-invoke
     cni-net
     cni-netfilter
     cni-ipam
     cni-dhcp
-    cni-invoke
     cnitool
     cni-conformance
 )

@@ -21,6 +21,9 @@ scripts/package.sh
 # are marked #[ignore = "needs root: ..."] so that a contributor's plain
 # `cargo test` reports them as ignored, and CI never skips one.
 cargo test --workspace -- --include-ignored
+# A sample copied out of the workspace (macvlan, its tests, its main)
+# builds against the SDK crates alone and passes its own tests.
+scripts/sample-outside.sh
 # The vm_* tests (tests/vm/): link kinds this kernel lacks (vlan, ipvlan,
 # vrf, dummy, bonding), all in one boot of Debian's kernel: user-mode
 # Linux where a trivial guest boots on this host, QEMU where it cannot
