@@ -146,6 +146,10 @@ where
 /// succeeded. The reservation goes whatever became of the link, and the
 /// kernel's tens of milliseconds deleting a link are not added to IPAM's.
 ///
+/// Not for a plugin whose IPAM needs the link during its DEL: `dhcp`
+/// sends its DHCPRELEASE from the container's link, so a link plugin
+/// paired with it runs IPAM's DEL first (`cni_net::link_plugin::del`).
+///
 /// Go: none; the reference's `cmdDel` runs `ipam.ExecDel` and then
 /// deletes the link, returning at the first failure.
 pub fn del_alongside<C, T, F>(

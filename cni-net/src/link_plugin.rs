@@ -16,8 +16,9 @@
 //!   `ptp` do with [`cni_invoke::add_alongside`]); when anything after
 //!   fails, the link is deleted (by index) and the reservation released,
 //!   every failure reported ([`cni_skel::Undo`]).
-//! - **DEL removes the link even when IPAM's DEL fails**, and reports
-//!   IPAM's error after; a namespace or link already gone is success.
+//! - **DEL removes the link even when IPAM's DEL fails**, after it (a
+//!   `dhcp` lease is released from the link), and reports IPAM's error;
+//!   a namespace or link already gone is success.
 //! - **DNS in the result comes from the configuration's `dns`**, never
 //!   from IPAM's, as the reference plugins do (`dummy` keeps IPAM's:
 //!   [`Addressing::ipam_dns`]).
@@ -309,20 +310,35 @@ pub fn missing_ip_config() -> Error {
     Error::new(Code::INTERNAL, "IPAM plugin returned missing IP config")
 }
 
-/// DEL: deletes `CNI_IFNAME` while IPAM's DEL releases the reservation
-/// ([`cni_invoke::del_alongside`]); a namespace or link already gone is
-/// success; every failure is reported, the link's first.
-pub fn del<F: Sync>(req: &Request<NetConf<F>>) -> Result<(), BoxError> {
+/// DEL: IPAM's DEL releases the reservation, then `CNI_IFNAME` is
+/// deleted whatever IPAM answered ([`remove_link`]); every failure is
+/// reported, IPAM's first.
+///
+/// In this order, not at once as [`cni_invoke::del_alongside`] runs them:
+/// `dhcp`, the IPAM plugin these links are paired with, releases its
+/// lease with a DHCPRELEASE sent from the container's link, which must
+/// still be there (the reference runs `ipam.ExecDel` first too).
+pub fn del<F>(req: &Request<NetConf<F>>) -> Result<(), BoxError> {
     let mut teardown = Teardown::new();
-    cni_invoke::del_alongside(req.config.ipam_plugin(), req, &mut teardown, || {
-        if let Some(netns) = Netns::of_for_del(req)? {
-            netns
-                .socket()?
-                .delete_link_if_present(req.ifname.as_str())?;
-        }
-        Ok(())
-    });
+    if let Some(ipam) = req.config.ipam_plugin() {
+        teardown.keep(
+            "releasing the addresses",
+            cni_invoke::delegate_del(ipam, req),
+        );
+    }
+    teardown.keep("removing the interface", remove_link(req));
     teardown.finish()
+}
+
+/// Deletes `CNI_IFNAME` in the container's namespace; a namespace or link
+/// already gone is success (what every DEL of a link does).
+pub fn remove_link<C>(req: &Request<C>) -> Result<(), BoxError> {
+    if let Some(netns) = Netns::of_for_del(req)? {
+        netns
+            .socket()?
+            .delete_link_if_present(req.ifname.as_str())?;
+    }
+    Ok(())
 }
 
 /// What CHECK compares: the kind and its settings, `ipam.type`, and the
@@ -369,34 +385,32 @@ pub fn check<F>(req: &Request<NetConf<F>>, plan: &Expected) -> Result<(), BoxErr
         .as_ref()
         .filter(|k| link.kind.as_ref() != Some(*k))
     {
-        return Err(differs(format!(
+        return Err(crate::differs(format!(
             "Error: Container interface {} not of type {kind}",
             link.name
-        )));
+        ))
+        .into());
     }
     if let Some(want) = plan.settings {
         let have = inside.sublink_kind(link.index)?;
         if let Some(have) = have.filter(|h| !same_settings(*h, want)) {
-            return Err(differs(format!(
+            return Err(crate::differs(format!(
                 "container {} {} does not match expected value: {}",
                 want.name(),
                 describe(have),
                 describe(want)
-            )));
+            ))
+            .into());
         }
     }
     match plan.mtu.filter(|m| *m != link.mtu) {
-        Some(mtu) => Err(differs(format!(
+        Some(mtu) => Err(crate::differs(format!(
             "Error: configured MTU of {} is {mtu}, current value is {}",
             link.name, link.mtu
-        ))),
+        ))
+        .into()),
         None => Ok(()),
     }
-}
-
-/// A difference CHECK found: code 999 with `msg`, as the reference.
-fn differs(msg: String) -> BoxError {
-    Error::from(NetError::Differs(msg)).into()
 }
 
 /// Whether a live link has the settings CHECK compares: the kind and its

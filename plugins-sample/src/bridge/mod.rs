@@ -75,7 +75,7 @@
 //! Go: containernetworking/plugins `plugins/main/bridge`.
 
 use cni_invoke::FirstError;
-use cni_net::{Netlink, Netns};
+use cni_net::{link_plugin, Netlink, Netns};
 use cni_netfilter::macspoof;
 use cni_netfilter::masquerade::{self, Attachment};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Teardown, Undo};
@@ -148,14 +148,7 @@ impl Plugin for Bridge {
         // pair with it; the rules are found by comment.
         let ipam = req.config.ipam_plugin();
         let mut teardown = Teardown::new();
-        let remove = || -> Result<(), BoxError> {
-            if let Some(netns) = Netns::of_for_del(req)? {
-                netns
-                    .socket()?
-                    .delete_link_if_present(req.ifname.as_str())?;
-            }
-            Ok(())
-        };
+        let remove = || link_plugin::remove_link(req);
         teardown.alongside("removing the interface", remove, |here| {
             if let Some(ipam) = ipam {
                 here.keep(

@@ -131,16 +131,19 @@ impl Plugin for HostDevice {
     /// DEL needs only the namespace and `ipam.type`: the device is found
     /// by `CNI_IFNAME` in the container and returns under its alias.
     fn del(&self, req: &Req) -> Result<(), BoxError> {
-        let dpdk = plan(req).map(|p| p.dpdk).unwrap_or(false);
+        // IPAM first, as the reference: a dhcp lease is released from the
+        // device, which must still be in the container.
         let mut teardown = Teardown::new();
-        cni_invoke::del_alongside(req.config.ipam_plugin(), req, &mut teardown, || {
-            if !dpdk {
-                if let Some(netns) = Netns::of_for_del(req)? {
-                    handover::move_out(&netns, &req.ifname)?;
-                }
-            }
-            Ok(())
-        });
+        if let Some(ipam) = req.config.ipam_plugin() {
+            teardown.keep(
+                "releasing the addresses",
+                cni_invoke::delegate_del(ipam, req),
+            );
+        }
+        let dpdk = plan(req).is_ok_and(|p| p.dpdk);
+        if !dpdk {
+            teardown.keep("moving the device back to the host", move_out(req));
+        }
         teardown.finish()
     }
 
@@ -167,6 +170,15 @@ impl Plugin for HostDevice {
         }
         Ok(())
     }
+}
+
+/// DEL's move of `CNI_IFNAME` back to the host; a namespace or device
+/// already gone is success.
+fn move_out(req: &Req) -> Result<(), BoxError> {
+    if let Some(netns) = Netns::of_for_del(req)? {
+        handover::move_out(&netns, &req.ifname)?;
+    }
+    Ok(())
 }
 
 /// Refuses a result the configuration's version cannot hold (0.1.0 and
