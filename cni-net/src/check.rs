@@ -5,6 +5,18 @@ use cni_types::{IpNetwork, Result100, Route};
 
 use crate::{Link, Mac, NetError, Netlink, MAIN_TABLE};
 
+/// CHECK's answer when the live namespace differs from what ADD made:
+/// code 999 with `what` as the message, as the reference words its
+/// differences (`fmt.Errorf`); every plugin's CHECK reports one this way.
+///
+/// ```
+/// let err = cni_net::differs("Error: Container interface eth0 not of type veth/p2p");
+/// assert_eq!((err.code.0, err.details.as_str()), (999, ""));
+/// ```
+pub fn differs(what: impl Into<String>) -> cni_types::Error {
+    cni_types::Error::from(NetError::Differs(what.into()))
+}
+
 /// Checks the interface `ifname` of `result` against the namespace: the
 /// result lists it (with `sandbox`, when not empty), the link exists, has
 /// the result's MAC and MTU (when the result gives them) and carries the

@@ -112,7 +112,7 @@ mod vrf;
 pub use addr::{Address, Dad};
 pub use alias::MAX_ALIAS_LEN;
 pub use bridge_vlan::{vlan_ranges, PortVlan, VLAN_IDS};
-pub use check::{check_addresses, check_interface, check_routes};
+pub use check::{check_addresses, check_interface, check_routes, differs};
 /// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the
 /// SDK's one MAC type, re-exported from `cni_types`, which configurations
 /// and [`requested_mac`](cni_types::conventions::requested_mac) give.

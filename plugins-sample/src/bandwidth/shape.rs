@@ -2,7 +2,7 @@
 //! that shape it: installed (ADD), compared (CHECK), removed (DEL).
 
 use cni_net::tc::{Handle, Psched, QdiscKind, Redirect, Tbf};
-use cni_net::{Link, LinkKind, Netlink, Netns};
+use cni_net::{differs, Link, LinkKind, Netlink, Netns};
 use cni_types::{Code, Error, Result100};
 
 use super::Shaping;
@@ -90,11 +90,6 @@ struct Created {
     root_tbf: bool,
     ingress_qdisc: bool,
     ifb: Option<u32>,
-}
-
-/// Code 999 naming what differs, for CHECK.
-fn differs(msg: String) -> Error {
-    Error::new(Code::INTERNAL, msg)
 }
 
 impl HostEnd {

@@ -1,7 +1,7 @@
 //! CHECK: the bridge, its port and the container end as `prevResult`
 //! says.
 
-use cni_net::{sysctl_for_ifname, Link, LinkKind, Netlink, Netns};
+use cni_net::{differs, sysctl_for_ifname, Link, LinkKind, Netlink, Netns};
 use cni_netfilter::macspoof;
 use cni_types::{Code, Error, Result100};
 
@@ -12,7 +12,6 @@ use super::{Plan, Req};
 ///
 /// Go: bridge `cmdCheck`.
 pub(super) fn check(req: &Req, plan: &Plan, netns: &Netns, prev: &Result100) -> Result<(), Error> {
-    let differs = |what: String| Error::new(Code::INTERNAL, what);
     let sandbox = netns.path().display().to_string();
     let mut host = Netlink::open()?;
     let named = |name: &str| {
@@ -85,7 +84,6 @@ fn check_layer2(
     port: &Link,
     container: &Link,
 ) -> Result<(), Error> {
-    let differs = |what: String| Error::new(Code::INTERNAL, what);
     let f = &req.config.plugin;
     let isolated = host.isolated(port.index)?;
     if isolated != f.port_isolation {

@@ -172,7 +172,7 @@ impl Plugin for Ptp {
                 "Error: Container interface {} not of type veth/p2p",
                 link.name
             );
-            return Err(Error::new(Code::INTERNAL, msg).into());
+            return Err(cni_net::differs(msg).into());
         }
         if let Some(backend) = plan.masquerade {
             masquerade::check(backend, &prev.addresses(), &Attachment::of(req))

@@ -61,7 +61,7 @@ pub(super) fn restore(nl: &mut Netlink, link: &Link, saved: &Backup) -> Result<(
 /// reference's untyped error).
 pub(super) fn compare(link: &Link, wanted: &Wanted) -> Result<(), Error> {
     let ifname = &link.name;
-    let differs = |what: String| Err(Error::new(Code::INTERNAL, what));
+    let differs = |what: String| Err(cni_net::differs(what));
     if let Some(mac) = wanted.mac.filter(|m| link.mac != Some(*m)) {
         let live = link.mac_text();
         return differs(format!(
