@@ -134,41 +134,42 @@ pub struct Label {
 /// ([`crate::go_fields`]: keys in any case, `null` as absent, at every
 /// depth): `None` when absent or null, code 7 naming the section, key and
 /// reason when malformed.
-fn typed<T: DeserializeOwned>(section: &str, map: &Extra, key: &str) -> Option<Result<T, Error>> {
-    let value = crate::go_fields::get(map, key)?;
-    Some(
-        crate::go_fields::from_value(value)
-            .map_err(|e| Error::invalid_config(&format!("{section}.{key}"), e)),
-    )
+fn typed<T: DeserializeOwned>(section: &str, map: &Extra, key: &str) -> Result<Option<T>, Error> {
+    let Some(value) = crate::go_fields::get(map, key) else {
+        return Ok(None);
+    };
+    crate::go_fields::from_value(value)
+        .map(Some)
+        .map_err(|e| Error::invalid_config(&format!("{section}.{key}"), e))
 }
 
 impl RuntimeConfig {
     /// `portMappings`.
-    pub fn port_mappings(&self) -> Option<Result<Vec<PortMapping>, Error>> {
+    pub fn port_mappings(&self) -> Result<Option<Vec<PortMapping>>, Error> {
         typed("runtimeConfig", &self.0, "portMappings")
     }
     /// `ipRanges`: the outer list is one allocation each, the inner a pool.
-    pub fn ip_ranges(&self) -> Option<Result<Vec<Vec<IpRange>>, Error>> {
+    pub fn ip_ranges(&self) -> Result<Option<Vec<Vec<IpRange>>>, Error> {
         typed("runtimeConfig", &self.0, "ipRanges")
     }
     /// `bandwidth`.
-    pub fn bandwidth(&self) -> Option<Result<Bandwidth, Error>> {
+    pub fn bandwidth(&self) -> Result<Option<Bandwidth>, Error> {
         typed("runtimeConfig", &self.0, "bandwidth")
     }
     /// `dns`.
-    pub fn dns(&self) -> Option<Result<RuntimeDns, Error>> {
+    pub fn dns(&self) -> Result<Option<RuntimeDns>, Error> {
         typed("runtimeConfig", &self.0, "dns")
     }
     /// `mac`: the MAC address the runtime wants on the interface.
-    pub fn mac(&self) -> Option<Result<String, Error>> {
+    pub fn mac(&self) -> Result<Option<String>, Error> {
         typed("runtimeConfig", &self.0, "mac")
     }
     /// `ips`: requested addresses (`<ip>[/<prefix>]`).
-    pub fn ips(&self) -> Option<Result<Vec<String>, Error>> {
+    pub fn ips(&self) -> Result<Option<Vec<String>>, Error> {
         typed("runtimeConfig", &self.0, "ips")
     }
     /// Any other capability, typed by the caller.
-    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Option<Result<T, Error>> {
+    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Error> {
         typed("runtimeConfig", &self.0, key)
     }
     /// The value of a capability as given, its key found with Go's rules
@@ -180,14 +181,14 @@ impl RuntimeConfig {
 }
 
 impl Args {
-    fn cni(&self) -> Option<Result<Extra, Error>> {
+    fn cni(&self) -> Result<Option<Extra>, Error> {
         typed("args", &self.0, "cni")
     }
 
-    fn cni_key<T: DeserializeOwned>(&self, key: &str) -> Option<Result<T, Error>> {
+    fn cni_key<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Error> {
         match self.cni()? {
-            Err(e) => Some(Err(e)),
-            Ok(cni) => typed("args.cni", &cni, key),
+            None => Ok(None),
+            Some(cni) => typed("args.cni", &cni, key),
         }
     }
 
@@ -199,12 +200,12 @@ impl Args {
     }
 
     /// `args.cni.ips`: "Request static IPs", `"<ip>[/<prefix>]"` each.
-    pub fn cni_ips(&self) -> Option<Result<Vec<String>, Error>> {
+    pub fn cni_ips(&self) -> Result<Option<Vec<String>>, Error> {
         self.cni_key("ips")
     }
 
     /// `args.cni.labels`: `key=value` labels.
-    pub fn cni_labels(&self) -> Option<Result<Vec<Label>, Error>> {
+    pub fn cni_labels(&self) -> Result<Option<Vec<Label>>, Error> {
         self.cni_key("labels")
     }
 }
@@ -308,13 +309,15 @@ pub fn requested_mac<T>(
             MacSource::ArgsCni => conf
                 .args
                 .as_ref()
-                .and_then(|a| a.cni_key("mac"))
-                .transpose()?,
+                .map(|a| a.cni_key("mac"))
+                .transpose()?
+                .flatten(),
             MacSource::RuntimeConfig => conf
                 .runtime_config
                 .as_ref()
-                .and_then(RuntimeConfig::mac)
-                .transpose()?,
+                .map(RuntimeConfig::mac)
+                .transpose()?
+                .flatten(),
             MacSource::Config => own.map(str::to_owned),
         };
         Ok(given.filter(|t| !t.is_empty()))
@@ -352,8 +355,8 @@ mod tests {
         .unwrap();
         assert_eq!(rc.port_mappings().unwrap().unwrap()[0].host_port, 8080);
         assert_eq!(rc.mac().unwrap().unwrap(), "c2:11:22:33:44:55");
-        assert!(rc.ip_ranges().is_none());
-        let e = rc.bandwidth().unwrap().unwrap_err();
+        assert!(rc.ip_ranges().unwrap().is_none());
+        let e = rc.bandwidth().unwrap_err();
         assert_eq!(e.code, Code::INVALID_NETWORK_CONFIG);
         assert!(e.msg.contains("runtimeConfig.bandwidth"));
     }
@@ -390,7 +393,7 @@ mod tests {
                 vec!["ndots:5".to_owned()]
             )
         );
-        let annotations: Option<Result<Extra, Error>> = rc.get("io.kubernetes.cri.pod-annotations");
+        let annotations: Option<Extra> = rc.get("io.kubernetes.cri.pod-annotations").unwrap();
         assert!(annotations.is_none());
         // The capability's own key in another case, as Go matches it too.
         let rc: RuntimeConfig = serde_json::from_value(
@@ -411,7 +414,7 @@ mod tests {
             ["10.2.2.42/24", "2001:db8::5"]
         );
         assert_eq!(args.cni_labels().unwrap().unwrap()[0].key, "app");
-        assert!(Args::default().cni_ips().is_none());
+        assert!(Args::default().cni_ips().unwrap().is_none());
     }
 
     fn conf(json: serde_json::Value) -> crate::NetConf {

@@ -86,8 +86,9 @@ impl Shaping {
             let from_runtime = conf
                 .runtime_config
                 .as_ref()
-                .and_then(|rc| rc.get::<Fields>("bandwidth"))
-                .transpose()?;
+                .map(|rc| rc.get::<Fields>("bandwidth"))
+                .transpose()?
+                .flatten();
             match from_runtime {
                 Some(fields) => {
                     refuse_subnets("runtimeConfig.bandwidth.", &fields)?;

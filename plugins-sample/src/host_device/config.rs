@@ -70,7 +70,7 @@ pub(super) struct Plan {
 pub(super) fn plan(req: &Req) -> Result<Plan, Error> {
     let f = &req.config.plugin;
     let device_id = match req.config.runtime_config.as_ref() {
-        Some(rc) => rc.get::<String>("deviceID").transpose()?,
+        Some(rc) => rc.get::<String>("deviceID")?,
         None => None,
     };
     let selector = match device_id.filter(|id| !id.is_empty()) {

@@ -253,7 +253,7 @@ fn mappings(conf: &NetConf<Fields>) -> Result<Vec<Mapping>, Error> {
     let Some(runtime) = &conf.runtime_config else {
         return Ok(Vec::new());
     };
-    let Some(raw) = runtime.get::<Vec<RawMapping>>("portMappings").transpose()? else {
+    let Some(raw) = runtime.get::<Vec<RawMapping>>("portMappings")? else {
         return Ok(Vec::new());
     };
     if raw.len() > MAX_MAPPINGS {

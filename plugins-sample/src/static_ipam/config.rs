@@ -107,14 +107,24 @@ impl StaticConfig {
             }
         }
 
-        if let Some(ips) = conf.args.as_ref().and_then(|a| a.cni_ips()) {
-            let ips = ips?;
+        if let Some(ips) = conf
+            .args
+            .as_ref()
+            .map(|a| a.cni_ips())
+            .transpose()?
+            .flatten()
+        {
             if !ips.is_empty() {
                 addresses = requested("args.cni.ips", &ips)?;
             }
         }
-        if let Some(ips) = conf.runtime_config.as_ref().and_then(|r| r.ips()) {
-            let ips = ips?;
+        if let Some(ips) = conf
+            .runtime_config
+            .as_ref()
+            .map(|r| r.ips())
+            .transpose()?
+            .flatten()
+        {
             if !ips.is_empty() {
                 addresses = requested("runtimeConfig.ips", &ips)?;
             }
