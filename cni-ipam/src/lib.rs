@@ -87,6 +87,8 @@
 pub mod config;
 pub mod dns;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod gc;
 pub mod plan;
 mod plugin;

@@ -56,12 +56,14 @@ use serde_json::Value;
 
 pub mod dbus;
 pub mod dhcp;
+pub mod etcd;
+pub mod gob;
 pub mod iptables_save;
 pub mod mutate;
 pub mod nft;
 
 /// The fuzz targets, by name (also the corpus directory names).
-pub const TARGETS: [&str; 9] = [
+pub const TARGETS: [&str; 11] = [
     "dispatch",
     "result_convert",
     "config_parse",
@@ -71,6 +73,8 @@ pub const TARGETS: [&str; 9] = [
     dbus::TARGET,
     iptables_save::TARGET,
     dhcp::TARGET,
+    gob::TARGET,
+    etcd::TARGET,
 ];
 
 /// Runs one input through the named target's checks (see the `fuzz_*`
@@ -86,6 +90,8 @@ pub fn run_target(target: &str, data: &[u8]) {
         dbus::TARGET => dbus::fuzz(data),
         iptables_save::TARGET => iptables_save::fuzz(data),
         dhcp::TARGET => dhcp::fuzz(data),
+        gob::TARGET => gob::fuzz(data),
+        etcd::TARGET => etcd::fuzz(data),
         other => panic!("unknown fuzz target {other:?}"),
     }
 }
@@ -1170,6 +1176,8 @@ pub fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
         dbus::TARGET => out = dbus::seeds(),
         iptables_save::TARGET => out = iptables_save::seeds(),
         dhcp::TARGET => out = dhcp::seeds(),
+        gob::TARGET => out = gob::seeds(),
+        etcd::TARGET => out = etcd::seeds(),
         other => panic!("unknown fuzz target {other:?}"),
     }
     out

@@ -111,6 +111,16 @@ fn dhcp_message_corpus() {
 }
 
 #[test]
+fn gob_stream_corpus() {
+    replay("gob_stream");
+}
+
+#[test]
+fn etcd_answer_corpus() {
+    replay("etcd_answer");
+}
+
+#[test]
 fn every_target_has_seeds() {
     for target in TARGETS {
         assert!(!seeds(target).is_empty(), "{target}");

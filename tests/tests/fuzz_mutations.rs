@@ -178,6 +178,24 @@ fn dhcp_messages_never_panic_and_read_back_as_they_were() {
     );
 }
 
+#[test]
+fn gob_streams_never_panic_and_stay_within_their_bytes() {
+    run(
+        invariants::gob::TARGET,
+        &invariants::gob::TOKENS,
+        0x676f_6273,
+    );
+}
+
+#[test]
+fn etcd_answers_never_panic_and_block_names_read_back_as_written() {
+    run(
+        invariants::etcd::TARGET,
+        &invariants::etcd::TOKENS,
+        0x6574_6364,
+    );
+}
+
 /// The allocation bound means something: a parser that reserves what a
 /// length field says is caught.
 #[test]

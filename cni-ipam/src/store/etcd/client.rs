@@ -130,8 +130,7 @@ impl Client {
             "/v3/kv/txn",
             &json!({"compare": compare, "success": success, "failure": failure}),
         )?;
-        // The gateway leaves out false booleans.
-        if answer.answer.get("succeeded").and_then(Value::as_bool) == Some(true) {
+        if succeeded(&answer.answer) {
             return Ok(Txn::Succeeded(answer));
         }
         Ok(Txn::Failed(answer))
@@ -385,6 +384,12 @@ fn prefix_end(key: &str) -> Vec<u8> {
     end
 }
 
+/// Whether a transaction's comparisons held (the gateway leaves out false
+/// booleans).
+pub(super) fn succeeded(answer: &Value) -> bool {
+    answer.get("succeeded").and_then(Value::as_bool) == Some(true)
+}
+
 /// The responses of a transaction's answer, in the order of its operations.
 pub(super) fn responses(answer: &Value) -> &[Value] {
     match answer.get("responses") {
@@ -415,21 +420,7 @@ fn kvs_of(list: Option<&Value>) -> Vec<(String, Vec<u8>)> {
 
 /// The keys and values a transaction's range operation answered.
 pub(super) fn kvs(response: Option<&Value>) -> Vec<(String, Vec<u8>)> {
-    let decode = |v: Option<&Value>| -> Vec<u8> {
-        v.and_then(Value::as_str)
-            .and_then(|s| B64.decode(s).ok())
-            .unwrap_or_default()
-    };
-    response
-        .and_then(|r| r.pointer("/response_range/kvs"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|kv| {
-            let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
-            (key, decode(kv.get("value")))
-        })
-        .collect()
+    kvs_of(response.and_then(|r| r.pointer("/response_range/kvs")))
 }
 
 /// The count a transaction's range operation answered (the gateway leaves

@@ -148,6 +148,8 @@ mod blocks;
 mod claims;
 mod client;
 mod config;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing;
 mod keys;
 mod reclaim;
 mod records;
