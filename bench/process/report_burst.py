@@ -79,9 +79,11 @@ def svg(runs, n, lists, path):
             parts.append(f'<text x="80" y="{y}" fill="{COLOURS[case]}">{case}</text>')
             if r is None:
                 continue
-            for t in r[op]:
-                parts.append(f'<circle cx="{x(t):.1f}" cy="{y - 4}" r="2" fill="{COLOURS[case]}" '
-                             f'fill-opacity="0.35"/>')
+            # One path of round dots (zero-length strokes) per row: the
+            # same picture as a circle per pod, a tenth of the bytes.
+            dots = "".join(f"M{x(t):.1f} {y - 4}h0" for t in r[op])
+            parts.append(f'<path d="{dots}" stroke="{COLOURS[case]}" stroke-opacity="0.35" '
+                         f'stroke-width="4" stroke-linecap="round"/>')
             for p, h in ((50, 8), (99, 5)):
                 px = x(pct(r[op], p))
                 parts.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{y - 4 - h}" y2="{y - 4 + h}" '

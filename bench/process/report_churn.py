@@ -49,9 +49,9 @@ def svg(runs, path):
     for n, (case, r) in enumerate(runs.items()):
         c = r["cycles"]
         step = max(1, len(c) // 3000)
-        for i in range(0, len(c), step):
-            parts.append(f'<circle cx="{x(i):.1f}" cy="{y(c[i]):.1f}" r="1.5" fill="{COLOURS[case]}" '
-                         f'fill-opacity="0.3"/>')
+        dots = "".join(f"M{x(i):.1f} {y(c[i]):.1f}h0" for i in range(0, len(c), step))
+        parts.append(f'<path d="{dots}" stroke="{COLOURS[case]}" stroke-opacity="0.3" '
+                     f'stroke-width="3" stroke-linecap="round"/>')
         points = [f"{x(i):.1f},{y(pct(c[max(0, i - 99):i + 1], 99)):.1f}"
                   for i in range(0, len(c), max(1, len(c) // 300))]
         parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="{COLOURS[case]}"/>')
