@@ -10,7 +10,8 @@
 # target directory (the SDK's dependencies are built already; a cargo test
 # running this would hold that directory's lock). Needs root for the
 # sample's root tests; offline: the workspace's Cargo.lock pins what is
-# already downloaded.
+# already downloaded. The copy's binary is my-macvlan, so the workspace's
+# target/debug/macvlan stays the sample's own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,7 +30,7 @@ version = "0.1.0"
 edition = "2021"
 
 [[bin]]
-name = "macvlan"
+name = "my-macvlan"
 path = "src/main.rs"
 
 [dependencies]
