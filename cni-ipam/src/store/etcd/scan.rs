@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use cni_types::Error;
 
-use super::blocks::{candidates, capacity, Block};
+use super::blocks::{block_count, candidates, capacity, Block};
 use super::claims::free_in;
 use super::client::{count, kvs, Read};
 use super::keys::Index;
@@ -94,18 +94,35 @@ impl EtcdStore {
     /// with `strictBlocks`). Past [`MAX_COUNTED`] blocks counted without
     /// finding room, it is taken as free: ADD will tell.
     pub(super) fn count_fullness(&mut self) -> Result<Vec<usize>, Error> {
+        // Counts of what grows with the network's blocks, never with its
+        // reservations: the node's index, the claimed blocks (`owners/`),
+        // the old layout's keys (none once upgraded).
         let first = self.read_txn(vec![
             Read::prefix(&self.node_prefix()).keys_only().op(),
-            Read::prefix(&format!("{}blocks/", self.root)).count().op(),
+            Read::prefix(&format!("{}owners/", self.root)).count().op(),
             Read::prefix(&self.old_prefix()).count().op(),
         ])?;
         let mut ignored = State::default();
         let index = Index::parse(self, kvs(first.first()), &mut ignored);
+        let claimed = count(first.get(1));
         let old_count = count(first.get(2));
-        let held = count(first.get(1)) + old_count;
         let mut exhausted = Vec::new();
-        // Near full (or many keys of other sets): count their blocks.
+        // A set with a block nobody claimed serves an ADD (it claims the
+        // block). Only when every block of a set is claimed (or old-layout
+        // keys remain) are the reservations counted, and only a set they
+        // nearly fill is counted block by block.
+        let claimed_all: Vec<&RangeSet> = (self.sets.iter())
+            .filter(|set| old_count > 0 || u128::from(claimed) >= block_count(set, self.sizes))
+            .collect();
+        if claimed_all.is_empty() {
+            return Ok(exhausted);
+        }
+        let counted = self.read_txn(vec![Read::prefix(&format!("{}blocks/", self.root))
+            .count()
+            .op()])?;
+        let held = count(counted.first()) + old_count;
         let near: Vec<(usize, RangeSet)> = (self.sets.iter().enumerate())
+            .filter(|(_, set)| claimed_all.contains(set))
             .filter(|(_, set)| u128::from(held) >= capacity(&set.ranges))
             .map(|(i, set)| (i, set.clone()))
             .collect();
