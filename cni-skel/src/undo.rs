@@ -263,3 +263,61 @@ fn append_details(err: &mut Error, heading: &str, failures: &[String]) {
         format!("{}; {heading}: {list}", err.details)
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn an_undo_dropped_without_commit_runs_every_step_last_first() {
+        let order = std::sync::Mutex::new(Vec::new());
+        {
+            let mut undo = Undo::new();
+            undo.push("first", || {
+                order.lock().unwrap().push(1);
+                Ok(())
+            });
+            undo.push("second", || {
+                order.lock().unwrap().push(2);
+                Err("gone".into())
+            });
+        }
+        assert_eq!(*order.lock().unwrap(), [2, 1]);
+    }
+
+    #[test]
+    fn a_committed_undo_runs_nothing() {
+        let ran = AtomicUsize::new(0);
+        let mut undo = Undo::new();
+        undo.push("step", || {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        undo.commit();
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn teardown_alongside_keeps_both_sides_failures_and_the_first_leads() {
+        let mut teardown = Teardown::new();
+        let value: Option<u8> = teardown.alongside(
+            "removing the link",
+            || Err("link busy".into()),
+            |here| {
+                here.keep(
+                    "releasing",
+                    Err::<(), _>(Error::new(cni_types::Code(11), "store busy")),
+                );
+            },
+        );
+        assert_eq!(value, None);
+        let err = Error::from_boxed(teardown.finish().unwrap_err());
+        assert_eq!((err.code.0, err.msg.as_str()), (11, "store busy"));
+        assert!(
+            err.details.contains("removing the link: link busy"),
+            "{err:?}"
+        );
+    }
+}
