@@ -1,12 +1,14 @@
 //! The NETLINK_NETFILTER socket: batches sent and acknowledged, dumps read
-//! whole and bounded.
+//! whole and bounded, requests answered within a deadline. nf_tables and
+//! ctnetlink ([`crate::conntrack`]) share it: one reader, one set of
+//! bounds.
 
 use std::io;
 
 use netlink_sys::{protocols::NETLINK_NETFILTER, Socket, SocketAddr};
 use nix::sys::socket::MsgFlags;
 
-use super::message::{encode, nfproto, Batch, Kind, NLM_F_DUMP, NLM_F_REQUEST};
+use super::message::{encode, nfproto, Batch, Kind, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 use super::nla::{self, malformed, Attrs};
 use crate::{Family, FilterError};
 
@@ -17,8 +19,8 @@ const NLM_F_DUMP_INTR: u16 = 0x10;
 /// How often an interrupted dump is read again before giving up, as the
 /// reference's `netlinksafe` does for rtnetlink.
 const DUMP_ATTEMPTS: usize = 10;
-/// The most a dump may bring: far above any CNI host's ruleset, and a
-/// bound on what a misbehaving peer makes us hold.
+/// The most an nf_tables dump may bring: far above any CNI host's
+/// ruleset, and a bound on what a misbehaving peer makes us read.
 const MAX_DUMP_BYTES: usize = 64 << 20;
 /// The largest datagram the kernel sends (a dump fills at most 32 KiB).
 const RECEIVE_BUFFER: usize = 64 * 1024;
@@ -44,7 +46,8 @@ pub(crate) struct Refusal {
 }
 
 /// A netlink socket of the netfilter family, bound to the network
-/// namespace it was opened in.
+/// namespace it was opened in: nf_tables batches and dumps, and
+/// ctnetlink's dumps and requests.
 pub(crate) struct NftSocket {
     socket: Socket,
     seq: u32,
@@ -184,34 +187,50 @@ impl NftSocket {
         ))
     }
 
-    /// A dump, each reply's payload (after the `nfgenmsg`) given to
-    /// `visit` straight from the receive buffer, into a `T` begun afresh
-    /// for each attempt: a dump that a concurrent change interrupted is
-    /// read again. Nothing is copied per message, so listing a chain of
-    /// thousands of rules costs no allocation but what `visit` keeps.
+    /// An nf_tables dump, each reply's payload (after the `nfgenmsg`)
+    /// given to `visit` straight from the receive buffer, into a `T`
+    /// begun afresh for each attempt: a dump that a concurrent change
+    /// interrupted is read again. Nothing is copied per message, so
+    /// listing a chain of thousands of rules costs no allocation but what
+    /// `visit` keeps.
     pub(crate) fn dump<T: Default>(
         &mut self,
         kind: Kind,
         family: Family,
         attrs: &Attrs,
+        visit: impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
+    ) -> Result<T, DumpError> {
+        let message_type = kind.message_type();
+        self.dump_of(
+            message_type,
+            nfproto(family),
+            &attrs.buf,
+            MAX_DUMP_BYTES,
+            visit,
+        )
+    }
+
+    /// A dump of any netfilter subsystem (`message_type` is the subsystem
+    /// in the high byte, the message in the low), `af` in its `nfgenmsg`,
+    /// read as [`dump`](Self::dump) reads one and stopped once it passes
+    /// `limit` bytes. Payloads of other subsystems than nf_tables keep
+    /// their `nfgenmsg`.
+    pub(crate) fn dump_of<T: Default>(
+        &mut self,
+        message_type: u16,
+        af: u8,
+        attrs: &[u8],
+        limit: usize,
         mut visit: impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
     ) -> Result<T, DumpError> {
         for _ in 0..DUMP_ATTEMPTS {
             let seq = self.reserve(0);
             let mut request = Vec::new();
             let flags = NLM_F_REQUEST | NLM_F_DUMP;
-            encode(
-                &mut request,
-                kind.message_type(),
-                flags,
-                seq,
-                nfproto(family),
-                0,
-                &attrs.buf,
-            );
+            encode(&mut request, message_type, flags, seq, af, 0, attrs);
             self.socket.send(&request, 0).map_err(DumpError::Io)?;
             let mut found = T::default();
-            if !self.collect(seq, &mut |payload| visit(&mut found, payload))? {
+            if !self.collect(seq, limit, &mut |payload| visit(&mut found, payload))? {
                 return Ok(found);
             }
         }
@@ -220,38 +239,63 @@ impl NftSocket {
         )))
     }
 
-    /// The ruleset generation (`NFT_MSG_GETGEN`), which a batch can be
-    /// tied to.
-    pub(crate) fn generation(&mut self) -> Result<u32, io::Error> {
+    /// Sends one request asking for an acknowledgement and waits for it
+    /// (each wait bounded by [`RECEIVE_DEADLINE`]): `Ok` when the kernel
+    /// did what was asked, its errno otherwise.
+    pub(crate) fn acknowledged(
+        &mut self,
+        message_type: u16,
+        af: u8,
+        attrs: &[u8],
+    ) -> Result<(), io::Error> {
+        self.answer(message_type, NLM_F_REQUEST | NLM_F_ACK, af, attrs)
+            .map(drop)
+    }
+
+    /// Sends one request and reads until the kernel answers it: the
+    /// payload of its reply, `None` for an acknowledgement, or the errno
+    /// of its refusal. Each wait is bounded by [`RECEIVE_DEADLINE`].
+    fn answer(
+        &mut self,
+        message_type: u16,
+        flags: u16,
+        af: u8,
+        attrs: &[u8],
+    ) -> Result<Option<Vec<u8>>, io::Error> {
         let seq = self.reserve(0);
         let mut request = Vec::new();
-        encode(
-            &mut request,
-            Kind::GetGen.message_type(),
-            NLM_F_REQUEST,
-            seq,
-            0,
-            0,
-            &[],
-        );
+        encode(&mut request, message_type, flags, seq, af, 0, attrs);
         self.socket.send(&request, 0)?;
         loop {
             for reply in self.receive(MsgFlags::empty()).map_err(timed_out)? {
                 if reply.seq != seq {
                     continue;
                 }
-                if reply.kind == NLMSG_ERROR {
-                    let errno = error_code(&reply.payload).map_err(io::Error::other)?;
-                    return Err(io::Error::from_raw_os_error(errno));
+                if reply.kind != NLMSG_ERROR {
+                    return Ok(Some(reply.payload));
                 }
-                let attrs = nla::parse(&reply.payload).map_err(io::Error::other)?;
-                let id = attrs.iter().find(|(kind, _)| *kind == 1);
-                let id = id.map(|(_, v)| nla::number(v)).transpose();
-                return match id.map_err(io::Error::other)? {
-                    Some(id) => Ok(id as u32),
-                    None => Err(io::Error::other("the generation reply has no id")),
+                return match error_code(&reply.payload).map_err(io::Error::other)? {
+                    0 => Ok(None),
+                    errno => Err(io::Error::from_raw_os_error(errno)),
                 };
             }
+        }
+    }
+
+    /// The ruleset generation (`NFT_MSG_GETGEN`), which a batch can be
+    /// tied to.
+    pub(crate) fn generation(&mut self) -> Result<u32, io::Error> {
+        let Some(payload) = self.answer(Kind::GetGen.message_type(), NLM_F_REQUEST, 0, &[])? else {
+            return Err(io::Error::other(
+                "the generation request was only acknowledged",
+            ));
+        };
+        let attrs = nla::parse(&payload).map_err(io::Error::other)?;
+        let id = attrs.iter().find(|(kind, _)| *kind == 1);
+        let id = id.map(|(_, v)| nla::number(v)).transpose();
+        match id.map_err(io::Error::other)? {
+            Some(id) => Ok(id as u32),
+            None => Err(io::Error::other("the generation reply has no id")),
         }
     }
 
@@ -260,6 +304,7 @@ impl NftSocket {
     fn collect(
         &mut self,
         seq: u32,
+        limit: usize,
         visit: &mut dyn FnMut(&[u8]) -> Result<(), FilterError>,
     ) -> Result<bool, DumpError> {
         let mut total = 0;
@@ -284,9 +329,9 @@ impl NftSocket {
                     }
                     _ => {
                         total += message.payload.len();
-                        if total > MAX_DUMP_BYTES {
+                        if total > limit {
                             return Err(DumpError::Io(io::Error::other(format!(
-                                "a dump of more than {MAX_DUMP_BYTES} bytes"
+                                "a dump of more than {limit} bytes"
                             ))));
                         }
                         // An interrupted dump is read again whole: what
