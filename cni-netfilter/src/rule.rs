@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use cni_types::IpNetwork;
+use cni_types::{IpFamily, IpNetwork};
 
 /// One rule: conditions that must all hold, then an optional action.
 ///
@@ -99,12 +99,12 @@ pub enum Match {
         negate: bool,
     },
     /// `ip saddr @SET` (nftables only): the source address is in a named
-    /// set of `ipv4_addr` (or `ipv6_addr` when `ipv6`).
+    /// set of `ipv4_addr` (or `ipv6_addr` for [`IpFamily::V6`]).
     SourceInSet {
         /// The set's name, in the same table.
         set: String,
-        /// Whether the set holds IPv6 addresses.
-        ipv6: bool,
+        /// The family of the set's addresses.
+        family: IpFamily,
         /// Match addresses not in the set instead.
         negate: bool,
     },
@@ -112,8 +112,8 @@ pub enum Match {
     DestinationInSet {
         /// The set's name, in the same table.
         set: String,
-        /// Whether the set holds IPv6 addresses.
-        ipv6: bool,
+        /// The family of the set's addresses.
+        family: IpFamily,
         /// Match addresses not in the set instead.
         negate: bool,
     },

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use cni_types::IpFamily;
+
 use crate::FilterError;
 
 /// An address family of tables, as nftables names them.
@@ -37,11 +39,20 @@ impl Family {
         }
     }
 
-    /// Whether tables of this family see packets of that IP version.
-    pub fn carries(self, ipv6: bool) -> bool {
+    /// The table family of one IP family: [`Family::Ip`] or
+    /// [`Family::Ip6`] (`iptables` or `ip6tables`).
+    pub fn of(ip: IpFamily) -> Family {
+        match ip {
+            IpFamily::V4 => Family::Ip,
+            IpFamily::V6 => Family::Ip6,
+        }
+    }
+
+    /// Whether tables of this family see packets of that IP family.
+    pub fn carries(self, ip: IpFamily) -> bool {
         match self {
-            Family::Ip => !ipv6,
-            Family::Ip6 => ipv6,
+            Family::Ip => ip == IpFamily::V4,
+            Family::Ip6 => ip == IpFamily::V6,
             Family::Inet => true,
             // Address matches would need nft's `meta protocol` guard,
             // which nothing here asks for yet.

@@ -243,7 +243,7 @@ fn set_elements_come_and_go_without_touching_the_rule_that_looks_them_up() {
                 Rule::new("c")
                     .matching(Match::SourceInSet {
                         set: "blocked".into(),
-                        ipv6: false,
+                        family: cni_types::IpFamily::V4,
                         negate: false,
                     })
                     .then(Action::Drop),

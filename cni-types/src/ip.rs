@@ -4,6 +4,8 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
+
 /// An address with a prefix length, such as `10.1.0.5/16`.
 ///
 /// Unlike a pure network type, the host part is kept: a result's
@@ -92,6 +94,11 @@ impl IpNetwork {
         is_ipv4(self.addr)
     }
 
+    /// IPv4 or IPv6, as [`IpNetwork::is_ipv4`] tells.
+    pub fn family(&self) -> IpFamily {
+        IpFamily::of(self.addr)
+    }
+
     /// The network address: the host part cleared.
     pub fn network(&self) -> IpAddr {
         match self.addr {
@@ -132,6 +139,58 @@ pub fn is_ipv4(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(_) => true,
         IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some(),
+    }
+}
+
+/// IPv4 or IPv6: the `version` tag of a 0.3.x/0.4.0 `ips` entry (`"4"` or
+/// `"6"`), and what a table, a rule or a set of addresses is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IpFamily {
+    /// `"4"`
+    #[serde(rename = "4")]
+    V4,
+    /// `"6"`
+    #[serde(rename = "6")]
+    V6,
+}
+
+impl IpFamily {
+    /// Both, IPv4 first.
+    pub const BOTH: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
+
+    /// The family of an address; an IPv4-mapped IPv6 address is IPv4, as
+    /// [`is_ipv4`] says.
+    ///
+    /// ```
+    /// use cni_types::IpFamily;
+    /// assert_eq!(IpFamily::of("::ffff:10.0.0.1".parse().unwrap()), IpFamily::V4);
+    /// assert_eq!(IpFamily::of("fd00::1".parse().unwrap()), IpFamily::V6);
+    /// ```
+    pub fn of(ip: IpAddr) -> IpFamily {
+        if is_ipv4(ip) {
+            IpFamily::V4
+        } else {
+            IpFamily::V6
+        }
+    }
+
+    /// The network of all addresses of the family: `0.0.0.0/0` or `::/0`.
+    pub fn any(self) -> IpNetwork {
+        let addr = match self {
+            IpFamily::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpFamily::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        };
+        IpNetwork { addr, prefix: 0 }
+    }
+}
+
+impl fmt::Display for IpFamily {
+    /// `IPv4` or `IPv6`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IpFamily::V4 => "IPv4",
+            IpFamily::V6 => "IPv6",
+        })
     }
 }
 

@@ -56,11 +56,11 @@ pub use error::{Code, Error};
 pub use file::read_regular_file;
 pub use gc::ValidAttachments;
 pub use go_fields::get as go_field;
-pub use ip::{is_ipv4, IpNetwork, IpNetworkError};
+pub use ip::{is_ipv4, IpFamily, IpNetwork, IpNetworkError};
 pub use mac::{Mac, MacError};
 pub use result::{
-    CniResult, ConvertError, Interface, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020,
-    Result040, Result100, ResultError,
+    CniResult, ConvertError, Interface, IpConfig, IpConfig020, IpConfig040, Result020, Result040,
+    Result100, ResultError,
 };
 pub use route::Route;
 pub use unknown::UnknownFields;

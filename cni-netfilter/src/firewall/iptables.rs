@@ -37,7 +37,7 @@ fn by_family(addresses: &[IpNetwork]) -> Vec<(Family, Vec<IpNetwork>)> {
         .map(|family| {
             let mine: Vec<_> = addresses
                 .iter()
-                .filter(|a| family.carries(!a.is_ipv4()))
+                .filter(|a| family.carries(a.family()))
                 .copied()
                 .collect();
             (family, mine)

@@ -1,7 +1,7 @@
 //! A [`Rule`] as iptables arguments, in the order `iptables-save` prints
 //! them back.
 
-use cni_types::IpNetwork;
+use cni_types::{IpFamily, IpNetwork};
 
 use crate::rule::{validate_comment, validate_ifname};
 use crate::{Action, BackendKind, Family, FilterError, Match, Protocol, Rule};
@@ -119,7 +119,7 @@ fn address(
     negate: bool,
     family: Family,
 ) -> Result<&'static str, FilterError> {
-    check_family(family, !net.is_ipv4(), &net.to_string())?;
+    check_family(family, net.family(), &net.to_string())?;
     if negate {
         args.push("!".into());
     }
@@ -173,11 +173,15 @@ fn target(args: &mut Vec<String>, action: &Action, family: Family) -> Result<(),
         Action::Jump(chain) => vec!["-j".into(), chain.clone()],
         Action::Goto(chain) => vec!["-g".into(), chain.clone()],
         Action::Dnat { addr, port } | Action::Snat { addr, port } => {
-            check_family(family, addr.is_ipv6(), &addr.to_string())?;
-            let to = match (addr.is_ipv6(), port) {
+            // An IPv4-mapped address is IPv4, as in the reference (Go's
+            // `To4`), and written so.
+            let addr = addr.to_canonical();
+            let ip = IpFamily::of(addr);
+            check_family(family, ip, &addr.to_string())?;
+            let to = match (ip, port) {
                 (_, None) => addr.to_string(),
-                (false, Some(port)) => format!("{addr}:{port}"),
-                (true, Some(port)) => format!("[{addr}]:{port}"),
+                (IpFamily::V4, Some(port)) => format!("{addr}:{port}"),
+                (IpFamily::V6, Some(port)) => format!("[{addr}]:{port}"),
             };
             let (name, flag) = match action {
                 Action::Dnat { .. } => ("DNAT", "--to-destination"),
@@ -197,8 +201,8 @@ fn target(args: &mut Vec<String>, action: &Action, family: Family) -> Result<(),
     Ok(())
 }
 
-fn check_family(family: Family, ipv6: bool, what: &str) -> Result<(), FilterError> {
-    if family.carries(ipv6) {
+fn check_family(family: Family, ip: IpFamily, what: &str) -> Result<(), FilterError> {
+    if family.carries(ip) {
         Ok(())
     } else {
         Err(FilterError::invalid(
@@ -291,10 +295,23 @@ mod tests {
     }
 
     #[test]
+    fn an_ipv4_mapped_nat_address_is_ipv4_as_go_reads_it() {
+        let dnat = Rule::new("c").then(Action::Dnat {
+            addr: "::ffff:10.88.0.5".parse().unwrap(),
+            port: Some(80),
+        });
+        assert_eq!(
+            rendered(dnat.clone(), Family::Ip),
+            "-j DNAT --to-destination 10.88.0.5:80"
+        );
+        assert!(render(&dnat, Family::Ip6).is_err());
+    }
+
+    #[test]
     fn what_iptables_cannot_say_is_refused_before_running_it() {
         let set = Rule::new("c").matching(Match::SourceInSet {
             set: "s".into(),
-            ipv6: false,
+            family: IpFamily::V4,
             negate: false,
         });
         assert!(matches!(

@@ -52,7 +52,7 @@ fn rules(net: &IpNetwork, at: &Attachment) -> [Rule; 3] {
 fn of_family(addresses: &[IpNetwork], family: Family) -> Vec<IpNetwork> {
     addresses
         .iter()
-        .filter(|a| family.carries(!a.is_ipv4()))
+        .filter(|a| family.carries(a.family()))
         .copied()
         .collect()
 }

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use cni_types::IpNetwork;
+use cni_types::{IpFamily, IpNetwork};
 
 use super::expr::Expr;
 use super::keys::{
@@ -61,8 +61,8 @@ struct Compiler {
     family: Family,
     out: Vec<Expr>,
     sets: Vec<AnonymousSet>,
-    /// The IP version already checked (`meta nfproto`), in an inet table.
-    nfproto: Option<bool>,
+    /// The IP family already checked (`meta nfproto`), in an inet table.
+    nfproto: Option<IpFamily>,
     /// The protocol matched so far, which ports need.
     l4: Option<Protocol>,
 }
@@ -72,10 +72,16 @@ impl Compiler {
         match condition {
             Match::Source { net, negate } => self.address(net, true, *negate),
             Match::Destination { net, negate } => self.address(net, false, *negate),
-            Match::SourceInSet { set, ipv6, negate } => self.lookup(set, *ipv6, true, *negate),
-            Match::DestinationInSet { set, ipv6, negate } => {
-                self.lookup(set, *ipv6, false, *negate)
-            }
+            Match::SourceInSet {
+                set,
+                family,
+                negate,
+            } => self.lookup(set, *family, true, *negate),
+            Match::DestinationInSet {
+                set,
+                family,
+                negate,
+            } => self.lookup(set, *family, false, *negate),
             Match::Protocol(p) => {
                 self.load(Expr::Meta {
                     key: MetaKey::L4proto,
@@ -178,12 +184,12 @@ impl Compiler {
     /// `ip saddr NET`: nft loads only the prefix's whole bytes, and masks
     /// when the prefix does not end on a byte.
     fn address(&mut self, net: &IpNetwork, source: bool, negate: bool) -> Result<(), FilterError> {
-        let ipv6 = !net.is_ipv4();
-        self.ip_version(ipv6, &net.to_string())?;
+        let family = net.family();
+        self.ip_version(family, &net.to_string())?;
         let bytes = octets(net.network());
         let full = bytes.len() as u32;
         let prefix = u32::from(net.prefix());
-        let offset = header_offset(ipv6, source);
+        let offset = header_offset(family, source);
         let op = if negate { CmpOp::Neq } else { CmpOp::Eq };
         if prefix == full * 8 {
             self.payload(PayloadBase::Network, offset, full);
@@ -208,17 +214,17 @@ impl Compiler {
     fn lookup(
         &mut self,
         set: &str,
-        ipv6: bool,
+        family: IpFamily,
         source: bool,
         negate: bool,
     ) -> Result<(), FilterError> {
         crate::table::validate_name("set name", set)?;
-        self.ip_version(ipv6, &format!("@{set}"))?;
-        self.payload(
-            PayloadBase::Network,
-            header_offset(ipv6, source),
-            if ipv6 { 16 } else { 4 },
-        );
+        self.ip_version(family, &format!("@{set}"))?;
+        let len = match family {
+            IpFamily::V4 => 4,
+            IpFamily::V6 => 16,
+        };
+        self.payload(PayloadBase::Network, header_offset(family, source), len);
         self.out.push(Expr::Lookup {
             sreg: Register::R1,
             set: set.to_string(),
@@ -282,7 +288,11 @@ impl Compiler {
     }
 
     fn nat(&mut self, kind: NatKind, addr: IpAddr, port: Option<u16>) -> Result<(), FilterError> {
-        self.ip_version(addr.is_ipv6(), &addr.to_string())?;
+        // An IPv4-mapped address is IPv4, as in the reference (Go's
+        // `To4`), and 4 bytes.
+        let addr = addr.to_canonical();
+        let family = IpFamily::of(addr);
+        self.ip_version(family, &addr.to_string())?;
         self.out.push(Expr::Immediate {
             dreg: Register::R1,
             data: octets(addr),
@@ -295,7 +305,7 @@ impl Compiler {
         }
         self.out.push(Expr::Nat {
             kind,
-            ipv6: addr.is_ipv6(),
+            family,
             addr: Some(Register::R1),
             proto: port.map(|_| Register::R2),
             // NF_NAT_RANGE_PROTO_SPECIFIED, as nft sets it with a port.
@@ -306,21 +316,21 @@ impl Compiler {
 
     /// Refuses an address of the other version in an ip or ip6 table; in
     /// an inet table, checks the packet's version once (`meta nfproto`).
-    fn ip_version(&mut self, ipv6: bool, what: &str) -> Result<(), FilterError> {
-        if !self.family.carries(ipv6) {
+    fn ip_version(&mut self, ip: IpFamily, what: &str) -> Result<(), FilterError> {
+        if !self.family.carries(ip) {
             return Err(FilterError::invalid(
                 "address",
                 what,
                 format!("is not of the {} family", self.family),
             ));
         }
-        if self.family == Family::Inet && self.nfproto != Some(ipv6) {
+        if self.family == Family::Inet && self.nfproto != Some(ip) {
             self.load(Expr::Meta {
                 key: MetaKey::Nfproto,
                 dreg: Register::R1,
             });
-            self.cmp(CmpOp::Eq, vec![if ipv6 { 10 } else { 2 }]);
-            self.nfproto = Some(ipv6);
+            self.cmp(CmpOp::Eq, vec![nfproto(ip)]);
+            self.nfproto = Some(ip);
         }
         Ok(())
     }
@@ -358,12 +368,21 @@ impl Compiler {
 }
 
 /// Where the source or destination address starts in the IP header.
-fn header_offset(ipv6: bool, source: bool) -> u32 {
-    match (ipv6, source) {
-        (false, true) => 12,
-        (false, false) => 16,
-        (true, true) => 8,
-        (true, false) => 24,
+fn header_offset(family: IpFamily, source: bool) -> u32 {
+    match (family, source) {
+        (IpFamily::V4, true) => 12,
+        (IpFamily::V4, false) => 16,
+        (IpFamily::V6, true) => 8,
+        (IpFamily::V6, false) => 24,
+    }
+}
+
+/// `NFPROTO_IPV4` or `NFPROTO_IPV6` (the same numbers as `AF_INET`,
+/// `AF_INET6`).
+pub(super) fn nfproto(family: IpFamily) -> u8 {
+    match family {
+        IpFamily::V4 => 2,
+        IpFamily::V6 => 10,
     }
 }
 

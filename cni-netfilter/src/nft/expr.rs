@@ -2,6 +2,9 @@
 //! their netlink encoding (attribute order as libnftnl sends it, so our
 //! bytes equal nft's).
 
+use cni_types::IpFamily;
+
+use super::compile::nfproto;
 use super::keys::{CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict};
 use super::nla::Attrs;
 
@@ -84,8 +87,8 @@ pub enum Expr {
     Nat {
         /// Source or destination NAT.
         kind: NatKind,
-        /// Whether the address is IPv6.
-        ipv6: bool,
+        /// The address's family.
+        family: IpFamily,
         /// The register holding the new address.
         addr: Option<Register>,
         /// The register holding the new port.
@@ -224,13 +227,13 @@ impl Expr {
             }
             Expr::Nat {
                 kind,
-                ipv6,
+                family,
                 addr,
                 proto,
                 flags,
             } => {
                 a.u32(1, *kind as u32);
-                a.u32(2, if *ipv6 { 10 } else { 2 });
+                a.u32(2, nfproto(*family).into());
                 if let Some(reg) = addr {
                     a.u32(3, reg.number());
                 }

@@ -91,6 +91,18 @@ fn rules_a_table_cannot_hold_are_refused_before_encoding() {
     assert!(compile(&v4_dnat_in_ip6, Family::Ip6).is_err());
 }
 
+#[test]
+fn an_ipv4_mapped_nat_address_is_ipv4_as_go_reads_it() {
+    let dnat = |addr: &str| {
+        let rule = Rule::new("c").then(Action::Dnat {
+            addr: addr.parse().unwrap(),
+            port: Some(80),
+        });
+        compile(&rule, Family::Ip).map(|c| c.exprs)
+    };
+    assert_eq!(dnat("::ffff:10.0.0.1").unwrap(), dnat("10.0.0.1").unwrap());
+}
+
 /// What the retry of a listing transaction relies on: a batch tied to a
 /// generation that has passed is refused whole, at its begin message,
 /// with `ERESTART`.

@@ -8,11 +8,9 @@ use std::net::IpAddr;
 
 use cni_version::SpecVersion;
 
-use super::{
-    CniResult, IpConfig, IpConfig020, IpConfig040, IpFamily, Result020, Result040, Result100,
-};
+use super::{CniResult, IpConfig, IpConfig020, IpConfig040, Result020, Result040, Result100};
 use crate::ip::is_ipv4;
-use crate::{Dns, Interface, IpNetwork, Route};
+use crate::{Dns, Interface, IpFamily, IpNetwork, Route};
 
 /// A conversion that cannot be done.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -159,7 +157,7 @@ fn v100_to_v020(r: Result100, to: SpecVersion) -> Result<Result020, ConvertError
     let ips = r
         .ips
         .iter()
-        .map(|ip| (IpFamily::of(&ip.address), ip.address, ip.gateway));
+        .map(|ip| (ip.address.family(), ip.address, ip.gateway));
     down_to_v020(ips, r.routes, r.dns, to)
 }
 
@@ -242,7 +240,7 @@ fn v100_to_v040(r: Result100, to: SpecVersion) -> Result040 {
             .ips
             .into_iter()
             .map(|ip| IpConfig040 {
-                version: Some(IpFamily::of(&ip.address)),
+                version: Some(ip.address.family()),
                 interface: ip.interface,
                 address: ip.address,
                 gateway: ip.gateway,

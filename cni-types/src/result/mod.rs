@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use convert::ConvertError;
 pub use v020::{IpConfig020, Result020};
-pub use v040::{IpConfig040, IpFamily, Result040};
+pub use v040::{IpConfig040, Result040};
 pub use v100::{Interface, IpConfig, Result100};
 
 use crate::{Dns, Route};

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use cni_version::SpecVersion;
 use serde::{Deserialize, Serialize};
 
-use crate::{Dns, Interface, IpNetwork, Route};
+use crate::{Dns, Interface, IpFamily, IpNetwork, Route};
 
 /// A 0.3.0, 0.3.1 or 0.4.0 result: interfaces, addresses tagged with their
 /// family, routes and DNS. Interfaces here never carry the 1.1.0-only fields.
@@ -28,28 +28,6 @@ pub struct Result040 {
     /// DNS settings; omitted when empty.
     #[serde(skip_serializing_if = "Dns::is_empty")]
     pub dns: Dns,
-}
-
-/// The address family tag of a 0.3.x/0.4.0 `ips` entry: `"4"` or `"6"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum IpFamily {
-    /// `"4"`
-    #[serde(rename = "4")]
-    V4,
-    /// `"6"`
-    #[serde(rename = "6")]
-    V6,
-}
-
-impl IpFamily {
-    /// The family of an address.
-    pub(crate) fn of(address: &IpNetwork) -> IpFamily {
-        if address.is_ipv4() {
-            IpFamily::V4
-        } else {
-            IpFamily::V6
-        }
-    }
 }
 
 /// An `ips` entry of a 0.3.x/0.4.0 result.
@@ -87,7 +65,7 @@ impl IpConfig040 {
     /// Deliberate improvement: the reference drops an untagged entry when
     /// converting to 0.2.0 and can then fail with "no valid IP addresses".
     pub fn family(&self) -> IpFamily {
-        self.version.unwrap_or(IpFamily::of(&self.address))
+        self.version.unwrap_or(self.address.family())
     }
 }
 

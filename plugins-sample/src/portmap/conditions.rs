@@ -15,7 +15,7 @@
 use std::net::IpAddr;
 
 use cni_netfilter::{BackendKind, Match};
-use cni_types::{Error, IpNetwork};
+use cni_types::{Error, IpFamily, IpNetwork};
 
 /// The backend a list of conditions is written for, as the reference
 /// guesses it: none when empty or its first is `""`, iptables when the
@@ -31,15 +31,15 @@ pub fn backend_of(conditions: &[String]) -> Option<BackendKind> {
     })
 }
 
-/// The matches `conditions` say, for the `backend` and the family
-/// (`ipv6`), in the order `iptables-save` prints them (addresses, then
+/// The matches `conditions` say, for the `backend` and the family `ip`,
+/// in the order `iptables-save` prints them (addresses, then
 /// interfaces, then the mark); `field` names the configuration key in
 /// errors.
 pub fn parse(
     field: &str,
     conditions: &[String],
     backend: BackendKind,
-    ipv6: bool,
+    ip: IpFamily,
 ) -> Result<Vec<Match>, Error> {
     let words: Vec<&str> = conditions
         .iter()
@@ -47,12 +47,12 @@ pub fn parse(
         .collect();
     let mut matches = match backend {
         BackendKind::Iptables => iptables(&words),
-        BackendKind::Nftables => nftables(&words, ipv6),
+        BackendKind::Nftables => nftables(&words, ip),
     }
     .map_err(|reason| Error::invalid_config(field, format!("{conditions:?}: {reason}")))?;
     for m in &matches {
         if let Match::Source { net, .. } | Match::Destination { net, .. } = m {
-            if net.is_ipv4() == ipv6 {
+            if net.family() != ip {
                 return Err(Error::invalid_config(
                     field,
                     format!("{net}: not an address of this family"),
@@ -138,7 +138,7 @@ fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
 /// nft rule text: `ip|ip6 saddr|daddr [!=] ADDR[/LEN]`,
 /// `iifname|oifname [!=] NAME`, `meta mark VALUE` or
 /// `meta mark and MASK == VALUE`.
-fn nftables(words: &[&str], ipv6: bool) -> Result<Vec<Match>, String> {
+fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, String> {
     let mut out = Vec::new();
     let mut rest = words;
     let negation = |tail: &[&str]| -> (bool, usize) {
@@ -151,7 +151,7 @@ fn nftables(words: &[&str], ipv6: bool) -> Result<Vec<Match>, String> {
     while !rest.is_empty() {
         rest = match rest {
             [family @ ("ip" | "ip6"), key @ ("saddr" | "daddr"), tail @ ..] => {
-                if (*family == "ip6") != ipv6 {
+                if (*family == "ip6") != (ip == IpFamily::V6) {
                     return Err(format!("{family} {key} in conditions of the other family"));
                 }
                 let (negate, skip) = negation(tail);
@@ -287,7 +287,7 @@ mod tests {
                 "-s 10.0.0.1",
             ]),
             BackendKind::Iptables,
-            false,
+            IpFamily::V4,
         )
         .unwrap();
         assert_eq!(
@@ -313,7 +313,7 @@ mod tests {
             "conditionsV6",
             &strings(&["ip6 daddr != fd00::/64", "oifname \"eth1\"", "meta mark 16"]),
             BackendKind::Nftables,
-            true,
+            IpFamily::V6,
         )
         .unwrap();
         assert_eq!(
@@ -334,24 +334,32 @@ mod tests {
 
     #[test]
     fn conditions_that_cannot_be_used_are_refused_naming_the_field_and_the_condition() {
-        for (list, backend, ipv6) in [
-            (vec!["-p", "tcp"], BackendKind::Iptables, false),
-            (vec!["-d"], BackendKind::Iptables, false),
-            (vec!["-d", "not-an-ip"], BackendKind::Iptables, false),
-            (vec!["-d", "fd00::1"], BackendKind::Iptables, false),
+        for (list, backend, ip) in [
+            (vec!["-p", "tcp"], BackendKind::Iptables, IpFamily::V4),
+            (vec!["-d"], BackendKind::Iptables, IpFamily::V4),
+            (vec!["-d", "not-an-ip"], BackendKind::Iptables, IpFamily::V4),
+            (vec!["-d", "fd00::1"], BackendKind::Iptables, IpFamily::V4),
             (
                 vec!["-i", "a-name-longer-than-15"],
                 BackendKind::Iptables,
-                false,
+                IpFamily::V4,
             ),
-            (vec!["-j", "DROP"], BackendKind::Iptables, false),
-            (vec!["-i", "cni+"], BackendKind::Iptables, false),
-            (vec!["!", "-o", "+"], BackendKind::Iptables, false),
-            (vec!["tcp dport 80"], BackendKind::Nftables, false),
-            (vec!["ip saddr 10.0.0.1"], BackendKind::Nftables, true),
-            (vec!["meta mark 0x1ffffffff"], BackendKind::Nftables, false),
+            (vec!["-j", "DROP"], BackendKind::Iptables, IpFamily::V4),
+            (vec!["-i", "cni+"], BackendKind::Iptables, IpFamily::V4),
+            (vec!["!", "-o", "+"], BackendKind::Iptables, IpFamily::V4),
+            (vec!["tcp dport 80"], BackendKind::Nftables, IpFamily::V4),
+            (
+                vec!["ip saddr 10.0.0.1"],
+                BackendKind::Nftables,
+                IpFamily::V6,
+            ),
+            (
+                vec!["meta mark 0x1ffffffff"],
+                BackendKind::Nftables,
+                IpFamily::V4,
+            ),
         ] {
-            let err = parse("conditionsV4", &strings(&list), backend, ipv6).unwrap_err();
+            let err = parse("conditionsV4", &strings(&list), backend, ip).unwrap_err();
             assert_eq!(
                 err.code,
                 cni_types::Code::INVALID_NETWORK_CONFIG,

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use cni_netfilter::{BackendKind, Match, Protocol};
-use cni_types::{Code, Error, IpNetwork, NetConf, Result100};
+use cni_types::{Code, Error, IpFamily, IpNetwork, NetConf, Result100};
 use serde::Deserialize;
 
 use super::conditions;
@@ -82,13 +82,13 @@ pub struct Mapping {
     pub host_ip: Option<IpAddr>,
     /// The family of a given `hostIP`, unspecified ones included: a
     /// mapping applies only to a container address of that family.
-    pub host_ipv6: Option<bool>,
+    pub host_family: Option<IpFamily>,
 }
 
 impl Mapping {
     /// Whether it applies to a container address of this family.
-    pub fn applies_to(&self, ipv6: bool) -> bool {
-        self.host_ipv6.is_none_or(|v6| v6 == ipv6)
+    pub fn applies_to(&self, ip: IpFamily) -> bool {
+        self.host_family.is_none_or(|family| family == ip)
     }
 }
 
@@ -157,8 +157,8 @@ impl Setup {
         if let Some(chain) = &fields.external_set_mark_chain {
             check_chain_name(chain)?;
         }
-        let conditions = |field: &str, given: &Option<Vec<String>>, ipv6: bool| match given {
-            Some(list) => conditions::parse(field, list, backend, ipv6),
+        let conditions = |field: &str, given: &Option<Vec<String>>, ip| match given {
+            Some(list) => conditions::parse(field, list, backend, ip),
             None => Ok(Vec::new()),
         };
         let mut setup = Setup {
@@ -168,8 +168,8 @@ impl Setup {
             masq_all: fields.masq_all,
             mark: 1 << bit,
             external_set_mark_chain: fields.external_set_mark_chain.clone(),
-            conditions_v4: conditions("conditionsV4", &fields.conditions_v4, false)?,
-            conditions_v6: conditions("conditionsV6", &fields.conditions_v6, true)?,
+            conditions_v4: conditions("conditionsV4", &fields.conditions_v4, IpFamily::V4)?,
+            conditions_v6: conditions("conditionsV6", &fields.conditions_v6, IpFamily::V6)?,
             mappings: mappings(conf)?,
             ipv4: None,
             ipv6: None,
@@ -189,11 +189,10 @@ impl Setup {
     }
 
     /// The entry conditions of a family.
-    pub fn conditions(&self, ipv6: bool) -> &[Match] {
-        if ipv6 {
-            &self.conditions_v6
-        } else {
-            &self.conditions_v4
+    pub fn conditions(&self, ip: IpFamily) -> &[Match] {
+        match ip {
+            IpFamily::V4 => &self.conditions_v4,
+            IpFamily::V6 => &self.conditions_v6,
         }
     }
 }
@@ -283,17 +282,15 @@ fn mapping(i: usize, raw: &RawMapping) -> Result<Mapping, Error> {
             ))
         }
     };
-    let (host_ip, host_ipv6) = match raw.host_ip.as_deref().unwrap_or_default() {
+    let (host_ip, host_family) = match raw.host_ip.as_deref().unwrap_or_default() {
         "" => (None, None),
         text => {
             let ip: IpAddr = text.parse().map_err(|_| {
                 Error::invalid_config(&field("hostIP"), format!("{text:?}: not an IP address"))
             })?;
-            let ip = match ip {
-                IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-                v4 => v4,
-            };
-            ((!ip.is_unspecified()).then_some(ip), Some(ip.is_ipv6()))
+            // An IPv4-mapped address is IPv4, as in the reference.
+            let ip = ip.to_canonical();
+            ((!ip.is_unspecified()).then_some(ip), Some(IpFamily::of(ip)))
         }
     };
     Ok(Mapping {
@@ -301,7 +298,7 @@ fn mapping(i: usize, raw: &RawMapping) -> Result<Mapping, Error> {
         container_port: port("containerPort", raw.container_port)?,
         protocol,
         host_ip,
-        host_ipv6,
+        host_family,
     })
 }
 
@@ -370,15 +367,16 @@ mod tests {
         assert!(setup.snat && !setup.masq_all);
         assert_eq!(setup.mark, 1 << DEFAULT_MARK_BIT);
         assert_eq!(setup.mappings[0].protocol, Protocol::Tcp);
-        assert_eq!(setup.mappings[0].host_ipv6, None);
+        assert_eq!(setup.mappings[0].host_family, None);
         // "::" binds every IPv6 address: IPv6 only, no destination match.
         assert_eq!(
-            (setup.mappings[1].host_ip, setup.mappings[1].host_ipv6),
-            (None, Some(true))
+            (setup.mappings[1].host_ip, setup.mappings[1].host_family),
+            (None, Some(IpFamily::V6))
         );
         // An IPv4-mapped address is IPv4, as Go's To4 reads it.
         assert_eq!(setup.mappings[2].host_ip, Some("10.0.0.1".parse().unwrap()));
-        assert!(setup.mappings[2].applies_to(false) && !setup.mappings[2].applies_to(true));
+        assert!(setup.mappings[2].applies_to(IpFamily::V4));
+        assert!(!setup.mappings[2].applies_to(IpFamily::V6));
         assert_eq!((setup.ipv4, setup.ipv6), (None, None));
     }
 }

@@ -25,7 +25,7 @@ use cni_netfilter::{
     chain_name, Action, Backend, Chain, Family, FilterError, ListedRule, Match, Op, Rule,
     RuleHandle, Table, Transaction,
 };
-use cni_types::IpNetwork;
+use cni_types::{IpFamily, IpNetwork};
 
 use super::config::Setup;
 
@@ -42,8 +42,8 @@ pub const OLD_SNAT_CHAIN: &str = "CNI-HOSTPORT-SNAT";
 const MULTIPORT_MAX: usize = 15;
 
 /// The `nat` table of a family.
-pub fn table(ipv6: bool) -> Table {
-    Table::new(if ipv6 { Family::Ip6 } else { Family::Ip }, "nat")
+pub fn table(ip: IpFamily) -> Table {
+    Table::new(Family::of(ip), "nat")
 }
 
 /// The per-container chain: `CNI-DN-` and a hash of network and
@@ -85,10 +85,10 @@ struct DnatChain {
 
 /// Go: `genDnatChain` filled by `fillDnatRules`.
 fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> DnatChain {
-    let ipv6 = !container.is_ipv4();
+    let ip = container.family();
     let name = dnat_chain(&setup.network, container_id);
     let comment = entry_comment(&setup.network, container_id);
-    let conditions = setup.conditions(ipv6);
+    let conditions = setup.conditions(ip);
     let (addressing, extensions): (Vec<&Match>, Vec<&Match>) = conditions
         .iter()
         .partition(|m| !matches!(m, Match::Mark { .. }));
@@ -124,7 +124,7 @@ fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> D
         .clone()
         .unwrap_or_else(|| SETMARK_CHAIN.to_string());
     let mut rules = Vec::new();
-    for m in setup.mappings.iter().filter(|m| m.applies_to(ipv6)) {
+    for m in setup.mappings.iter().filter(|m| m.applies_to(ip)) {
         let base = |source: Option<IpNetwork>| {
             let mut rule = Rule::new(name.clone());
             if let Some(net) = source {
@@ -142,7 +142,7 @@ fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> D
             // is no match at all, which is how iptables stores it.
             let source = (!setup.masq_all).then_some(container);
             rules.push(base(source).then(Action::Jump(set_mark.clone())));
-            if !ipv6 && !setup.masq_all {
+            if ip == IpFamily::V4 && !setup.masq_all {
                 let localhost = IpNetwork::host([127, 0, 0, 1].into());
                 rules.push(base(Some(localhost)).then(Action::Jump(set_mark.clone())));
             }
@@ -165,8 +165,7 @@ fn container_chain(setup: &Setup, container_id: &str, container: IpNetwork) -> D
 ///
 /// Go: `portMapperIPTables.forwardPorts`.
 pub fn forward(setup: &Setup, container_id: &str, container: IpNetwork) -> Transaction {
-    let ipv6 = !container.is_ipv4();
-    let mut tx = Transaction::new(table(ipv6));
+    let mut tx = Transaction::new(table(container.family()));
     if setup.snat && setup.external_set_mark_chain.is_none() {
         let mark = setup.mark;
         tx.ensure_chain(Chain::new(SETMARK_CHAIN)).ensure_rule(
@@ -219,7 +218,7 @@ pub fn check(
     container_id: &str,
     container: IpNetwork,
 ) -> Result<Result<(), String>, FilterError> {
-    let table = table(!container.is_ipv4());
+    let table = table(container.family());
     let chain = container_chain(setup, container_id, container);
     if !backend.list_chains(&table)?.contains(&chain.name) {
         return Ok(Err(format!(
@@ -260,9 +259,9 @@ pub fn unforward(
     backend: &mut IptablesBackend,
     network: &str,
     container_id: &str,
-    ipv6: bool,
+    ip: IpFamily,
 ) -> Result<Result<(), FilterError>, FilterError> {
-    let table = table(ipv6);
+    let table = table(ip);
     let mut listed = false;
     let applied = backend.apply_listed(&table, |saved| {
         listed = true;
@@ -304,10 +303,10 @@ fn jumps_to(rule: &ListedRule, chain: &str) -> bool {
 pub fn containers(
     backend: &mut IptablesBackend,
     network: &str,
-    ipv6: bool,
+    ip: IpFamily,
 ) -> Result<Vec<String>, FilterError> {
     let mut ids: Vec<String> = backend
-        .list_rules(&table(ipv6), DNAT_CHAIN)?
+        .list_rules(&table(ip), DNAT_CHAIN)?
         .iter()
         .filter_map(|r| container_of(r.comment.as_deref()?, network))
         .collect();
@@ -320,8 +319,8 @@ pub fn containers(
 /// DEL asks before tearing down in it.
 ///
 /// Go: `maybeGetIptables`.
-pub fn usable(backend: &mut IptablesBackend, ipv6: bool) -> Result<(), FilterError> {
-    backend.list_chains(&table(ipv6)).map(drop)
+pub fn usable(backend: &mut IptablesBackend, ip: IpFamily) -> Result<(), FilterError> {
+    backend.list_chains(&table(ip)).map(drop)
 }
 
 #[cfg(test)]
@@ -337,7 +336,10 @@ mod tests {
             container_port,
             protocol,
             host_ip: host_ip.map(|ip| ip.parse().unwrap()),
-            host_ipv6: host_ip.map(|ip| ip.contains(':')),
+            host_family: host_ip.map(|ip| match ip.contains(':') {
+                true => IpFamily::V6,
+                false => IpFamily::V4,
+            }),
         };
         Setup {
             network: "cni0".into(),
@@ -425,7 +427,7 @@ mod tests {
                 container_port: p,
                 protocol: cni_netfilter::Protocol::Tcp,
                 host_ip: None,
-                host_ipv6: None,
+                host_family: None,
             })
             .collect();
         let chain = container_chain(&s, "c", s.ipv4.unwrap());

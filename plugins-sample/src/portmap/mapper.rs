@@ -7,7 +7,7 @@
 use cni_netfilter::iptables::IptablesBackend;
 use cni_netfilter::nft::NftBackend;
 use cni_netfilter::{FilterError, ListingFailure};
-use cni_types::{Code, Error, IpNetwork, ValidAttachments};
+use cni_types::{Code, Error, IpFamily, IpNetwork, ValidAttachments};
 
 use super::config::Setup;
 use super::{iptables, nftables};
@@ -128,24 +128,28 @@ impl Mapper for IptablesMapper {
         let network = setup.network.as_str();
         let [v4, v6] = std::thread::scope(|scope| {
             let v6 = scope.spawn(|| {
-                iptables::unforward(&mut IptablesBackend::new(), network, container_id, true)
+                iptables::unforward(
+                    &mut IptablesBackend::new(),
+                    network,
+                    container_id,
+                    IpFamily::V6,
+                )
             });
-            let v4 = iptables::unforward(&mut self.0, network, container_id, false);
+            let v4 = iptables::unforward(&mut self.0, network, container_id, IpFamily::V4);
             [
                 v4,
                 v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             ]
         });
-        let torn = |ipv6: bool, torn: Result<Result<(), FilterError>, FilterError>| {
+        let torn = |family: &str, torn: Result<Result<(), FilterError>, FilterError>| {
             torn.map_err(|e| {
                 let mut err = Error::from(e);
-                let family = if ipv6 { "ipv6" } else { "ipv4" };
                 err.msg = format!("could not teardown {family} dnat: {}", err.msg);
                 err
             })
         };
-        let v4 = torn(false, v4)?;
-        let v6 = torn(true, v6)?;
+        let v4 = torn("ipv4", v4)?;
+        let v6 = torn("ipv6", v6)?;
         match v4 {
             Ok(()) => Ok(()),
             Err(error) => Err(MapError::Unlisted {
@@ -161,18 +165,18 @@ impl IptablesMapper {
     /// keep, in both families; every failure reported.
     pub fn gc(&mut self, network: &str, valid: &ValidAttachments) -> Result<(), Error> {
         let mut failures = Vec::new();
-        for ipv6 in [false, true] {
-            let ids = match iptables::containers(&mut self.0, network, ipv6) {
+        for ip in IpFamily::BOTH {
+            let ids = match iptables::containers(&mut self.0, network, ip) {
                 Ok(ids) => ids,
                 // A family whose iptables does not work holds nothing.
-                Err(_) if iptables::usable(&mut self.0, ipv6).is_err() => continue,
+                Err(_) if iptables::usable(&mut self.0, ip).is_err() => continue,
                 Err(e) => {
                     failures.push(format!("iptables: {e}"));
                     continue;
                 }
             };
             for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
-                match iptables::unforward(&mut self.0, network, id, ipv6) {
+                match iptables::unforward(&mut self.0, network, id, ip) {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) | Err(e) => failures.push(format!("{id}: {e}")),
                 }

@@ -72,7 +72,7 @@ use std::net::IpAddr;
 
 use cni_netfilter::{BackendKind, Family, Protocol};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
-use cni_types::{Code, Error, IpNetwork, NetConf, ValidAttachments};
+use cni_types::{Code, Error, IpFamily, IpNetwork, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Setup};
 use mapper::{IptablesMapper, MapError, Mapper, NftablesMapper};
@@ -238,14 +238,14 @@ impl Plugin for Portmap {
 /// (after the rules, so new flows take them; informative only, as in the
 /// reference) and `route_localnet`.
 fn after_forward(setup: &Setup, req: &Req, container: IpNetwork) -> Result<(), Error> {
-    let ipv6 = !container.is_ipv4();
-    if let Err(e) = delete_stale_udp(setup, ipv6) {
+    let ip = container.family();
+    if let Err(e) = delete_stale_udp(setup, ip) {
         req.log(format_args!(
             "portmap: failed to delete stale UDP conntrack entries for {}: {e}",
             container.addr()
         ));
     }
-    if setup.snat && !ipv6 {
+    if setup.snat && ip == IpFamily::V4 {
         enable_route_localnet(container.addr())?;
     }
     Ok(())
@@ -269,8 +269,8 @@ fn family_name(container: IpNetwork) -> &'static str {
 /// a family.
 ///
 /// Go: `deletePortmapStaleConnections`.
-fn delete_stale_udp(setup: &Setup, ipv6: bool) -> Result<(), cni_netfilter::FilterError> {
-    let family = if ipv6 { Family::Ip6 } else { Family::Ip };
+fn delete_stale_udp(setup: &Setup, ip: IpFamily) -> Result<(), cni_netfilter::FilterError> {
+    let family = Family::of(ip);
     for m in setup
         .mappings
         .iter()

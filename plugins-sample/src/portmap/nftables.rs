@@ -20,7 +20,7 @@ use cni_netfilter::{
     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,
     Hook, Match, Rule, Table, Transaction,
 };
-use cni_types::IpNetwork;
+use cni_types::{IpFamily, IpNetwork};
 
 use super::config::Setup;
 
@@ -37,9 +37,8 @@ pub const HOSTPORTS_ALL: &str = "hostports_all";
 pub const MASQUERADING: &str = "masquerading";
 
 /// `ip cni_hostport` or `ip6 cni_hostport`.
-pub fn table(ipv6: bool) -> Table {
-    let family = if ipv6 { Family::Ip6 } else { Family::Ip };
-    Table::new(family, TABLE).with_comment("CNI portmap plugin")
+pub fn table(ip: IpFamily) -> Table {
+    Table::new(Family::of(ip), TABLE).with_comment("CNI portmap plugin")
 }
 
 fn nat(name: &str, hook: Hook, priority: i32) -> Chain {
@@ -56,12 +55,12 @@ fn nat(name: &str, hook: Hook, priority: i32) -> Chain {
 ///
 /// Go: `portMapperNFTables.forwardPorts`.
 pub fn forward(setup: &Setup, container_id: &str, container: IpNetwork) -> Transaction {
-    let ipv6 = !container.is_ipv4();
-    let mut tx = Transaction::new(table(ipv6));
+    let ip = container.family();
+    let mut tx = Transaction::new(table(ip));
     tx.ensure_table()
         .ensure_chain(Chain::new(HOSTPORTS))
         .ensure_chain(Chain::new(HOSTIP_HOSTPORTS));
-    for (chain, rules) in layout(setup, ipv6) {
+    for (chain, rules) in layout(setup, ip) {
         tx.ensure_chain(chain.clone()).flush_chain(&chain.name);
         for rule in rules {
             tx.add_rule(rule);
@@ -87,15 +86,15 @@ pub fn forward_on(
     container_id: &str,
     container: IpNetwork,
 ) -> Result<(), FilterError> {
-    let ipv6 = !container.is_ipv4();
-    let table = table(ipv6);
+    let ip = container.family();
+    let table = table(ip);
     let mut laid = setup.snat.then_some(MASQUERADING).into_iter();
     let chains = nft.list_chains(&table)?;
     let mut present = [HOSTPORTS, HOSTIP_HOSTPORTS]
         .into_iter()
         .chain(&mut laid)
         .all(|name| chains.iter().any(|c| c == name));
-    for (chain, rules) in layout(setup, ipv6) {
+    for (chain, rules) in layout(setup, ip) {
         present = present && nft.chain_holds(&table, &chain.name, &rules)?;
     }
     if present {
@@ -110,8 +109,8 @@ pub fn forward_on(
 
 /// The chains ADD lays afresh each time, with their rules: `hostports_all`
 /// and the two base chains jumping to it.
-fn layout(setup: &Setup, ipv6: bool) -> [(Chain, Vec<Rule>); 3] {
-    let conditions = setup.conditions(ipv6);
+fn layout(setup: &Setup, ip: IpFamily) -> [(Chain, Vec<Rule>); 3] {
+    let conditions = setup.conditions(ip);
     let jump = |chain: &str, to: &str| Rule::new(chain).then(Action::Jump(to.into()));
     let local = |chain: &str| {
         let mut rule = Rule::new(chain);
@@ -141,11 +140,11 @@ fn layout(setup: &Setup, ipv6: bool) -> [(Chain, Vec<Rule>); 3] {
 
 /// The container's own rules: its DNAT rules and its masquerading.
 fn container_rules(setup: &Setup, container_id: &str, container: IpNetwork, tx: &mut Transaction) {
-    let ipv6 = !container.is_ipv4();
-    for m in setup.mappings.iter().filter(|m| m.applies_to(ipv6)) {
+    let ip = container.family();
+    for m in setup.mappings.iter().filter(|m| m.applies_to(ip)) {
         let mut rule = Rule::new(HOSTPORTS);
-        if let Some(ip) = m.host_ip {
-            rule = rule.matching(Match::destination(IpNetwork::host(ip)));
+        if let Some(host_ip) = m.host_ip {
+            rule = rule.matching(Match::destination(IpNetwork::host(host_ip)));
         }
         tx.add_rule(
             rule.matching(Match::Protocol(m.protocol))
@@ -166,13 +165,12 @@ fn container_rules(setup: &Setup, container_id: &str, container: IpNetwork, tx: 
                 .then(Action::Masquerade)
                 .comment(container_id)
         };
-        let any = if ipv6 { "::/0" } else { "0.0.0.0/0" };
         let hairpin = match setup.masq_all {
-            true => any.parse().unwrap_or(to_container),
+            true => ip.any(),
             false => to_container,
         };
         tx.add_rule(masquerade(hairpin));
-        if !ipv6 && !setup.masq_all {
+        if ip == IpFamily::V4 && !setup.masq_all {
             tx.add_rule(masquerade(IpNetwork::host([127, 0, 0, 1].into())));
         }
     }
@@ -189,10 +187,10 @@ pub fn check(
     container_id: &str,
     container: IpNetwork,
 ) -> Result<Result<(), String>, FilterError> {
-    let ipv6 = !container.is_ipv4();
-    let table = table(ipv6);
-    let host_ports = setup.mappings.iter().filter(|m| m.applies_to(ipv6)).count();
-    let masqueradings = match (setup.snat, ipv6 || setup.masq_all) {
+    let ip = container.family();
+    let table = table(ip);
+    let host_ports = setup.mappings.iter().filter(|m| m.applies_to(ip)).count();
+    let masqueradings = match (setup.snat, ip == IpFamily::V6 || setup.masq_all) {
         (false, _) => 0,
         (true, true) => 1,
         (true, false) => 2,
@@ -211,8 +209,8 @@ pub fn check(
 ///
 /// Go: `portMapperNFTables.unforwardPorts`.
 pub fn unforward(backend: &mut dyn Backend, container_id: &str) -> Result<(), FilterError> {
-    for ipv6 in [false, true] {
-        let mut tx = Transaction::new(table(ipv6));
+    for ip in IpFamily::BOTH {
+        let mut tx = Transaction::new(table(ip));
         for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING] {
             tx.delete_rules_by_comment(chain, CommentMatch::Exact(container_id.to_string()));
         }
@@ -246,14 +244,14 @@ mod tests {
                     container_port: 80,
                     protocol: Protocol::Tcp,
                     host_ip: None,
-                    host_ipv6: None,
+                    host_family: None,
                 },
                 Mapping {
                     host_port: 5353,
                     container_port: 53,
                     protocol: Protocol::Udp,
                     host_ip: Some("192.168.1.1".parse().unwrap()),
-                    host_ipv6: Some(false),
+                    host_family: Some(IpFamily::V4),
                 },
             ],
             ipv4: Some("10.88.0.5/16".parse().unwrap()),

@@ -3,6 +3,7 @@
 
 use cni_net::testing::TempNetns;
 use cni_skel::TestRequest;
+use cni_types::IpFamily;
 use cni_version::PluginInfo;
 use serde_json::{json, Value};
 
@@ -67,7 +68,7 @@ fn gc_removes_only_the_unlisted_attachments_of_its_network_and_nothing_without_a
     add("other", "ctr-c");
     let chains = || {
         ["ctr-a", "ctr-b"].map(|id| {
-            nat_table(&host, false)
+            nat_table(&host, IpFamily::V4)
                 .iter()
                 .any(|l| l.contains(&crate::portmap::iptables::dnat_chain("pmtest", id)))
         })
@@ -83,7 +84,9 @@ fn gc_removes_only_the_unlisted_attachments_of_its_network_and_nothing_without_a
     assert_eq!(chains(), [true, false]);
     let other = crate::portmap::iptables::dnat_chain("other", "ctr-c");
     assert!(
-        nat_table(&host, false).iter().any(|l| l.contains(&other)),
+        nat_table(&host, IpFamily::V4)
+            .iter()
+            .any(|l| l.contains(&other)),
         "another network's pod stays"
     );
     // `null`, what libcni sends for an empty list.

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::process::Command;
 
 use cni_net::testing::TempNetns;
+use cni_types::IpFamily;
 use serde_json::{json, Value};
 
 use super::{conf, exec_in, nat_table, run_in};
@@ -119,18 +120,14 @@ fn the_iptables_layout_is_the_reference_plugins_and_each_dels_the_others_rules()
         reference(&theirs, "ADD", "ctr-1", &c);
         let out = run_in(&ours, "ADD", "ctr-1", &c);
         assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
-        for ipv6 in [false, true] {
-            assert_eq!(
-                nat_table(&ours, ipv6),
-                nat_table(&theirs, ipv6),
-                "{setup} ipv6 {ipv6}"
-            );
+        for ip in IpFamily::BOTH {
+            assert_eq!(nat_table(&ours, ip), nat_table(&theirs, ip), "{setup} {ip}");
         }
         // Our ADD again adds nothing; our CHECK accepts the reference's pod.
         run_in(&ours, "ADD", "ctr-1", &c);
         assert_eq!(
-            nat_table(&ours, false),
-            nat_table(&theirs, false),
+            nat_table(&ours, IpFamily::V4),
+            nat_table(&theirs, IpFamily::V4),
             "{setup} again"
         );
         let check = run_in(&theirs, "CHECK", "ctr-1", &c);
@@ -145,8 +142,8 @@ fn the_iptables_layout_is_the_reference_plugins_and_each_dels_the_others_rules()
         reference(&ours, "DEL", "ctr-1", &c);
         assert_eq!(run_in(&theirs, "DEL", "ctr-1", &c).exit_code, 0);
         for (netns, who) in [(&ours, "ours"), (&theirs, "theirs")] {
-            for ipv6 in [false, true] {
-                let left = nat_table(netns, ipv6).join("\n");
+            for ip in IpFamily::BOTH {
+                let left = nat_table(netns, ip).join("\n");
                 assert!(
                     !left.contains("CNI-DN-") && !left.contains("ctr-1"),
                     "{who} {setup}: {left}"

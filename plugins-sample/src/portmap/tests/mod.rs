@@ -12,7 +12,7 @@ use std::process::Command;
 
 use cni_net::testing::TempNetns;
 use cni_skel::{Outcome, TestRequest};
-use cni_types::Code;
+use cni_types::{Code, IpFamily};
 use cni_version::PluginInfo;
 use serde_json::{json, Value};
 
@@ -207,11 +207,10 @@ fn run_in(netns: &TempNetns, command: &str, id: &str, conf: &Value) -> Outcome {
 }
 
 /// `iptables-save -t nat` without comments and counters.
-fn nat_table(netns: &TempNetns, ipv6: bool) -> Vec<String> {
-    let save = if ipv6 {
-        "ip6tables-save"
-    } else {
-        "iptables-save"
+fn nat_table(netns: &TempNetns, ip: IpFamily) -> Vec<String> {
+    let save = match ip {
+        IpFamily::V4 => "iptables-save",
+        IpFamily::V6 => "ip6tables-save",
     };
     exec_in(netns, save, &["-t", "nat"])
         .lines()
