@@ -46,11 +46,7 @@ fn choose_with(
 /// when that fails, instead of starting `iptables -S INPUT 1` on every
 /// ADD: see [`iptables_first`].
 pub fn cannot_list(e: &FilterError) -> bool {
-    match e {
-        FilterError::Spawn { .. } => true,
-        FilterError::Command { command, .. } => command.contains("-save "),
-        _ => false,
-    }
+    matches!(e, FilterError::Unlisted(_))
 }
 
 /// An error that may be iptables failing to list its table: what makes
@@ -155,13 +151,18 @@ mod tests {
     #[test]
     fn only_an_iptables_that_cannot_list_is_a_reason_to_probe() {
         let missing = FilterError::Spawn {
-            command: "iptables-save -t nat".into(),
+            command: "iptables-restore --noflush -w 10".into(),
             source: std::io::Error::from_raw_os_error(2),
         };
-        assert!(cannot_list(&missing));
-        assert!(cannot_list(&command("iptables-save -t nat")));
-        assert!(cannot_list(&command("ip6tables-legacy-save -t nat")));
+        assert!(!cannot_list(&missing));
         assert!(!cannot_list(&command("iptables-restore --noflush -w")));
+        let unlisted = FilterError::Unlisted(Box::new(command("iptables-save -t nat")));
+        assert!(cannot_list(&unlisted));
+        // It says what the command said.
+        assert_eq!(
+            unlisted.to_string(),
+            "iptables-save -t nat failed (exit status 1): x"
+        );
     }
 
     #[test]
@@ -183,7 +184,11 @@ mod tests {
         );
         assert!(ran(failed).is_err());
         // Cannot list: the probe decides.
-        let save = || Err(command("iptables-save -t nat"));
+        let save = || {
+            Err(FilterError::Unlisted(Box::new(command(
+                "iptables-save -t nat",
+            ))))
+        };
         let r = iptables_first_with(None, save, || Ok("nft"), || Nftables);
         assert_eq!(ran(r), Ok("nft"));
         let r = iptables_first_with(None, save, || Ok("nft"), || Iptables);

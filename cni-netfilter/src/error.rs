@@ -83,6 +83,13 @@ pub enum FilterError {
         /// What we waited for, and who held it.
         what: String,
     },
+    /// iptables could not list a table: its `-save` command could not
+    /// start or failed, so iptables may be unusable on this host (see
+    /// [`cannot_list`](crate::cannot_list)). Nothing was changed: a
+    /// transaction lists before it changes anything. Says what the
+    /// command's own error says.
+    #[error(transparent)]
+    Unlisted(Box<FilterError>),
     /// The same work failed under both backends.
     #[error("iptables: {iptables}; nftables: {nftables}")]
     Both {
@@ -109,6 +116,7 @@ impl FilterError {
             FilterError::Kernel { source, .. } | FilterError::Spawn { source, .. } => {
                 source.raw_os_error()
             }
+            FilterError::Unlisted(cause) => cause.errno(),
             _ => None,
         }
     }

@@ -138,7 +138,8 @@ impl IptablesBackend {
     fn save(&self, table: &Table) -> Result<save::Saved, FilterError> {
         check_table(table)?;
         let program = self.variant.program(table.family, "save");
-        let out = command::run(&program, &["-t", &table.name], None, SAVE_LIMIT)?;
+        let out =
+            command::run(&program, &["-t", &table.name], None, SAVE_LIMIT).map_err(unlisted)?;
         Ok(save::parse(&String::from_utf8_lossy(&out), &table.name))
     }
 
@@ -480,6 +481,18 @@ fn unsupported(what: String) -> FilterError {
     }
 }
 
+/// A `-save` that could not start or failed: iptables may be unusable
+/// here ([`FilterError::Unlisted`]). An answer too large to read is not
+/// that: iptables works, the table is what is wrong.
+fn unlisted(e: FilterError) -> FilterError {
+    match e {
+        FilterError::Spawn { .. } | FilterError::Command { .. } => {
+            FilterError::Unlisted(Box::new(e))
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,6 +598,16 @@ mod tests {
             "ip6tables-legacy-restore"
         );
         assert_eq!(Variant::Nft.program(Family::Ip, ""), "iptables-nft");
+    }
+
+    #[test]
+    fn a_save_that_cannot_run_or_fails_is_an_unlisted_table_one_too_long_is_not() {
+        let missing = command::run("/nonexistent/iptables-save", &["-t", "nat"], None, 10);
+        assert!(crate::cannot_list(&unlisted(missing.unwrap_err())));
+        let failed = command::run("sh", &["-c", "exit 1"], None, 10);
+        assert!(crate::cannot_list(&unlisted(failed.unwrap_err())));
+        let too_long = command::run("sh", &["-c", "echo 0123456789"], None, 4);
+        assert!(!crate::cannot_list(&unlisted(too_long.unwrap_err())));
     }
 }
 
