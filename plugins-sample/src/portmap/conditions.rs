@@ -76,9 +76,20 @@ fn order(m: &Match) -> u8 {
     }
 }
 
+/// Why conditions are not understood, said in the error after the
+/// conditions themselves.
+#[derive(Debug)]
+struct NotUnderstood(String);
+
+impl std::fmt::Display for NotUnderstood {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// iptables arguments: `[!] -s|-d ADDR[/LEN]`, `[!] -i|-o NAME`,
 /// `-m mark [!] --mark VALUE[/MASK]`.
-fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
+fn iptables(words: &[&str]) -> Result<Vec<Match>, NotUnderstood> {
     let mut out = Vec::new();
     let mut rest = words;
     while let Some((&first, tail)) = rest.split_first() {
@@ -86,10 +97,10 @@ fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
             ("!", [option, tail @ ..]) => (true, *option, tail),
             _ => (false, first, tail),
         };
-        let value = |tail: &[&str]| -> Result<String, String> {
+        let value = |tail: &[&str]| -> Result<String, NotUnderstood> {
             tail.first()
                 .map(|v| v.to_string())
-                .ok_or_else(|| format!("{option} needs a value"))
+                .ok_or_else(|| NotUnderstood(format!("{option} needs a value")))
         };
         rest = match option {
             "-s" | "--source" | "--src" | "-d" | "--destination" | "--dst" => {
@@ -105,7 +116,7 @@ fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
                 let name = interface(&value(tail)?)?;
                 // Written as one interface: a trailing `+` would be
                 // iptables' wildcard under the iptables layout.
-                cni_netfilter::iptables::literal_ifname(&name).map_err(|e| e.to_string())?;
+                cni_netfilter::iptables::literal_ifname(&name).map_err(|e| NotUnderstood(e.to_string()))?;
                 out.push(if option.starts_with("-i") || option.starts_with("--i") {
                     Match::InInterface { name, negate }
                 } else {
@@ -121,15 +132,15 @@ fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
                 match tail {
                     ["--mark", value, tail @ ..] => {
                         if negate {
-                            return Err("a negated mark is not understood".into());
+                            return Err(NotUnderstood("a negated mark is not understood".into()));
                         }
                         out.push(mark(value)?);
                         tail
                     }
-                    _ => return Err("-m mark needs --mark VALUE[/MASK]".into()),
+                    _ => return Err(NotUnderstood("-m mark needs --mark VALUE[/MASK]".into())),
                 }
             }
-            other => return Err(format!("{other:?} is not understood here (only -s, -d, -i, -o and -m mark, each with ! before it)")),
+            other => return Err(NotUnderstood(format!("{other:?} is not understood here (only -s, -d, -i, -o and -m mark, each with ! before it)"))),
         };
     }
     Ok(out)
@@ -138,7 +149,7 @@ fn iptables(words: &[&str]) -> Result<Vec<Match>, String> {
 /// nft rule text: `ip|ip6 saddr|daddr [!=] ADDR[/LEN]`,
 /// `iifname|oifname [!=] NAME`, `meta mark VALUE` or
 /// `meta mark and MASK == VALUE`.
-fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, String> {
+fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, NotUnderstood> {
     let mut out = Vec::new();
     let mut rest = words;
     let negation = |tail: &[&str]| -> (bool, usize) {
@@ -152,10 +163,10 @@ fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, String> {
         rest = match rest {
             [family @ ("ip" | "ip6"), key @ ("saddr" | "daddr"), tail @ ..] => {
                 if (*family == "ip6") != (ip == IpFamily::V6) {
-                    return Err(format!("{family} {key} in conditions of the other family"));
+                    return Err(NotUnderstood(format!("{family} {key} in conditions of the other family")));
                 }
                 let (negate, skip) = negation(tail);
-                let text = tail.get(skip).ok_or(format!("{family} {key} needs a value"))?;
+                let text = tail.get(skip).ok_or(NotUnderstood(format!("{family} {key} needs a value")))?;
                 let net = network(text)?;
                 out.push(if *key == "saddr" {
                     Match::Source { net, negate }
@@ -166,7 +177,7 @@ fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, String> {
             }
             [key @ ("iifname" | "oifname"), tail @ ..] => {
                 let (negate, skip) = negation(tail);
-                let text = tail.get(skip).ok_or(format!("{key} needs a name"))?;
+                let text = tail.get(skip).ok_or(NotUnderstood(format!("{key} needs a name")))?;
                 let name = interface(text.trim_matches('"'))?;
                 out.push(if *key == "iifname" {
                     Match::InInterface { name, negate }
@@ -185,16 +196,18 @@ fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, String> {
             ["meta", "mark", tail @ ..] => {
                 let (negate, skip) = negation(tail);
                 if negate {
-                    return Err("a negated mark is not understood".into());
+                    return Err(NotUnderstood("a negated mark is not understood".into()));
                 }
-                let text = tail.get(skip).ok_or("meta mark needs a value")?;
+                let text = tail
+                    .get(skip)
+                    .ok_or_else(|| NotUnderstood("meta mark needs a value".into()))?;
                 out.push(Match::Mark {
                     value: number(text)?,
                     mask: u32::MAX,
                 });
                 &tail[skip + 1..]
             }
-            [other, ..] => return Err(format!("{other:?} is not understood here (only ip/ip6 saddr/daddr, iifname, oifname and meta mark, with != for negation)")),
+            [other, ..] => return Err(NotUnderstood(format!("{other:?} is not understood here (only ip/ip6 saddr/daddr, iifname, oifname and meta mark, with != for negation)"))),
             [] => break,
         };
     }
@@ -202,8 +215,8 @@ fn nftables(words: &[&str], ip: IpFamily) -> Result<Vec<Match>, String> {
 }
 
 /// An address or a prefix; a bare address is a full-length prefix.
-fn network(text: &str) -> Result<IpNetwork, String> {
-    let bad = || format!("{text:?} is not an address or prefix");
+fn network(text: &str) -> Result<IpNetwork, NotUnderstood> {
+    let bad = || NotUnderstood(format!("{text:?} is not an address or prefix"));
     match text.split_once('/') {
         Some(_) => {
             let net: IpNetwork = text.parse().map_err(|_| bad())?;
@@ -217,14 +230,14 @@ fn network(text: &str) -> Result<IpNetwork, String> {
     }
 }
 
-fn interface(name: &str) -> Result<String, String> {
+fn interface(name: &str) -> Result<String, NotUnderstood> {
     cni_net::validate_ifname(name)
         .map(|()| name.to_string())
-        .map_err(|e| format!("{name:?}: {e}"))
+        .map_err(|e| NotUnderstood(format!("{name:?}: {e}")))
 }
 
 /// `VALUE` or `VALUE/MASK`, each decimal or `0x` hex.
-fn mark(text: &str) -> Result<Match, String> {
+fn mark(text: &str) -> Result<Match, NotUnderstood> {
     let (value, mask) = match text.split_once('/') {
         Some((value, mask)) => (number(value)?, number(mask)?),
         None => (number(text)?, u32::MAX),
@@ -232,12 +245,12 @@ fn mark(text: &str) -> Result<Match, String> {
     Ok(Match::Mark { value, mask })
 }
 
-fn number(text: &str) -> Result<u32, String> {
+fn number(text: &str) -> Result<u32, NotUnderstood> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u32::from_str_radix(hex, 16),
         None => text.parse(),
     };
-    parsed.map_err(|_| format!("{text:?} is not a 32-bit number"))
+    parsed.map_err(|_| NotUnderstood(format!("{text:?} is not a 32-bit number")))
 }
 
 #[cfg(test)]

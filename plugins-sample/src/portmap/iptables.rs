@@ -217,25 +217,29 @@ pub fn check(
     setup: &Setup,
     container_id: &str,
     container: IpNetwork,
-) -> Result<Result<(), String>, FilterError> {
+) -> Result<(), FilterError> {
     let table = table(container.family());
     let chain = container_chain(setup, container_id, container);
     if !backend.list_chains(&table)?.contains(&chain.name) {
-        return Ok(Err(format!(
-            "chain {} not found in {} table nat",
-            chain.name,
-            family_command(&table)
-        )));
+        return Err(FilterError::Missing {
+            what: format!(
+                "chain {} of {} table nat",
+                chain.name,
+                family_command(&table)
+            ),
+        });
     }
     let wanted: Vec<Rule> = chain.rules.into_iter().chain(chain.entries).collect();
-    Ok(match backend.missing_rules(&table, &wanted)?.first() {
+    match backend.missing_rules(&table, &wanted)?.first() {
         None => Ok(()),
-        Some(rule) => Err(format!(
-            "a rule of chain {} is missing from {} table nat: {rule:?}",
-            rule.chain,
-            family_command(&table)
-        )),
-    })
+        Some(rule) => Err(FilterError::Missing {
+            what: format!(
+                "a rule of chain {} of {} table nat ({rule:?})",
+                rule.chain,
+                family_command(&table)
+            ),
+        }),
+    }
 }
 
 fn family_command(table: &Table) -> &'static str {

@@ -22,14 +22,14 @@ pub trait Mapper {
         container: IpNetwork,
     ) -> Result<(), FilterError>;
 
-    /// CHECK for one container address: `Ok(Err(why))` when a rule is
-    /// missing.
+    /// CHECK for one container address: [`FilterError::Missing`] naming
+    /// what is not there.
     fn check(
         &mut self,
         setup: &Setup,
         container_id: &str,
         container: IpNetwork,
-    ) -> Result<Result<(), String>, FilterError>;
+    ) -> Result<(), FilterError>;
 
     /// DEL: the container's rules in every family.
     fn unforward(&mut self, setup: &Setup, container_id: &str) -> Result<(), MapError>;
@@ -47,7 +47,7 @@ pub enum MapError {
         error: FilterError,
         /// DEL's IPv6 teardown: done, or why its ip6tables is unusable
         /// too.
-        other_family: Result<(), String>,
+        other_family: Result<(), Box<FilterError>>,
     },
     /// The configuration, read for iptables without the probe, names
     /// options of nftables (or is refused for another reason the
@@ -112,7 +112,7 @@ impl Mapper for IptablesMapper {
         setup: &Setup,
         container_id: &str,
         container: IpNetwork,
-    ) -> Result<Result<(), String>, FilterError> {
+    ) -> Result<(), FilterError> {
         iptables::check(&mut self.0, setup, container_id, container)
     }
 
@@ -154,7 +154,7 @@ impl Mapper for IptablesMapper {
             Ok(()) => Ok(()),
             Err(error) => Err(MapError::Unlisted {
                 error,
-                other_family: v6.map_err(|e| e.to_string()),
+                other_family: v6.map_err(Box::new),
             }),
         }
     }
@@ -208,7 +208,7 @@ impl Mapper for NftablesMapper {
         setup: &Setup,
         container_id: &str,
         container: IpNetwork,
-    ) -> Result<Result<(), String>, FilterError> {
+    ) -> Result<(), FilterError> {
         nftables::check(&mut self.0, setup, container_id, container)
     }
 

@@ -191,7 +191,8 @@ impl Plugin for Portmap {
                 return Ok(());
             }
             for (i, container) in setup.addresses().enumerate() {
-                let found = match mapper.check(setup, &req.container_id, container) {
+                match mapper.check(setup, &req.container_id, container) {
+                    Ok(()) => {}
                     Err(error) if i == 0 && cni_netfilter::cannot_list(&error) => {
                         let other_family = Ok(());
                         return Err(MapError::Unlisted {
@@ -199,14 +200,14 @@ impl Plugin for Portmap {
                             other_family,
                         });
                     }
-                    other => other?,
-                };
-                found.map_err(|why| {
-                    Error::new(
-                        Code::INTERNAL,
-                        format!("could not check {}: {why}", family_name(container)),
-                    )
-                })?;
+                    // Code 999, as the reference's "could not check ...".
+                    Err(e) => {
+                        let mut err = Error::from(e);
+                        err.msg =
+                            format!("could not check {}: {}", family_name(container), err.msg);
+                        return Err(err.into());
+                    }
+                }
             }
             Ok(())
         });

@@ -186,7 +186,7 @@ pub fn check(
     setup: &Setup,
     container_id: &str,
     container: IpNetwork,
-) -> Result<Result<(), String>, FilterError> {
+) -> Result<(), FilterError> {
     let ip = container.family();
     let table = table(ip);
     let host_ports = setup.mappings.iter().filter(|m| m.applies_to(ip)).count();
@@ -197,11 +197,19 @@ pub fn check(
     };
     let mine = CommentMatch::Exact(container_id.to_string());
     for (chain, wanted) in [(HOSTPORTS, host_ports), (MASQUERADING, masqueradings)] {
-        if wanted > 0 && backend.find_rules(&table, chain, &mine)?.len() < wanted {
-            return Ok(Err(format!("missing hostport rules in {chain:?} chain")));
+        let found = match wanted {
+            0 => continue,
+            _ => backend.find_rules(&table, chain, &mine)?.len(),
+        };
+        if found < wanted {
+            return Err(FilterError::Missing {
+                what: format!(
+                    "a hostport rule of the container in chain {chain:?} ({found} of {wanted} found)"
+                ),
+            });
         }
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// DEL: the container's rules in both families' tables, one batch each;
