@@ -1,16 +1,16 @@
 //! portmap's rules on one backend: one mapper per layout, the same
-//! methods, chosen once per invocation (the plugin's `mapped`).
+//! methods, chosen once per invocation (`mapped`, below).
 //!
 //! Go: plugins `portmap.PortMapper` and its `portMapperIPTables` and
 //! `portMapperNFTables`.
 
 use cni_netfilter::iptables::IptablesBackend;
 use cni_netfilter::nft::NftBackend;
-use cni_netfilter::{FilterError, ListingFailure};
+use cni_netfilter::{BackendKind, FilterError, ListingFailure};
 use cni_types::{Code, Error, IpFamily, IpNetwork, ValidAttachments};
 
 use super::config::Setup;
-use super::{iptables, nftables};
+use super::{iptables, nftables, Req};
 
 /// The rules of one layout.
 pub trait Mapper {
@@ -220,4 +220,36 @@ impl Mapper for NftablesMapper {
             MapError::Failed(err)
         })
     }
+}
+
+/// Runs `work` with the configuration read for the layout the reference
+/// would choose and that layout's mapper, chosen once: the configured
+/// `backend`, else iptables without probing the host first (one
+/// `iptables` process of the three an ADD ran, bench/process/kind.sh);
+/// when iptables cannot list its table, or the configuration has options
+/// iptables does not take, the host is probed and `work` runs under
+/// nftables if the probe picks it ([`cni_netfilter::iptables_first`]).
+pub(super) fn mapped<T>(
+    req: &Req,
+    work: impl Fn(&Setup, &mut dyn Mapper) -> Result<T, MapError>,
+) -> Result<T, MapError> {
+    let requested = req
+        .config
+        .plugin
+        .backend
+        .as_deref()
+        .map(str::parse::<BackendKind>)
+        .transpose()?;
+    let read = |backend| Setup::read(&req.config, &req.ifname, |_| backend);
+    cni_netfilter::iptables_first(
+        requested,
+        || {
+            let setup = read(BackendKind::Iptables).map_err(MapError::NotForIptables)?;
+            work(&setup, &mut IptablesMapper::default())
+        },
+        || {
+            let setup = read(BackendKind::Nftables)?;
+            work(&setup, &mut NftablesMapper::open()?)
+        },
+    )
 }

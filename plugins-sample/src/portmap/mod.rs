@@ -64,18 +64,16 @@
 
 pub mod conditions;
 pub mod config;
+mod host;
 pub mod iptables;
 pub mod mapper;
 pub mod nftables;
 
-use std::net::IpAddr;
-
-use cni_netfilter::{BackendKind, Family, Protocol};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
-use cni_types::{Code, Error, IpFamily, IpNetwork, NetConf, ValidAttachments};
+use cni_types::{Code, Error, IpNetwork, NetConf, ValidAttachments};
 
 use config::{not_chained, Fields, Setup};
-use mapper::{IptablesMapper, MapError, Mapper, NftablesMapper};
+use mapper::{mapped, IptablesMapper, MapError};
 
 /// Printed to stderr when run by hand.
 pub const ABOUT: &str = "CNI portmap plugin (cni-rs) v0.1.0";
@@ -86,38 +84,6 @@ pub const ABOUT: &str = "CNI portmap plugin (cni-rs) v0.1.0";
 pub struct Portmap;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
-
-/// Runs `work` with the configuration read for the layout the reference
-/// would choose and that layout's mapper, chosen once: the configured
-/// `backend`, else iptables without probing the host first (one
-/// `iptables` process of the three an ADD ran, bench/process/kind.sh);
-/// when iptables cannot list its table, or the configuration has options
-/// iptables does not take, the host is probed and `work` runs under
-/// nftables if the probe picks it ([`cni_netfilter::iptables_first`]).
-fn mapped<T>(
-    req: &Req,
-    work: impl Fn(&Setup, &mut dyn Mapper) -> Result<T, MapError>,
-) -> Result<T, MapError> {
-    let requested = req
-        .config
-        .plugin
-        .backend
-        .as_deref()
-        .map(str::parse::<BackendKind>)
-        .transpose()?;
-    let read = |backend| Setup::read(&req.config, &req.ifname, |_| backend);
-    cni_netfilter::iptables_first(
-        requested,
-        || {
-            let setup = read(BackendKind::Iptables).map_err(MapError::NotForIptables)?;
-            work(&setup, &mut IptablesMapper::default())
-        },
-        || {
-            let setup = read(BackendKind::Nftables)?;
-            work(&setup, &mut NftablesMapper::open()?)
-        },
-    )
-}
 
 impl Plugin for Portmap {
     type Config = NetConf<Fields>;
@@ -141,7 +107,7 @@ impl Plugin for Portmap {
                     }
                     other => other.map_err(setup_failed)?,
                 }
-                after_forward(setup, req, container)?;
+                host::after_forward(setup, req, container)?;
             }
             Ok(())
         });
@@ -235,23 +201,6 @@ impl Plugin for Portmap {
     }
 }
 
-/// ADD's work for a container address after its rules: stale UDP flows
-/// (after the rules, so new flows take them; informative only, as in the
-/// reference) and `route_localnet`.
-fn after_forward(setup: &Setup, req: &Req, container: IpNetwork) -> Result<(), Error> {
-    let ip = container.family();
-    if let Err(e) = delete_stale_udp(setup, ip) {
-        req.log(format_args!(
-            "portmap: failed to delete stale UDP conntrack entries for {}: {e}",
-            container.addr()
-        ));
-    }
-    if setup.snat && ip == IpFamily::V4 {
-        enable_route_localnet(container.addr())?;
-    }
-    Ok(())
-}
-
 fn setup_failed(e: cni_netfilter::FilterError) -> Error {
     let mut err = Error::from(e);
     err.msg = format!("unable to set up port mappings: {}", err.msg);
@@ -264,59 +213,6 @@ fn family_name(container: IpNetwork) -> &'static str {
     } else {
         "ipv6 dnat"
     }
-}
-
-/// Removes the conntrack entries of UDP flows to the mapped host ports in
-/// a family.
-///
-/// Go: `deletePortmapStaleConnections`.
-fn delete_stale_udp(setup: &Setup, ip: IpFamily) -> Result<(), cni_netfilter::FilterError> {
-    let family = Family::of(ip);
-    for m in setup
-        .mappings
-        .iter()
-        .filter(|m| m.protocol == Protocol::Udp)
-    {
-        cni_netfilter::conntrack::delete_by_destination_port(family, Protocol::Udp, m.host_port)?;
-    }
-    Ok(())
-}
-
-/// Sets `route_localnet` on the host interface that routes to the
-/// container, so 127.0.0.0/8 sources may cross to it (the host reaching
-/// `127.0.0.1:hostPort`). Nothing when no route leads there.
-///
-/// Go: `getRoutableHostIF` and `enableLocalnetRouting`.
-fn enable_route_localnet(container: IpAddr) -> Result<(), Error> {
-    let failed = |e: cni_net::NetError| {
-        Error::new(Code::INTERNAL, "unable to enable route_localnet").with_details(e.to_string())
-    };
-    let Some(ifname) = routable_host_interface(container) else {
-        return Ok(());
-    };
-    let name = cni_net::sysctl_for_ifname("net.ipv4.conf.IFNAME.route_localnet", &ifname)
-        .map_err(failed)?;
-    // Written from this thread, which is in the host's namespace: a
-    // thread that joins it first (`Netns::set_sysctl`) cost a few
-    // milliseconds of an ADD of about ten (bench/process/kind.sh).
-    let path = cni_net::sysctl_path(&name).map_err(failed)?;
-    std::fs::write(&path, "1").map_err(|e| {
-        Error::new(Code::INTERNAL, "unable to enable route_localnet")
-            .with_details(format!("{}: {e}", path.display()))
-    })
-}
-
-/// The interface of the longest matching main-table route to `ip`.
-fn routable_host_interface(ip: IpAddr) -> Option<String> {
-    let mut netlink = cni_net::Netlink::open().ok()?;
-    let routes = netlink.routes().ok()?;
-    let best = routes
-        .iter()
-        .filter(|r| r.route.table.is_none_or(|t| t == cni_net::MAIN_TABLE))
-        .filter(|r| r.route.dst.contains(ip))
-        .filter_map(|r| Some((r.route.dst.prefix(), r.oif?)))
-        .max_by_key(|(prefix, _)| *prefix)?;
-    netlink.link(best.1).ok().map(|link| link.name)
 }
 
 #[cfg(test)]
