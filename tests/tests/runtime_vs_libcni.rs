@@ -52,12 +52,12 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 use tests::{
-    base64_decode, first_difference, plugin_bin_dir, read_json, reference_plugin_dir, write_json,
-    Cnitool, Driver, FAKE_NETNS,
+    base64_decode, files_below, first_difference, plugin_bin_dir, read_json, reference_plugin_dir,
+    write_json, Cnitool, Driver, FAKE_NETNS,
 };
 
 const VERSIONS: [&str; 4] = ["0.3.0", "0.3.1", "0.4.0", "1.0.0"];
@@ -159,24 +159,7 @@ impl Sandbox {
 
     /// `{relative path: content}` of host-local's data directory.
     fn ipam(&self) -> Value {
-        fn walk(dir: &Path, base: &Path, out: &mut Map<String, Value>) {
-            let Ok(entries) = fs::read_dir(dir) else {
-                return;
-            };
-            for e in entries {
-                let p = e.expect("dir entry").path();
-                if p.is_dir() {
-                    walk(&p, base, out);
-                } else {
-                    let rel = p.strip_prefix(base).expect("below base");
-                    let content = fs::read_to_string(&p).unwrap_or_default();
-                    out.insert(rel.display().to_string(), content.into());
-                }
-            }
-        }
-        let mut out = Map::new();
-        walk(&self.path("ipam"), &self.path("ipam"), &mut out);
-        Value::Object(out)
+        files_below(&self.path("ipam"))
     }
 }
 

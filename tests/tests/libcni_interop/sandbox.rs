@@ -5,13 +5,13 @@
 use std::cell::Cell;
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tests::{
-    base64_decode, plugin_bin_dir, read_json, reference_noop, reference_plugin_dir, write_json,
-    Driver,
+    base64_decode, files_below, plugin_bin_dir, read_json, reference_noop, reference_plugin_dir,
+    write_json, Driver,
 };
 
 use crate::differences::d3_debug_file_newer_fields;
@@ -168,30 +168,6 @@ impl Sandbox {
 
     /// Sorted `name: content` of every file below `<tmp>/<rel>`.
     pub fn files(&self, rel: &str) -> Value {
-        fn walk(dir: &Path, base: &Path, out: &mut serde_json::Map<String, Value>) {
-            let Ok(entries) = fs::read_dir(dir) else {
-                return;
-            };
-            for e in entries {
-                let p = e.expect("dir entry").path();
-                if p.is_dir() {
-                    walk(&p, base, out);
-                } else {
-                    let key = p
-                        .strip_prefix(base)
-                        .expect("below base")
-                        .to_string_lossy()
-                        .into_owned();
-                    let content = fs::read(&p).expect("reading file");
-                    out.insert(
-                        key,
-                        Value::String(String::from_utf8_lossy(&content).into_owned()),
-                    );
-                }
-            }
-        }
-        let mut out = serde_json::Map::new();
-        walk(&self.path(rel), &self.path(rel), &mut out);
-        Value::Object(out)
+        files_below(&self.path(rel))
     }
 }
