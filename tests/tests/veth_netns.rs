@@ -230,6 +230,37 @@ fn redact_macs(result: &mut Value) {
     }
 }
 
+/// Runs `command` through cnitool for every one of `containers` (id, host
+/// end, namespace) at once, one thread each; the answers in their order.
+fn all_at_once(
+    dirs: &NetDirs,
+    command: &str,
+    net: &str,
+    containers: &[(String, String, NetNs)],
+) -> Vec<Value> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = containers
+            .iter()
+            .map(|(cid, _, ns)| {
+                s.spawn(move || dirs.run(Via::Cnitool, command, net, ns, cid, "eth0"))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| panic!("{command} thread")))
+            .collect()
+    })
+}
+
+/// The list `net` of one `veth` whose IPAM is `ipam`, version 1.0.0.
+fn veth_list(net: &str, ipam: Value) -> Value {
+    json!({
+        "cniVersion": "1.0.0",
+        "name": net,
+        "plugins": [{"type": "veth", "ipam": ipam}]
+    })
+}
+
 /// 1. `veth` with `ipam-file` (version 1.0.0, MTU 1400, a default route),
 ///    through cnitool then through libcni, each in a fresh namespace:
 ///    ADD creates the pair (container end `eth0` up in the namespace with
@@ -448,15 +479,11 @@ fn veth_with_reference_host_local() {
     let net = "vethhl";
     let cid = "veth-hl";
     let host_veth = plugins_sample::veth::host_veth_name(cid, "eth0");
-    let list = json!({
-        "cniVersion": "1.0.0",
-        "name": net,
-        "plugins": [{
-            "type": "veth",
-            "ipam": {"type": "host-local", "dataDir": dirs.ipam(),
-                     "ranges": [[{"subnet": "10.214.3.0/24"}]]}
-        }]
-    });
+    let list = veth_list(
+        net,
+        json!({"type": "host-local", "dataDir": dirs.ipam(),
+              "ranges": [[{"subnet": "10.214.3.0/24"}]]}),
+    );
     let ns = NetNs::create("vethhl");
     ns.delete_link_on_drop(&host_veth);
     dirs.reset(&list);
@@ -589,15 +616,11 @@ fn veth_add_failures_leave_nothing() {
     ns.delete_link_on_drop(&host_veth);
 
     // The name is taken.
-    dirs.reset(&json!({
-        "cniVersion": "1.0.0",
-        "name": net,
-        "plugins": [{
-            "type": "veth",
-            "ipam": {"type": "ipam-file", "dataDir": dirs.ipam(),
-                     "ranges": [[{"subnet": "10.214.5.0/24"}]]}
-        }]
-    }));
+    dirs.reset(&veth_list(
+        net,
+        json!({"type": "ipam-file", "dataDir": dirs.ipam(),
+              "ranges": [[{"subnet": "10.214.5.0/24"}]]}),
+    ));
     let kind = add_foreign_link(&ns, "eth0");
     let add = dirs.run(Via::Cnitool, "add", net, &ns, cid, "eth0");
     assert_eq!(add["ok"], false, "{add}");
@@ -614,16 +637,12 @@ fn veth_add_failures_leave_nothing() {
     ip_ok(&["-n", ns.name(), "link", "del", "eth0"]);
 
     // IPAM answered, then the kernel refused a route.
-    dirs.reset(&json!({
-        "cniVersion": "1.0.0",
-        "name": net,
-        "plugins": [{
-            "type": "veth",
-            "ipam": {"type": "ipam-file", "dataDir": dirs.ipam(),
-                     "ranges": [[{"subnet": "10.214.5.0/24"}]],
-                     "routes": [{"dst": "192.0.2.0/24", "gw": "10.214.99.1"}]}
-        }]
-    }));
+    dirs.reset(&veth_list(
+        net,
+        json!({"type": "ipam-file", "dataDir": dirs.ipam(),
+              "ranges": [[{"subnet": "10.214.5.0/24"}]],
+              "routes": [{"dst": "192.0.2.0/24", "gw": "10.214.99.1"}]}),
+    ));
     let add = dirs.run(Via::Cnitool, "add", net, &ns, cid, "eth0");
     assert_eq!(add["ok"], false, "{add}");
     assert_eq!(
@@ -645,15 +664,11 @@ fn eight_veth_containers_in_parallel() {
     let start = Instant::now();
     let dirs = NetDirs::new("cni-veth-", vec![plugin_bin_dir(), reference_plugin_dir()]);
     let net = "vethpar";
-    dirs.reset(&json!({
-        "cniVersion": "1.0.0",
-        "name": net,
-        "plugins": [{
-            "type": "veth",
-            "ipam": {"type": "ipam-file", "dataDir": dirs.ipam(),
-                     "ranges": [[{"subnet": "10.214.6.0/24"}]]}
-        }]
-    }));
+    dirs.reset(&veth_list(
+        net,
+        json!({"type": "ipam-file", "dataDir": dirs.ipam(),
+              "ranges": [[{"subnet": "10.214.6.0/24"}]]}),
+    ));
     let containers: Vec<(String, String, NetNs)> = (0..N)
         .map(|i| {
             let cid = format!("veth-par-{i}");
@@ -667,19 +682,7 @@ fn eight_veth_containers_in_parallel() {
     let _ = dirs.cnitool("warm-up");
 
     let t_add = Instant::now();
-    let adds: Vec<Value> = std::thread::scope(|s| {
-        let handles: Vec<_> = containers
-            .iter()
-            .map(|(cid, _, ns)| {
-                let dirs = &dirs;
-                s.spawn(move || dirs.run(Via::Cnitool, "add", net, ns, cid, "eth0"))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("ADD thread"))
-            .collect()
-    });
+    let adds = all_at_once(&dirs, "add", net, &containers);
     let add_time = t_add.elapsed();
 
     // address -> the reservation file's content it should have.
@@ -711,19 +714,7 @@ fn eight_veth_containers_in_parallel() {
     );
 
     let t_del = Instant::now();
-    let dels: Vec<Value> = std::thread::scope(|s| {
-        let handles: Vec<_> = containers
-            .iter()
-            .map(|(cid, _, ns)| {
-                let dirs = &dirs;
-                s.spawn(move || dirs.run(Via::Cnitool, "del", net, ns, cid, "eth0"))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("DEL thread"))
-            .collect()
-    });
+    let dels = all_at_once(&dirs, "del", net, &containers);
     let del_time = t_del.elapsed();
     for ((cid, host_veth, ns), del) in containers.iter().zip(&dels) {
         assert_eq!(*del, empty_ok(), "{cid}");
