@@ -4,12 +4,69 @@
 //! case-insensitively and written back in field order.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// What went wrong with the debug file or the command log, naming the
+/// file, in the reference noop's words.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// It could not be opened or read.
+    #[error("open {}: {cause}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The system's answer.
+        cause: io::Error,
+    },
+    /// It could not be written.
+    #[error("write {}: {cause}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The system's answer.
+        cause: io::Error,
+    },
+    /// The new content, written beside it, could not replace it.
+    #[error("rename {}: {cause}", path.display())]
+    Rename {
+        /// The temporary file.
+        path: PathBuf,
+        /// The system's answer.
+        cause: io::Error,
+    },
+    /// The debug file is not what the reference's decoder reads.
+    #[error("debug file {}: {cause}", path.display())]
+    Debug {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        cause: Malformed,
+    },
+    /// The command log is not a JSON list of entries.
+    #[error("command log {}: {cause}", path.display())]
+    CommandLog {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        cause: serde_json::Error,
+    },
+}
+
+/// Debug-file JSON the reference's decoder refuses: the field, when one
+/// is to blame, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{cause}", field.map(|f| format!("{f}: ")).unwrap_or_default())]
+pub struct Malformed {
+    /// The field whose value is of the wrong type.
+    pub field: Option<&'static str>,
+    /// The decoder's answer.
+    pub cause: serde_json::Error,
+}
 
 /// What the test asks the plugin to do, and what the plugin recorded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -82,22 +139,33 @@ const FIELDS: [&str; 6] = [
 
 impl Debug<'_> {
     /// Reads the debug file. Errors say which file and what was wrong.
-    pub fn read(path: &Path) -> Result<Debug<'static>, String> {
-        let bytes = fs::read(path).map_err(|e| format!("open {}: {e}", path.display()))?;
-        Self::parse(&bytes).map_err(|e| format!("debug file {}: {e}", path.display()))
+    pub fn read(path: &Path) -> Result<Debug<'static>, FileError> {
+        let bytes = fs::read(path).map_err(|cause| FileError::Open {
+            path: path.into(),
+            cause,
+        })?;
+        Self::parse(&bytes).map_err(|cause| FileError::Debug {
+            path: path.into(),
+            cause,
+        })
     }
 
     /// Parses debug-file JSON with the reference decoder's key matching.
-    pub fn parse(bytes: &[u8]) -> Result<Debug<'static>, String> {
-        let [result, error, code, stderr, versions, exit] =
-            cni_version::peek_fields(bytes, FIELDS).map_err(|e| e.to_string())?;
+    pub fn parse(bytes: &[u8]) -> Result<Debug<'static>, Malformed> {
+        let [result, error, code, stderr, versions, exit] = cni_version::peek_fields(bytes, FIELDS)
+            .map_err(|cause| Malformed { field: None, cause })?;
         fn field<T: serde::de::DeserializeOwned + Default>(
-            name: &str,
+            name: &'static str,
             v: Option<Value>,
-        ) -> Result<T, String> {
-            v.map(|v| serde_json::from_value(v).map_err(|e| format!("{name}: {e}")))
-                .transpose()
-                .map(Option::unwrap_or_default)
+        ) -> Result<T, Malformed> {
+            v.map(|v| {
+                serde_json::from_value(v).map_err(|cause| Malformed {
+                    field: Some(name),
+                    cause,
+                })
+            })
+            .transpose()
+            .map(Option::unwrap_or_default)
         }
         Ok(Debug {
             report_result: field("ReportResult", result)?,
@@ -127,28 +195,28 @@ impl Debug<'_> {
     /// truncated and rewritten as the reference does. Like the reference,
     /// two plugins writing one debug file at the same time are not
     /// supported.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), FileError> {
         if self.cmd_args.stdin_data.len() > IN_MEMORY_STDIN {
             // Streamed, so memory stays bounded by stdin, not by its base64.
             return replace(path, |file| {
                 let mut out = BufWriter::new(file);
                 serde_json::to_writer(&mut out, self)?;
-                out.into_inner()
-                    .map(drop)
-                    .map_err(|e| e.into_error().into())
+                out.into_inner().map(drop).map_err(|e| e.into_error())
             });
         }
+        let write_failed = |cause| FileError::Write {
+            path: path.into(),
+            cause,
+        };
         // Sized for the whole file at once (stdin in base64 and the rest).
         let mut bytes = Vec::with_capacity(self.cmd_args.stdin_data.len() / 3 * 4 + 1024);
-        serde_json::to_writer(&mut bytes, self)
-            .map_err(|e| format!("write {}: {e}", path.display()))?;
+        serde_json::to_writer(&mut bytes, self).map_err(|e| write_failed(e.into()))?;
         if let Ok(file) = OpenOptions::new().write(true).open(path) {
             if let Some(old_len) = overwritable(&file, bytes.len()) {
-                return overwrite(&file, &bytes, old_len)
-                    .map_err(|e| format!("write {}: {e}", path.display()));
+                return overwrite(&file, &bytes, old_len).map_err(write_failed);
             }
         }
-        replace(path, |mut file| Ok(file.write_all(&bytes)?))
+        replace(path, |mut file| file.write_all(&bytes))
     }
 }
 
@@ -160,11 +228,11 @@ const IN_MEMORY_STDIN: usize = 256 * 1024;
 /// it (its mode, 0600 when new), renamed over it, so a failure leaves the
 /// old file whole; where no file can be created beside it (a read-only
 /// directory), truncated and rewritten in place as the reference does.
-fn replace(
-    path: &Path,
-    write: impl FnOnce(&File) -> Result<(), Box<dyn std::error::Error>>,
-) -> Result<(), String> {
-    let write_err = |e: Box<dyn std::error::Error>| format!("write {}: {e}", path.display());
+fn replace(path: &Path, write: impl FnOnce(&File) -> io::Result<()>) -> Result<(), FileError> {
+    let write_err = |cause| FileError::Write {
+        path: path.into(),
+        cause,
+    };
     let mode = fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o600);
@@ -185,7 +253,10 @@ fn replace(
             // Not fsynced: a test double's file needs to be whole for the
             // next reader, not durable across a crash.
             let written = write(&file).map_err(write_err).and_then(|()| {
-                fs::rename(&tmp, path).map_err(|e| format!("rename {}: {e}", tmp.display()))
+                fs::rename(&tmp, path).map_err(|cause| FileError::Rename {
+                    path: tmp.clone(),
+                    cause,
+                })
             });
             if written.is_err() {
                 let _ = fs::remove_file(&tmp);
@@ -199,7 +270,10 @@ fn replace(
                 .truncate(true)
                 .mode(0o600)
                 .open(path)
-                .map_err(|e| format!("open {}: {e}", path.display()))?,
+                .map_err(|cause| FileError::Open {
+                    path: path.into(),
+                    cause,
+                })?,
         )
         .map_err(write_err),
     }
@@ -243,30 +317,36 @@ fn overwrite(file: &File, bytes: &[u8], old_len: u64) -> std::io::Result<()> {
 
 /// Appends an entry to the command log, which must exist (as in the
 /// reference); an empty file is an empty log.
-pub fn append_command_log(path: &Path, entry: CmdLogEntry) -> Result<(), String> {
-    let bytes = fs::read(path).map_err(|e| format!("open {}: {e}", path.display()))?;
+pub fn append_command_log(path: &Path, entry: CmdLogEntry) -> Result<(), FileError> {
+    let open_failed = |cause| FileError::Open {
+        path: path.into(),
+        cause,
+    };
+    let write_failed = |cause| FileError::Write {
+        path: path.into(),
+        cause,
+    };
+    let bytes = fs::read(path).map_err(open_failed)?;
     let mut log: Vec<CmdLogEntry> = if bytes.is_empty() {
         Vec::new()
     } else {
         serde_json::from_slice::<Option<Vec<CmdLogEntry>>>(&bytes)
-            .map_err(|e| format!("command log {}: {e}", path.display()))?
+            .map_err(|cause| FileError::CommandLog {
+                path: path.into(),
+                cause,
+            })?
             .unwrap_or_default()
     };
     log.push(entry);
-    let bytes = serde_json::to_vec(&log).map_err(|e| e.to_string())?;
-    write_file(path, &bytes, 0o644)
-}
-
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    let bytes = serde_json::to_vec(&log).map_err(|e| write_failed(e.into()))?;
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(mode)
+        .mode(0o644)
         .open(path)
-        .map_err(|e| format!("open {}: {e}", path.display()))?;
-    file.write_all(bytes)
-        .map_err(|e| format!("write {}: {e}", path.display()))
+        .map_err(open_failed)?;
+    file.write_all(&bytes).map_err(write_failed)
 }
 
 fn base64<S: serde::Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -342,7 +422,8 @@ mod tests {
     #[test]
     fn wrong_types_are_errors_naming_the_key() {
         let e = Debug::parse(br#"{"ExitWithCode":"x"}"#).unwrap_err();
-        assert!(e.contains("ExitWithCode"), "{e}");
+        assert_eq!(e.field, Some("ExitWithCode"));
+        assert!(e.to_string().starts_with("ExitWithCode: "), "{e}");
         assert!(Debug::parse(br#"{"ReportErrorCode":-1}"#).is_err());
     }
 

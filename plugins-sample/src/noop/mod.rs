@@ -103,9 +103,24 @@ pub fn supported_versions(stdin: &[u8], cni_args: &str) -> Result<PluginInfo, Se
     }
 }
 
+/// Why the configuration or `CNI_ARGS` cannot say what the noop is to
+/// do, in the reference noop's words.
+#[derive(Debug, Clone, thiserror::Error)]
+enum ConfigFailure {
+    /// The configuration does not parse.
+    #[error("failed to load netconf: {0}")]
+    Netconf(std::sync::Arc<cni_types::ConfigError>),
+    /// `CNI_ARGS` is not `K=V;K=V`.
+    #[error("CNI_ARGS invalid key/value pair: {0}")]
+    CniArgs(cni_types::CniArgsError),
+}
+
 /// The configuration and the debug file path (`CNI_ARGS` `DEBUG` wins over
 /// the config's `debugFile`; empty when neither is set).
-fn load_config(stdin: &[u8], cni_args: &str) -> Result<(String, NetConf<NoopFields>), String> {
+fn load_config(
+    stdin: &[u8],
+    cni_args: &str,
+) -> Result<(String, NetConf<NoopFields>), ConfigFailure> {
     let sanitized = cni_skel::sanitize_utf8(stdin);
     let conf = parse_config(sanitized.as_deref().unwrap_or(stdin))?;
     let path = debug_path(&conf, cni_args)?;
@@ -114,14 +129,13 @@ fn load_config(stdin: &[u8], cni_args: &str) -> Result<(String, NetConf<NoopFiel
 
 /// The configuration as the reference noop reads it (its failure is the
 /// plugin's error, code 999, not the SDK's).
-fn parse_config(json: &[u8]) -> Result<NetConf<NoopFields>, String> {
-    NetConf::from_json(json).map_err(|e| format!("failed to load netconf: {e}"))
+fn parse_config(json: &[u8]) -> Result<NetConf<NoopFields>, ConfigFailure> {
+    NetConf::from_json(json).map_err(|e| ConfigFailure::Netconf(e.into()))
 }
 
 /// `CNI_ARGS` `DEBUG`, else the config's `debugFile`; empty when neither.
-fn debug_path(conf: &NetConf<NoopFields>, cni_args: &str) -> Result<String, String> {
-    let args =
-        CniArgs::parse(cni_args).map_err(|e| format!("CNI_ARGS invalid key/value pair: {e}"))?;
+fn debug_path(conf: &NetConf<NoopFields>, cni_args: &str) -> Result<String, ConfigFailure> {
+    let args = CniArgs::parse(cni_args).map_err(ConfigFailure::CniArgs)?;
     Ok(match args.get("DEBUG") {
         Some(p) => p.to_owned(),
         None => conf.plugin.debug_file.clone().unwrap_or_default(),
@@ -132,7 +146,7 @@ fn debug_path(conf: &NetConf<NoopFields>, cni_args: &str) -> Result<String, Stri
 /// readable as the reference reads it); a failure is kept and reported by
 /// the command as the reference noop reports it, not as an SDK error.
 #[derive(Debug)]
-pub struct NoopConfig(Result<NetConf<NoopFields>, String>);
+pub struct NoopConfig(Result<NetConf<NoopFields>, ConfigFailure>);
 
 impl cni_skel::FromConfig for NoopConfig {
     fn from_config(stdin: &[u8]) -> Result<Self, Error> {
