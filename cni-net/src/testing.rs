@@ -113,6 +113,58 @@ impl TempNetns {
             .env("CNI_NETNS", self.path())
             .env("CNI_IFNAME", ifname)
     }
+
+    /// `ip -d -j link show NAME` in this namespace: the kernel's view of a
+    /// link, read by another tool than the one that made it.
+    pub fn link_details(&self, name: &str) -> io::Result<serde_json::Value> {
+        let out = self.command("ip", &["-n", &self.name, "-d", "-j", "link", "show", name])?;
+        let mut links: Vec<serde_json::Value> = serde_json::from_slice(&out)?;
+        match links.is_empty() {
+            true => Err(io::Error::other(format!("ip listed no link {name:?}"))),
+            false => Ok(links.swap_remove(0)),
+        }
+    }
+
+    /// `nft -j list ruleset` in this namespace without what differs
+    /// between equal rulesets (`metainfo`, `handle`s), to compare two
+    /// namespaces' or a ruleset before and after.
+    pub fn nft_ruleset(&self) -> io::Result<serde_json::Value> {
+        let out = self.command(
+            "ip",
+            &["netns", "exec", &self.name, "nft", "-j", "list", "ruleset"],
+        )?;
+        let mut value: serde_json::Value = serde_json::from_slice(&out)?;
+        if let Some(objects) = value["nftables"].as_array_mut() {
+            objects.retain(|object| object.get("metainfo").is_none());
+        }
+        strip_handles(&mut value);
+        Ok(value)
+    }
+
+    /// A command's stdout, or an error with its stderr.
+    fn command(&self, program: &str, args: &[&str]) -> io::Result<Vec<u8>> {
+        let out = std::process::Command::new(program).args(args).output()?;
+        match out.status.success() {
+            true => Ok(out.stdout),
+            false => Err(io::Error::other(format!(
+                "{program} {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+        }
+    }
+}
+
+/// Every `handle` key removed, at any depth.
+fn strip_handles(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("handle");
+            map.values_mut().for_each(strip_handles);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_handles),
+        _ => {}
+    }
 }
 
 impl Deref for TempNetns {

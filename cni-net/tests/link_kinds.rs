@@ -23,16 +23,7 @@ fn host_with_parent(tag: &str) -> (TempNetns, TempNetns, u32) {
 /// `ip -d -j link show NAME` in `ns`: the kernel's view, read by another
 /// tool than the one that made the link.
 fn ip_details(ns: &TempNetns, name: &str) -> Value {
-    let out = std::process::Command::new("ip")
-        .args(["-n", ns.name(), "-d", "-j", "link", "show", name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()[0].clone()
+    ns.link_details(name).unwrap()
 }
 
 #[test]

@@ -43,23 +43,7 @@ pub fn output_in(netns: &TempNetns, program: &str, args: &[&str], stdin: &str) -
 /// `nft -j list ruleset` in `netns`, without what differs between two
 /// equal rulesets: the metainfo and the handles.
 pub fn ruleset(netns: &TempNetns) -> Value {
-    let json = run_in(netns, "nft", &["-j", "list", "ruleset"], "");
-    let mut value: Value = serde_json::from_str(&json).unwrap();
-    let objects = value["nftables"].as_array_mut().unwrap();
-    objects.retain(|object| object.get("metainfo").is_none());
-    strip_handles(&mut value);
-    value
-}
-
-fn strip_handles(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.remove("handle");
-            map.values_mut().for_each(strip_handles);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_handles),
-        _ => {}
-    }
+    netns.nft_ruleset().unwrap()
 }
 
 /// The rules of the ruleset (each object's `rule`), in order.

@@ -26,16 +26,7 @@ fn run(host: &TempNetns, container: &TempNetns, command: &str, conf: &Value) -> 
 
 /// `ip -d -j link show NAME` in `ns`: the kernel's view of the device.
 fn details(ns: &TempNetns, name: &str) -> Value {
-    let out = std::process::Command::new("ip")
-        .args(["-n", ns.name(), "-d", "-j", "link", "show", name])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()[0].clone()
+    ns.link_details(name).unwrap()
 }
 
 fn namespaces() -> (TempNetns, TempNetns) {

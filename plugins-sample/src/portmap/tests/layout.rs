@@ -14,22 +14,7 @@ use super::{conf, exec_in, nat_table, run_in};
 /// `nft -j list ruleset` in `netns` without what differs between equal
 /// rulesets (metainfo, handles).
 fn nft_json(netns: &TempNetns) -> Value {
-    fn strip(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                map.remove("handle");
-                map.values_mut().for_each(strip);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    let mut value: Value =
-        serde_json::from_str(&exec_in(netns, "nft", &["-j", "list", "ruleset"])).unwrap();
-    let objects = value["nftables"].as_array_mut().unwrap();
-    objects.retain(|object| object.get("metainfo").is_none());
-    strip(&mut value);
-    value
+    netns.nft_ruleset().unwrap()
 }
 
 /// The scenario of cni-netfilter's fixtures: ctr-1 at 10.88.0.5, tcp
