@@ -140,20 +140,21 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
                 w
             }
             Behaviour::AlwaysTaken => {
-                let body = String::from_utf8_lossy(&body);
+                let txn: Value = serde_json::from_slice(&body).unwrap_or_default();
+                let empty = |list: &str| txn[list].as_array().is_some_and(Vec::is_empty);
                 let body = match path.as_str() {
                     // Reads (no comparisons) and block claims (nothing to
                     // read on failure) succeed, finding nothing.
-                    "/v3/kv/txn"
-                        if body.contains(r#""compare":[]"#) || body.contains(r#""failure":[]"#) =>
-                    {
-                        r#"{"header":{"revision":"7"},"succeeded":true,"responses":[]}"#
-                    }
+                    "/v3/kv/txn" if empty("compare") || empty("failure") => format!(
+                        r#"{{"header":{{"revision":"7"}},"succeeded":true,"responses":[{}]}}"#,
+                        responses(&txn["success"], "")
+                    ),
                     // A reservation finds its address's key there.
-                    "/v3/kv/txn" => {
-                        r#"{"header":{"revision":"7"},"responses":[{"response_range":{"kvs":[{"key":"eA==","value":"eA=="}],"count":"1"}}]}"#
-                    }
-                    _ => r#"{"header":{"revision":"7"}}"#,
+                    "/v3/kv/txn" => format!(
+                        r#"{{"header":{{"revision":"7"}},"responses":[{}]}}"#,
+                        responses(&txn["failure"], r#"{"key":"eA==","value":"eA=="}"#)
+                    ),
+                    _ => r#"{"header":{"revision":"7"}}"#.to_owned(),
                 };
                 let head = format!(
                     "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
@@ -177,6 +178,24 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
             return;
         }
     }
+}
+
+/// The responses etcd gives the operations `ops` of a transaction: one
+/// each, of its kind, every read finding `kv` (none when empty).
+fn responses(ops: &Value, kv: &str) -> String {
+    let response = |op: &Value| {
+        if op.get("request_put").is_some() {
+            r#"{"response_put":{}}"#.to_owned()
+        } else if op.get("request_delete_range").is_some() {
+            r#"{"response_delete_range":{}}"#.to_owned()
+        } else if kv.is_empty() {
+            r#"{"response_range":{}}"#.to_owned()
+        } else {
+            format!(r#"{{"response_range":{{"kvs":[{kv}],"count":"1"}}}}"#)
+        }
+    };
+    let list: Vec<String> = ops.as_array().into_iter().flatten().map(response).collect();
+    list.join(",")
 }
 
 fn ipam_etcd() -> PathBuf {
