@@ -22,7 +22,10 @@ pub mod etcd {
     /// One answer body as the store reads it.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct Read {
-        /// The body is JSON with a `header` object: an etcd answer.
+        /// The body is JSON with a `header` object: an etcd answer. A body
+        /// whose `succeeded` or `responses` are not as etcd writes them
+        /// (a key that is not base64, a count that is not a number) is
+        /// refused, and read as none.
         pub is_answer: bool,
         /// `succeeded`, for a transaction's answer.
         pub succeeded: bool,

@@ -5,10 +5,9 @@ use std::collections::{HashMap, HashSet};
 
 use cni_types::Error;
 
+use super::answer::Response;
 use super::blocks::{block_count, candidates, capacity, Block};
-use super::client::{
-    absent_compare, delete_op, empty_compare, kvs, put_op, responses, value_compare, Read, Txn,
-};
+use super::txn::{Compare, Op, Read, Txn};
 use super::EtcdStore;
 use crate::range::{Range, RangeSet};
 use crate::store::{Access, Reservation, Skipped, State, Store};
@@ -104,17 +103,20 @@ impl EtcdStore {
             }) else {
                 return Ok(None);
             };
-            let txn = self.client.txn_else(
-                vec![absent_compare(&self.owner_key(b))],
+            let claimed = self.client.txn(&Txn::new(
+                vec![Compare::Absent(self.owner_key(b))],
                 vec![
-                    put_op(&self.owner_key(b), &self.owner_value()),
-                    put_op(&self.index_key(b), ""),
-                    Read::prefix(&self.block_prefix(b)).op(),
+                    Op::put(&self.owner_key(b), &self.owner_value()),
+                    Op::put(&self.index_key(b), ""),
+                    Op::Range(Read::prefix(&self.block_prefix(b))),
                 ],
-                Vec::new(),
-            )?;
-            if let Txn::Succeeded(answer) = txn {
-                let keys = kvs(responses(&answer.answer).get(2));
+            ))?;
+            if claimed.succeeded {
+                // The claim's one read: the block's keys.
+                let keys = (claimed.responses.into_iter())
+                    .find_map(Response::into_range)
+                    .unwrap_or_default()
+                    .kvs;
                 let found = self.block_reservations(b, keys, state);
                 self.counts.insert(b, found);
                 self.owned.push(b);
@@ -141,15 +143,17 @@ impl EtcdStore {
             .collect();
         let keep = usize::from(empty.len() == self.owned.len());
         for b in empty.into_iter().skip(keep) {
-            let txn = self.client.txn_else(
+            let given_back = self.client.txn(&Txn::new(
                 vec![
-                    value_compare(&self.owner_key(b), &self.owner_value()),
-                    empty_compare(&self.block_prefix(b)),
+                    Compare::holds(&self.owner_key(b), &self.owner_value()),
+                    Compare::NoneUnder(self.block_prefix(b)),
                 ],
-                vec![delete_op(&self.owner_key(b)), delete_op(&self.index_key(b))],
-                Vec::new(),
-            )?;
-            if matches!(txn, Txn::Succeeded(_)) {
+                vec![
+                    Op::delete(&self.owner_key(b)),
+                    Op::delete(&self.index_key(b)),
+                ],
+            ))?;
+            if given_back.succeeded {
                 self.owned.retain(|o| *o != b);
                 self.counts.remove(&b);
             }

@@ -11,12 +11,9 @@ use base64::Engine;
 use cni_types::{Code, Error};
 use serde_json::{json, Value};
 
+use super::answer::{self, Outcome, Range};
+use super::txn::{prefix_end, Read, Txn};
 use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, OPERATION_DEADLINE, REQUEST_TIMEOUT};
-
-/// `text` in base64, as the gateway carries keys and values.
-pub(super) fn b64(text: &str) -> String {
-    B64.encode(text)
-}
 
 /// etcd's v3 JSON gateway.
 #[derive(Debug)]
@@ -34,21 +31,20 @@ pub(super) struct Client {
     pub(super) received: Cell<u64>,
 }
 
-/// How a transaction went.
-pub(super) enum Txn {
-    /// Its comparisons held and `success` ran: its answer.
-    Succeeded(Answer),
-    /// They did not: `failure` ran.
-    Failed(Answer),
-}
-
 /// A JSON answer of etcd, and where it came from (for messages).
-pub(super) struct Answer {
-    pub(super) endpoint: String,
-    pub(super) answer: Value,
+struct Answer {
+    endpoint: String,
+    answer: Value,
     /// The answer as text, at most [`MAX_QUOTED`] bytes and the size of
     /// the rest.
-    pub(super) text: String,
+    text: String,
+}
+
+impl Answer {
+    /// Code 11: the answer to `path` is not etcd's, as `what` says.
+    fn not_etcd(&self, path: &str, what: &str) -> Error {
+        not_etcd(&self.endpoint, path, what, &self.text)
+    }
 }
 
 impl Client {
@@ -74,11 +70,8 @@ impl Client {
     /// Every key under `prefix` (no values), linearizable.
     pub(super) fn keys_under(&self, prefix: &str) -> Result<Vec<String>, Error> {
         let read = Read::prefix(prefix).keys_only();
-        let answer = self.call("/v3/kv/range", &read.body())?.answer;
-        Ok(kvs_of(answer.get("kvs"))
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect())
+        let range = self.range(&read.body())?;
+        Ok(range.kvs.into_iter().map(|(k, _)| k).collect())
     }
 
     /// Every key under `prefix` with its value, in pages of [`PAGE`] keys
@@ -93,15 +86,12 @@ impl Client {
         let mut from = prefix.as_bytes().to_vec();
         let mut out = Vec::new();
         loop {
-            let answer = self
-                .call(
-                    "/v3/kv/range",
-                    &json!({"key": B64.encode(&from), "range_end": B64.encode(&end),
-                            "limit": PAGE, "serializable": !linearizable}),
-                )?
-                .answer;
-            let page = kvs_of(answer.get("kvs"));
-            let more = answer.get("more").and_then(Value::as_bool) == Some(true);
+            let Range {
+                kvs: page, more, ..
+            } = self.range(
+                &json!({"key": B64.encode(&from), "range_end": B64.encode(&end),
+                        "limit": PAGE, "serializable": !linearizable}),
+            )?;
             let Some((last, _)) = page.last() else {
                 return Ok(out);
             };
@@ -119,21 +109,43 @@ impl Client {
         self.until.is_some_and(|until| Instant::now() >= until)
     }
 
-    /// A transaction that runs `failure` when its comparisons do not hold.
-    pub(super) fn txn_else(
-        &self,
-        compare: Vec<Value>,
-        success: Vec<Value>,
-        failure: Vec<Value>,
-    ) -> Result<Txn, Error> {
-        let answer = self.call(
-            "/v3/kv/txn",
-            &json!({"compare": compare, "success": success, "failure": failure}),
-        )?;
-        if succeeded(&answer.answer) {
-            return Ok(Txn::Succeeded(answer));
+    /// Runs the transaction `txn`: its outcome, with one response for
+    /// each operation that ran, of that operation's kind.
+    pub(super) fn txn(&self, txn: &Txn) -> Result<Outcome, Error> {
+        const PATH: &str = "/v3/kv/txn";
+        let answer = self.call(PATH, &txn.body())?;
+        let (succeeded, responses) =
+            answer::txn(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what))?;
+        let ran = if succeeded {
+            &txn.success
+        } else {
+            &txn.failure
+        };
+        if responses.len() != ran.len() {
+            let what = format!("{} responses to {} operations", responses.len(), ran.len());
+            return Err(answer.not_etcd(PATH, &what));
         }
-        Ok(Txn::Failed(answer))
+        if let Some((op, r)) = ran
+            .iter()
+            .zip(&responses)
+            .find(|(op, r)| op.kind() != r.kind())
+        {
+            let what = format!("a {} response to a {} operation", r.kind(), op.kind());
+            return Err(answer.not_etcd(PATH, &what));
+        }
+        Ok(Outcome {
+            succeeded,
+            responses,
+            endpoint: answer.endpoint,
+            text: answer.text,
+        })
+    }
+
+    /// The range read of `body` (`POST /v3/kv/range`).
+    fn range(&self, body: &Value) -> Result<Range, Error> {
+        const PATH: &str = "/v3/kv/range";
+        let answer = self.call(PATH, body)?;
+        Range::decode(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what))
     }
 
     /// POSTs `body` to the first endpoint that answers, all within
@@ -259,178 +271,8 @@ fn passing(status: u16, body: &[u8]) -> bool {
         || matches!(code, Some(1 | 2 | 4 | 8 | 9 | 10 | 14))
 }
 
-/// A range read, alone or as an operation of a transaction: one key, or
-/// every key under a prefix; with values, keys only, or only their count;
-/// linearizable unless marked serializable.
-#[derive(Debug, Clone)]
-pub(super) struct Read {
-    key: String,
-    prefix: bool,
-    fetch: Fetch,
-    serializable: bool,
-}
-
-/// What a [`Read`] answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fetch {
-    KeysAndValues,
-    KeysOnly,
-    CountOnly,
-}
-
-impl Read {
-    /// The key `key`.
-    pub(super) fn key(key: &str) -> Read {
-        Read {
-            key: key.to_owned(),
-            prefix: false,
-            fetch: Fetch::KeysAndValues,
-            serializable: false,
-        }
-    }
-
-    /// Every key under the prefix `key`.
-    pub(super) fn prefix(key: &str) -> Read {
-        Read {
-            prefix: true,
-            ..Read::key(key)
-        }
-    }
-
-    /// Keys without their values.
-    pub(super) fn keys_only(self) -> Read {
-        Read {
-            fetch: Fetch::KeysOnly,
-            ..self
-        }
-    }
-
-    /// Only how many keys there are (`count_only`).
-    pub(super) fn count(self) -> Read {
-        Read {
-            fetch: Fetch::CountOnly,
-            ..self
-        }
-    }
-
-    /// From the member's own state when `serializable` (it may lag the
-    /// cluster), else linearizable (through the leader).
-    pub(super) fn serializable(self, serializable: bool) -> Read {
-        Read {
-            serializable,
-            ..self
-        }
-    }
-
-    /// The transaction's operation.
-    pub(super) fn op(&self) -> Value {
-        json!({ "request_range": self.body() })
-    }
-
-    /// The request's body, alone (`POST /v3/kv/range`).
-    fn body(&self) -> Value {
-        let mut op = json!({"key": b64(&self.key), "serializable": self.serializable});
-        if self.prefix {
-            op["range_end"] = Value::String(B64.encode(prefix_end(&self.key)));
-        }
-        match self.fetch {
-            Fetch::KeysAndValues => {}
-            Fetch::KeysOnly => op["keys_only"] = Value::Bool(true),
-            Fetch::CountOnly => op["count_only"] = Value::Bool(true),
-        }
-        op
-    }
-}
-
-/// A comparison that holds while no key lies under the prefix `key` (a
-/// comparison over a range holds for every key in it, and one of
-/// `create_revision == 0` for none).
-pub(super) fn empty_compare(key: &str) -> Value {
-    json!({"key": b64(key), "range_end": B64.encode(prefix_end(key)), "target": "CREATE",
-           "result": "EQUAL", "create_revision": "0"})
-}
-
-/// A comparison that holds while the key `key` does not exist.
-pub(super) fn absent_compare(key: &str) -> Value {
-    json!({"key": b64(key), "target": "CREATE", "result": "EQUAL", "create_revision": "0"})
-}
-
-/// A comparison that holds while the key `key` holds `value`.
-pub(super) fn value_compare(key: &str, value: &str) -> Value {
-    json!({"key": b64(key), "target": "VALUE", "result": "EQUAL", "value": b64(value)})
-}
-
-/// A transaction's operation putting `value` at `key`.
-pub(super) fn put_op(key: &str, value: &str) -> Value {
-    json!({"request_put": {"key": b64(key), "value": b64(value)}})
-}
-
-/// A transaction's operation deleting the key `key`.
-pub(super) fn delete_op(key: &str) -> Value {
-    json!({"request_delete_range": {"key": b64(key)}})
-}
-
-/// A transaction's operation deleting every key under the prefix `key`.
-pub(super) fn delete_prefix_op(key: &str) -> Value {
-    json!({"request_delete_range": {"key": b64(key), "range_end": B64.encode(prefix_end(key))}})
-}
-
-/// The first key after every key under the prefix `key`.
-fn prefix_end(key: &str) -> Vec<u8> {
-    let mut end = key.as_bytes().to_vec();
-    if let Some(last) = end.last_mut() {
-        *last += 1;
-    }
-    end
-}
-
-/// Whether a transaction's comparisons held (the gateway leaves out false
-/// booleans).
-pub(super) fn succeeded(answer: &Value) -> bool {
-    answer.get("succeeded").and_then(Value::as_bool) == Some(true)
-}
-
-/// The responses of a transaction's answer, in the order of its operations.
-pub(super) fn responses(answer: &Value) -> &[Value] {
-    match answer.get("responses") {
-        Some(Value::Array(r)) => r,
-        _ => &[],
-    }
-}
-
 /// Keys read in one page of [`Client::range_prefix_paged`].
 const PAGE: u64 = 5000;
-
-/// The keys and values of a `kvs` list.
-fn kvs_of(list: Option<&Value>) -> Vec<(String, Vec<u8>)> {
-    let decode = |v: Option<&Value>| -> Vec<u8> {
-        v.and_then(Value::as_str)
-            .and_then(|s| B64.decode(s).ok())
-            .unwrap_or_default()
-    };
-    list.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|kv| {
-            let key = String::from_utf8_lossy(&decode(kv.get("key"))).into_owned();
-            (key, decode(kv.get("value")))
-        })
-        .collect()
-}
-
-/// The keys and values a transaction's range operation answered.
-pub(super) fn kvs(response: Option<&Value>) -> Vec<(String, Vec<u8>)> {
-    kvs_of(response.and_then(|r| r.pointer("/response_range/kvs")))
-}
-
-/// The count a transaction's range operation answered (the gateway leaves
-/// out a zero count).
-pub(super) fn count(response: Option<&Value>) -> u64 {
-    response
-        .and_then(|r| r.pointer("/response_range/count"))
-        .and_then(|c| c.as_str().and_then(|s| s.parse().ok()).or(c.as_u64()))
-        .unwrap_or(0)
-}
 
 /// Code 11: `endpoint` answered `path` with something that is not etcd's
 /// answer, quoted.

@@ -2,23 +2,28 @@
 
 use serde_json::Value;
 
+use super::answer::{self, Response};
 use super::blocks::{Block, Sizes};
-use super::client::{count, kvs, responses, succeeded};
-use crate::fuzzing::etcd::{Read, Response};
+use crate::fuzzing::etcd::{self as outer, Read};
 
 /// See `crate::fuzzing::etcd::answer`.
 pub fn answer(body: &[u8]) -> Read {
     let Ok(answer) = serde_json::from_slice::<Value>(body) else {
         return Read::default();
     };
+    let Ok((succeeded, responses)) = answer::txn(&answer) else {
+        return Read::default();
+    };
     Read {
         is_answer: answer.get("header").is_some_and(Value::is_object),
-        succeeded: succeeded(&answer),
-        responses: responses(&answer)
-            .iter()
-            .map(|r| Response {
-                kvs: kvs(Some(r)),
-                count: count(Some(r)),
+        succeeded,
+        responses: (responses.into_iter())
+            .map(|r| match r {
+                Response::Range(r) => outer::Response {
+                    kvs: r.kvs,
+                    count: r.count,
+                },
+                Response::Put | Response::Delete => outer::Response::default(),
             })
             .collect(),
     }

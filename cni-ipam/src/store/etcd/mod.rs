@@ -144,6 +144,7 @@
 //! blocking client: the plugin stays synchronous, and needs no gRPC
 //! stack. TLS is not supported.
 
+mod answer;
 mod blocks;
 mod claims;
 mod client;
@@ -154,6 +155,7 @@ mod keys;
 mod reclaim;
 mod records;
 mod scan;
+mod txn;
 mod upgrade;
 
 use std::collections::HashMap;
@@ -161,16 +163,14 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use cni_types::{Attachment, Code, Error, Extra};
-use serde_json::Value;
 
+use self::answer::{Outcome, Range, Response};
 use self::blocks::{Block, Sizes};
-use self::client::{
-    absent_compare, count, delete_op, kvs, not_etcd, put_op, responses, value_compare, Client,
-    Read, Txn,
-};
+use self::client::{not_etcd, Client};
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
 use self::keys::Index;
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
+use self::txn::{Compare, Op, Read, Txn};
 use crate::range::RangeSet;
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
@@ -235,6 +235,17 @@ pub struct EtcdStore {
     /// How many blocks are owned, as last read: when every block is,
     /// an ADD borrows without listing the owners.
     owner_count: u64,
+}
+
+/// What a read of [`Store::read`]'s second request asks for.
+#[derive(Debug, Clone, Copy)]
+enum Ask {
+    /// The owner of the node's block.
+    Owner(Block),
+    /// The keys under the node's block.
+    Keys(Block),
+    /// The reservation of an address the node borrowed, in its block.
+    Borrowed(IpAddr, Block),
 }
 
 /// Where a reservation's key is.
@@ -310,71 +321,61 @@ impl Store for EtcdStore {
         let serializable = !self.linearizable;
         // 1. The node's index, and whether the old layout holds anything.
         let old = self.old_prefix();
-        let first = self.read_txn(vec![
-            Read::prefix(&self.node_prefix())
-                .serializable(serializable)
-                .op(),
-            Read::prefix(&old).count().serializable(serializable).op(),
+        let [index, old_count, owner_count] = self.read_all([
+            Read::prefix(&self.node_prefix()).serializable(serializable),
+            Read::prefix(&old).count().serializable(serializable),
             Read::prefix(&format!("{}owners/", self.root))
                 .count()
-                .serializable(serializable)
-                .op(),
+                .serializable(serializable),
         ])?;
-        let index = Index::parse(self, kvs(first.first()), &mut state);
-        let old_count = count(first.get(1));
-        self.owner_count = count(first.get(2));
+        let index = Index::parse(self, index.kvs, &mut state);
+        let old_count = old_count.count;
+        self.owner_count = owner_count.count;
         // 2. The node's blocks (their owner and every key) and borrowed
-        // addresses.
-        let mut ops = Vec::new();
+        // addresses, in that order.
+        let mut asks = Vec::new();
         for b in &index.blocks {
-            ops.push(
-                Read::key(&self.owner_key(*b))
-                    .serializable(serializable)
-                    .op(),
-            );
-            ops.push(
-                Read::prefix(&self.block_prefix(*b))
-                    .serializable(serializable)
-                    .op(),
-            );
+            let owner = Read::key(&self.owner_key(*b)).serializable(serializable);
+            asks.push((Ask::Owner(*b), owner));
+            let keys = Read::prefix(&self.block_prefix(*b)).serializable(serializable);
+            asks.push((Ask::Keys(*b), keys));
         }
         for (ip, b) in &index.borrowed {
-            ops.push(
-                Read::key(&self.ip_key(*b, *ip))
-                    .serializable(serializable)
-                    .op(),
-            );
+            let key = Read::key(&self.ip_key(*b, *ip)).serializable(serializable);
+            asks.push((Ask::Borrowed(*ip, *b), key));
         }
-        let answers = self.read_txn(ops)?;
         self.owned.clear();
-        for (i, b) in index.blocks.iter().enumerate() {
-            match kvs(answers.get(2 * i)).first() {
-                Some((_, v)) if self.is_mine(v) => self.owned.push(*b),
-                other => state.skipped.push(Skipped {
-                    entry: format!("etcd key {}", self.owner_key(*b)),
-                    why: format!(
-                        "listed as this node's block, but owned by {}; its reservations are \
-                         taken",
-                        other.map_or("nobody".to_owned(), |(_, v)| {
-                            String::from_utf8_lossy(v).into_owned()
-                        })
-                    ),
-                }),
-            }
-            let found = self.block_reservations(*b, kvs(answers.get(2 * i + 1)), &mut state);
-            self.counts.insert(*b, found);
-        }
-        let base = 2 * index.blocks.len();
-        for (j, (ip, b)) in index.borrowed.iter().enumerate() {
-            if let Some((key, value)) = kvs(answers.get(base + j)).first() {
-                // Also in one of the node's blocks when it was moved there
-                // from the layout before blocks: held once, released with
-                // its index key.
-                let first = !self.places.contains_key(ip);
-                self.places.insert(*ip, Place::Borrowed(*b));
-                if first {
-                    let r = self.reservation(*ip, value, key, &mut state.skipped);
-                    state.held.push(r);
+        for (ask, range) in self.read_each(asks)? {
+            match ask {
+                Ask::Owner(b) => match range.kvs.first() {
+                    Some((_, v)) if self.is_mine(v) => self.owned.push(b),
+                    other => state.skipped.push(Skipped {
+                        entry: format!("etcd key {}", self.owner_key(b)),
+                        why: format!(
+                            "listed as this node's block, but owned by {}; its reservations \
+                             are taken",
+                            other.map_or("nobody".to_owned(), |(_, v)| {
+                                String::from_utf8_lossy(v).into_owned()
+                            })
+                        ),
+                    }),
+                },
+                Ask::Keys(b) => {
+                    let found = self.block_reservations(b, range.kvs, &mut state);
+                    self.counts.insert(b, found);
+                }
+                Ask::Borrowed(ip, b) => {
+                    if let Some((key, value)) = range.kvs.first() {
+                        // Also in one of the node's blocks when it was
+                        // moved there from the layout before blocks: held
+                        // once, released with its index key.
+                        let first = !self.places.contains_key(&ip);
+                        self.places.insert(ip, Place::Borrowed(b));
+                        if first {
+                            let r = self.reservation(ip, value, key, &mut state.skipped);
+                            state.held.push(r);
+                        }
+                    }
                 }
             }
         }
@@ -443,53 +444,55 @@ impl Store for EtcdStore {
             return Ok(Reserved::Done);
         };
         let value = self.value(&attachment.container_id, Some(&attachment.ifname));
-        let (mut compare, mut success, mut failure) = (Vec::new(), Vec::new(), Vec::new());
+        let mut txn = Txn::new(Vec::new(), Vec::new());
         for a in new {
             let b = Block::of(a.ip, self.sizes);
             let key = self.ip_key(b, a.ip);
-            compare.push(absent_compare(&key));
-            compare.push(absent_compare(&self.old_key(a.ip)));
-            success.push(put_op(&key, &value));
+            txn.compare.push(Compare::Absent(key.clone()));
+            txn.compare.push(Compare::Absent(self.old_key(a.ip)));
+            txn.success.push(Op::put(&key, &value));
             let owned = self.owned.contains(&b);
             if owned {
-                compare.push(value_compare(&self.owner_key(b), &self.owner_value()));
+                (txn.compare).push(Compare::holds(&self.owner_key(b), &self.owner_value()));
             } else {
-                success.push(put_op(&self.borrowed_key(a.ip), &b.name()));
+                txn.success
+                    .push(Op::put(&self.borrowed_key(a.ip), &b.name()));
             }
-            success.push(put_op(&self.last_key(a.set), &a.ip.to_string()));
+            txn.success
+                .push(Op::put(&self.last_key(a.set), &a.ip.to_string()));
             // On failure, the same transaction reads what stood in the
-            // way, to name it without another round trip.
-            failure.push(Read::key(&key).op());
-            failure.push(Read::key(&self.old_key(a.ip)).op());
-            failure.push(Read::key(&self.owner_key(b)).op());
+            // way, to name it without another round trip: three reads per
+            // address, in this order.
+            txn.failure.extend(
+                [key, self.old_key(a.ip), self.owner_key(b)].map(|k| Op::Range(Read::key(&k))),
+            );
         }
-        let failed = match self.reserve_txn(compare, success, failure)? {
-            Txn::Succeeded(_) => {
-                for a in new {
-                    let b = Block::of(a.ip, self.sizes);
-                    if let Some(n) = self.counts.get_mut(&b) {
-                        *n += 1;
-                    }
+        let failed = self.reserve_txn(&txn)?;
+        if failed.succeeded {
+            for a in new {
+                let b = Block::of(a.ip, self.sizes);
+                if let Some(n) = self.counts.get_mut(&b) {
+                    *n += 1;
                 }
-                return Ok(Reserved::Done);
             }
-            Txn::Failed(failed) => failed,
-        };
+            return Ok(Reserved::Done);
+        }
         self.linearizable = true;
-        let answers = responses(&failed.answer);
-        for (i, a) in new.iter().enumerate() {
+        // One response per read, each a range ([`Client::txn`] checks).
+        let ranges: Vec<Range> = (failed.responses.into_iter())
+            .filter_map(Response::into_range)
+            .collect();
+        for (a, reads) in new.iter().zip(ranges.chunks_exact(3)) {
+            let [held, old, owner] = reads else {
+                continue;
+            };
             let b = Block::of(a.ip, self.sizes);
-            let found = kvs(answers.get(3 * i))
-                .into_iter()
-                .chain(kvs(answers.get(3 * i + 1)))
-                .next();
-            if let Some((key, value)) = found {
-                let r = self.reservation(a.ip, &value, &key, &mut Vec::new());
+            if let Some((key, value)) = held.kvs.iter().chain(&old.kvs).next() {
+                let r = self.reservation(a.ip, value, key, &mut Vec::new());
                 self.seen.push(r);
                 return Ok(Reserved::Taken(a.ip));
             }
-            let owner = kvs(answers.get(3 * i + 2));
-            if self.owned.contains(&b) && !owner.first().is_some_and(|(_, v)| self.is_mine(v)) {
+            if self.owned.contains(&b) && !owner.kvs.first().is_some_and(|(_, v)| self.is_mine(v)) {
                 // The block was given back or reclaimed meanwhile: read
                 // again.
                 self.owned.retain(|o| *o != b);
@@ -533,24 +536,22 @@ impl Store for EtcdStore {
         // someone else holds it now, and it is not ours to release. One
         // transaction for all (a dual-stack DEL, a GC) unless one of them
         // changed meanwhile; then one per key.
-        let still = |(key, value, _): &(String, String, Option<String>)| value_compare(key, value);
+        let still = |(key, value, _): &(String, String, Option<String>)| Compare::holds(key, value);
         let delete = |(key, _, borrowed): &(String, String, Option<String>)| {
-            std::iter::once(delete_op(key)).chain(borrowed.as_deref().map(delete_op))
+            std::iter::once(Op::delete(key)).chain(borrowed.as_deref().map(Op::delete))
         };
         for batch in owned.chunks(MAX_TXN_KEYS / 2) {
             let all_at_once = batch.len() > 1
-                && matches!(
-                    self.client.txn_else(
+                && self
+                    .client
+                    .txn(&Txn::new(
                         batch.iter().map(still).collect(),
                         batch.iter().flat_map(delete).collect(),
-                        Vec::new(),
-                    )?,
-                    Txn::Succeeded(_)
-                );
+                    ))?
+                    .succeeded;
             if !all_at_once {
                 for one in batch {
-                    self.client
-                        .txn_else(vec![still(one)], delete(one).collect(), Vec::new())?;
+                    (self.client).txn(&Txn::new(vec![still(one)], delete(one).collect()))?;
                 }
             }
         }
@@ -593,18 +594,10 @@ impl EtcdStore {
     /// ADD finds and reports as its address; not applied, it applies now.
     /// Only an etcd unreachable for the whole window leaves an ADD that
     /// failed (code 11) holding an address, which its DEL releases.
-    fn reserve_txn(
-        &mut self,
-        compare: Vec<Value>,
-        success: Vec<Value>,
-        failure: Vec<Value>,
-    ) -> Result<Txn, Error> {
+    fn reserve_txn(&mut self, txn: &Txn) -> Result<Outcome, Error> {
         let started = Instant::now();
         loop {
-            match self
-                .client
-                .txn_else(compare.clone(), success.clone(), failure.clone())
-            {
+            match self.client.txn(txn) {
                 Err(e)
                     if e.code == Code::TRY_AGAIN_LATER
                         && started.elapsed() < OUTCOME_WINDOW
@@ -618,27 +611,47 @@ impl EtcdStore {
         }
     }
 
-    /// A read-only transaction of `ops` (in chunks etcd accepts): every
-    /// operation's response, in order.
-    fn read_txn(&self, ops: Vec<Value>) -> Result<Vec<Value>, Error> {
-        let mut out = Vec::with_capacity(ops.len());
-        for chunk in ops.chunks(2 * MAX_TXN_KEYS) {
-            match self
-                .client
-                .txn_else(Vec::new(), chunk.to_vec(), Vec::new())?
-            {
-                Txn::Succeeded(answer) => out.extend(responses(&answer.answer).iter().cloned()),
-                Txn::Failed(failed) => {
-                    return Err(not_etcd(
-                        &failed.endpoint,
-                        "/v3/kv/txn",
-                        "a failed transaction without comparisons",
-                        &failed.text,
-                    ))
-                }
+    /// Read-only transactions of `reads` (in chunks etcd accepts): every
+    /// read's answer, in order, one each.
+    fn read_txn(&self, reads: Vec<Read>) -> Result<Vec<Range>, Error> {
+        let mut out = Vec::with_capacity(reads.len());
+        for chunk in reads.chunks(2 * MAX_TXN_KEYS) {
+            let ops = chunk.iter().cloned().map(Op::Range).collect();
+            let outcome = self.client.txn(&Txn::new(Vec::new(), ops))?;
+            if !outcome.succeeded {
+                return Err(not_etcd(
+                    &outcome.endpoint,
+                    "/v3/kv/txn",
+                    "a failed transaction without comparisons",
+                    &outcome.text,
+                ));
             }
+            // One response per read, each a range ([`Client::txn`] checks).
+            out.extend(
+                outcome
+                    .responses
+                    .into_iter()
+                    .filter_map(Response::into_range),
+            );
         }
         Ok(out)
+    }
+
+    /// [`EtcdStore::read_txn`] of each read of `asks`, paired with what
+    /// asked for it.
+    fn read_each<T>(&self, asks: Vec<(T, Read)>) -> Result<Vec<(T, Range)>, Error> {
+        let (tags, reads): (Vec<T>, Vec<Read>) = asks.into_iter().unzip();
+        Ok(tags.into_iter().zip(self.read_txn(reads)?).collect())
+    }
+
+    /// [`EtcdStore::read_txn`] of a fixed list of reads, one answer each.
+    fn read_all<const N: usize>(&self, reads: [Read; N]) -> Result<[Range; N], Error> {
+        self.read_txn(reads.into()).and_then(|ranges| {
+            ranges.try_into().map_err(|ranges: Vec<Range>| {
+                let got = ranges.len();
+                Error::new(Code::INTERNAL, format!("{got} answers to {N} etcd reads"))
+            })
+        })
     }
 
     /// The reservations under block `b` (keys read), into `state`; how many

@@ -8,9 +8,9 @@ use cni_types::{Error, NetConf};
 use serde::Serialize;
 
 use super::blocks::Block;
-use super::client::{count, delete_op, delete_prefix_op, kvs, value_compare, Read, Txn};
 use super::keys::node_prefix;
 use super::records::{owner_value, Record};
+use super::txn::{Compare, Op, Read, Txn};
 use super::{EtcdStore, MAX_TXN_KEYS};
 use crate::config::IpamConfig;
 use crate::store::{Access, Store};
@@ -60,14 +60,12 @@ impl EtcdStore {
         let mut done = Reclaimed::default();
         let prefix = node_prefix(&self.root, dead);
         let old = format!("{}ips/", self.root);
-        let first = self.read_txn(vec![
-            Read::prefix(&prefix).op(),
-            Read::prefix(&old).count().op(),
-        ])?;
+        let [index, old_count] =
+            self.read_all([Read::prefix(&prefix), Read::prefix(&old).count()])?;
         // (key, value) of each reservation of the dead node, to delete.
         let mut gone: Vec<(String, String)> = Vec::new();
         let mut blocks = Vec::new();
-        for (key, value) in kvs(first.first()) {
+        for (key, value) in index.kvs {
             let name = key.strip_prefix(&prefix).unwrap_or(&key);
             if let Some(b) = name.strip_prefix("blocks/") {
                 if let Ok(b) = Block::parse(b, self.sizes) {
@@ -84,29 +82,23 @@ impl EtcdStore {
             let keys: Vec<String> = self.client.keys_under(&self.block_prefix(*b))?;
             gone.extend(self.written_by(dead, &keys)?);
         }
-        if count(first.get(1)) > 0 {
+        if old_count.count > 0 {
             let keys: Vec<String> = self.client.keys_under(&old)?;
             gone.extend(self.written_by(dead, &keys)?);
         }
         for (key, value) in &gone {
-            let txn = self.client.txn_else(
-                vec![value_compare(key, value)],
-                vec![delete_op(key)],
-                Vec::new(),
-            )?;
-            done.reservations += usize::from(matches!(txn, Txn::Succeeded(_)));
+            let txn = Txn::new(vec![Compare::holds(key, value)], vec![Op::delete(key)]);
+            done.reservations += usize::from(self.client.txn(&txn)?.succeeded);
         }
         for b in &blocks {
-            let txn = self.client.txn_else(
-                vec![value_compare(&self.owner_key(*b), &owner_value(dead))],
-                vec![delete_op(&self.owner_key(*b))],
-                Vec::new(),
-            )?;
-            done.blocks += usize::from(matches!(txn, Txn::Succeeded(_)));
+            let txn = Txn::new(
+                vec![Compare::holds(&self.owner_key(*b), &owner_value(dead))],
+                vec![Op::delete(&self.owner_key(*b))],
+            );
+            done.blocks += usize::from(self.client.txn(&txn)?.succeeded);
         }
         // Last, so that an interrupted run is found again by its index.
-        self.client
-            .txn_else(Vec::new(), vec![delete_prefix_op(&prefix)], Vec::new())?;
+        (self.client).txn(&Txn::new(Vec::new(), vec![Op::DeletePrefix(prefix)]))?;
         Ok(done)
     }
 
@@ -115,9 +107,9 @@ impl EtcdStore {
     fn written_by(&self, dead: &str, keys: &[String]) -> Result<Vec<(String, String)>, Error> {
         let mut out = Vec::new();
         for chunk in keys.chunks(MAX_TXN_KEYS) {
-            let ops = chunk.iter().map(|k| Read::key(k).op()).collect();
-            for response in self.read_txn(ops)? {
-                for (key, value) in kvs(Some(&response)) {
+            let reads = chunk.iter().map(|k| Read::key(k)).collect();
+            for range in self.read_txn(reads)? {
+                for (key, value) in range.kvs {
                     if serde_json::from_slice::<Record>(&value).is_ok_and(|r| r.node == dead) {
                         out.push((key, String::from_utf8_lossy(&value).into_owned()));
                     }

@@ -2,15 +2,15 @@
 //! network: borrowing and STATUS count keys (`count_only`), a bounded
 //! number of blocks per request, and read the one block they choose.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use cni_types::Error;
 
 use super::blocks::{block_count, candidates, capacity, Block};
 use super::claims::free_in;
-use super::client::{count, kvs, Read};
 use super::keys::Index;
+use super::txn::Read;
 use super::{EtcdStore, Place};
 use crate::range::{Range, RangeSet};
 use crate::store::State;
@@ -35,6 +35,15 @@ struct Wanted<'a> {
     mine: &'a [Block],
     /// Whether this node's blocks are passed over.
     skip_mine: bool,
+}
+
+/// What a read of [`EtcdStore::find_room`] asks for.
+#[derive(Clone, Copy)]
+enum Counted {
+    /// How many keys the block holds.
+    Keys(Block),
+    /// Whether the block has an owner.
+    Owner(Block),
 }
 
 impl EtcdStore {
@@ -65,10 +74,9 @@ impl EtcdStore {
                 return Ok(Vec::new());
             };
             let prefix = self.block_prefix(b);
-            let answer =
-                self.read_txn(vec![Read::prefix(&prefix).serializable(serializable).op()])?;
+            let [keys] = self.read_all([Read::prefix(&prefix).serializable(serializable)])?;
             let mut found = Vec::new();
-            for (key, value) in kvs(answer.first()) {
+            for (key, value) in keys.kvs {
                 let Some(ip) = key
                     .strip_prefix(&prefix)
                     .and_then(|ip| ip.parse::<IpAddr>().ok())
@@ -97,15 +105,14 @@ impl EtcdStore {
         // Counts of what grows with the network's blocks, never with its
         // reservations: the node's index, the claimed blocks (`owners/`),
         // the old layout's keys (none once upgraded).
-        let first = self.read_txn(vec![
-            Read::prefix(&self.node_prefix()).keys_only().op(),
-            Read::prefix(&format!("{}owners/", self.root)).count().op(),
-            Read::prefix(&self.old_prefix()).count().op(),
+        let [index, claimed, old_count] = self.read_all([
+            Read::prefix(&self.node_prefix()).keys_only(),
+            Read::prefix(&format!("{}owners/", self.root)).count(),
+            Read::prefix(&self.old_prefix()).count(),
         ])?;
         let mut ignored = State::default();
-        let index = Index::parse(self, kvs(first.first()), &mut ignored);
-        let claimed = count(first.get(1));
-        let old_count = count(first.get(2));
+        let index = Index::parse(self, index.kvs, &mut ignored);
+        let (claimed, old_count) = (claimed.count, old_count.count);
         let mut exhausted = Vec::new();
         // A set with a block nobody claimed serves an ADD (it claims the
         // block). Only when every block of a set is claimed (or old-layout
@@ -117,10 +124,8 @@ impl EtcdStore {
         if claimed_all.is_empty() {
             return Ok(exhausted);
         }
-        let counted = self.read_txn(vec![Read::prefix(&format!("{}blocks/", self.root))
-            .count()
-            .op()])?;
-        let held = count(counted.first()) + old_count;
+        let [counted] = self.read_all([Read::prefix(&format!("{}blocks/", self.root)).count()])?;
+        let held = counted.count + old_count;
         let near: Vec<(usize, RangeSet)> = (self.sets.iter().enumerate())
             .filter(|(_, set)| claimed_all.contains(set))
             .filter(|(_, set)| u128::from(held) >= capacity(&set.ranges))
@@ -165,31 +170,32 @@ impl EtcdStore {
             if batch.is_empty() {
                 return Ok(None);
             }
-            let mut ops = Vec::with_capacity(2 * batch.len());
+            let mut asks = Vec::with_capacity(2 * batch.len());
             for b in &batch {
-                ops.push(
-                    Read::prefix(&self.block_prefix(*b))
-                        .count()
-                        .serializable(serializable)
-                        .op(),
-                );
+                let keys = Read::prefix(&self.block_prefix(*b)).count();
+                asks.push((Counted::Keys(*b), keys.serializable(serializable)));
                 if wanted.unowned {
-                    ops.push(
-                        Read::key(&self.owner_key(*b))
-                            .keys_only()
-                            .serializable(serializable)
-                            .op(),
-                    );
+                    let owner = Read::key(&self.owner_key(*b)).keys_only();
+                    asks.push((Counted::Owner(*b), owner.serializable(serializable)));
                 }
             }
-            let answers = self.read_txn(ops)?;
-            let per = 1 + usize::from(wanted.unowned);
-            for (k, b) in batch.iter().enumerate() {
-                let used =
-                    u128::from(count(answers.get(per * k))) + old.get(b).copied().unwrap_or(0);
-                let taken = wanted.unowned
-                    && !wanted.mine.contains(b)
-                    && !kvs(answers.get(per * k + 1)).is_empty();
+            let mut held = HashMap::new();
+            let mut owned = HashSet::new();
+            for (ask, range) in self.read_each(asks)? {
+                match ask {
+                    Counted::Keys(b) => {
+                        held.insert(b, range.count);
+                    }
+                    Counted::Owner(b) if !range.kvs.is_empty() => {
+                        owned.insert(b);
+                    }
+                    Counted::Owner(_) => {}
+                }
+            }
+            for b in &batch {
+                let used = u128::from(held.get(b).copied().unwrap_or(0))
+                    + old.get(b).copied().unwrap_or(0);
+                let taken = wanted.unowned && !wanted.mine.contains(b) && owned.contains(b);
                 if !taken && used < capacity(&b.pool(set)) {
                     return Ok(Some(*b));
                 }

@@ -8,9 +8,9 @@ use std::net::IpAddr;
 use cni_types::Error;
 
 use super::blocks::Block;
-use super::client::{absent_compare, delete_op, put_op, value_compare, Txn};
 use super::keys::node_prefix;
 use super::records::Record;
+use super::txn::{Compare, Op, Txn};
 use super::{EtcdStore, Place};
 use crate::store::State;
 
@@ -53,21 +53,21 @@ impl EtcdStore {
             }
         }
         for chunk in movable.chunks(MOVED_PER_TXN) {
-            let (mut compare, mut success) = (Vec::new(), Vec::new());
+            let mut txn = Txn::new(Vec::new(), Vec::new());
             for (key, value, ip, node) in chunk {
                 let b = Block::of(*ip, self.sizes);
                 let text = String::from_utf8_lossy(value);
-                compare.push(value_compare(key, &text));
-                compare.push(absent_compare(&self.ip_key(b, *ip)));
-                success.push(put_op(&self.ip_key(b, *ip), &text));
-                success.push(put_op(
+                txn.compare.push(Compare::holds(key, &text));
+                txn.compare.push(Compare::Absent(self.ip_key(b, *ip)));
+                txn.success.push(Op::put(&self.ip_key(b, *ip), &text));
+                txn.success.push(Op::put(
                     &format!("{}borrowed/{ip}", node_prefix(&self.root, node)),
                     &b.name(),
                 ));
-                success.push(delete_op(key));
+                txn.success.push(Op::delete(key));
             }
-            match self.client.txn_else(compare, success, Vec::new())? {
-                Txn::Succeeded(_) => {
+            match self.client.txn(&txn)?.succeeded {
+                true => {
                     for (key, value, ip, node) in chunk {
                         let b = Block::of(*ip, self.sizes);
                         if *node == self.node {
@@ -79,7 +79,7 @@ impl EtcdStore {
                 }
                 // One of them changed meanwhile: all stay where they are
                 // this time (the next request moves the others).
-                Txn::Failed(_) => {
+                false => {
                     left.extend(chunk.iter().map(|(k, v, _, _)| (k.clone(), v.clone())));
                 }
             }
