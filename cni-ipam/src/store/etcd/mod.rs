@@ -467,8 +467,8 @@ impl Store for EtcdStore {
                 [key, self.old_key(a.ip), self.owner_key(b)].map(|k| Op::Range(Read::key(&k))),
             );
         }
-        let failed = self.reserve_txn(&txn)?;
-        if failed.succeeded {
+        let outcome = self.reserve_txn(&txn)?;
+        if outcome.succeeded {
             for a in new {
                 let b = Block::of(a.ip, self.sizes);
                 if let Some(n) = self.counts.get_mut(&b) {
@@ -479,7 +479,7 @@ impl Store for EtcdStore {
         }
         self.linearizable = true;
         // One response per read, each a range ([`Client::txn`] checks).
-        let ranges: Vec<Range> = (failed.responses.into_iter())
+        let ranges: Vec<Range> = (outcome.responses.into_iter())
             .filter_map(Response::into_range)
             .collect();
         for (a, reads) in new.iter().zip(ranges.chunks_exact(3)) {
@@ -502,13 +502,13 @@ impl Store for EtcdStore {
         // A comparison failed, yet nothing stood in the way: not what
         // etcd answers. Re-planning would only repeat it.
         Err(not_etcd(
-            &failed.endpoint,
+            &outcome.endpoint,
             "/v3/kv/txn",
             &format!(
                 "a failed reservation of {} that names no taken address",
                 first.ip
             ),
-            &failed.text,
+            &outcome.text,
         ))
     }
 

@@ -66,22 +66,19 @@ impl EtcdStore {
                 ));
                 txn.success.push(Op::delete(key));
             }
-            match self.client.txn(&txn)?.succeeded {
-                true => {
-                    for (key, value, ip, node) in chunk {
-                        let b = Block::of(*ip, self.sizes);
-                        if *node == self.node {
-                            self.places.insert(*ip, Place::Borrowed(b));
-                        }
-                        let r = self.reservation(*ip, value, key, &mut state.skipped);
-                        state.held.push(r);
+            if self.client.txn(&txn)?.succeeded {
+                for (key, value, ip, node) in chunk {
+                    let b = Block::of(*ip, self.sizes);
+                    if *node == self.node {
+                        self.places.insert(*ip, Place::Borrowed(b));
                     }
+                    let r = self.reservation(*ip, value, key, &mut state.skipped);
+                    state.held.push(r);
                 }
+            } else {
                 // One of them changed meanwhile: all stay where they are
                 // this time (the next request moves the others).
-                false => {
-                    left.extend(chunk.iter().map(|(k, v, _, _)| (k.clone(), v.clone())));
-                }
+                left.extend(chunk.iter().map(|(k, v, _, _)| (k.clone(), v.clone())));
             }
         }
         Ok(left)
