@@ -105,8 +105,10 @@
 //! 409, 429) is passed over like one that does not answer; only a refusal
 //! of the request itself is code 999. All members failing is code 11 (try
 //! again later) within the deadline, naming them, with nothing written.
-//! An answer that is not etcd's (no `header`, a failed transaction naming
-//! no taken address) is code 11 quoting it, never read as a lost race.
+//! An answer that is not etcd's (no `header`, a key that is not base64, a
+//! count that is not a number, not one response per operation of its
+//! kind, a failed transaction naming no taken address) is code 11 quoting
+//! it, never read as a lost race.
 //! What etcd answers is quoted in errors up to [`MAX_QUOTED`] bytes, with
 //! the size of the rest.
 //!
@@ -142,7 +144,9 @@
 //! The client is etcd's own v3 JSON gateway (`POST /v3/kv/range`,
 //! `/v3/kv/txn`; keys and values in base64) over plain HTTP with a small
 //! blocking client: the plugin stays synchronous, and needs no gRPC
-//! stack. TLS is not supported.
+//! stack. TLS is not supported. Requests are typed (`txn.rs`: `Compare`,
+//! `Op`, `Txn`) and answers decoded once (`answer.rs`: `Range`,
+//! `Response`), each written or read in one place.
 
 mod answer;
 mod blocks;
