@@ -28,6 +28,9 @@ enum Behaviour {
     /// Answers as an etcd member that restarted and does not know the
     /// cluster's version yet: 412 `etcdserver: not capable`.
     NotCapable,
+    /// Answers every transaction as held, with no responses at all (etcd
+    /// answers one per operation).
+    NoResponses,
     /// A well-formed etcd that holds no key, yet fails every reservation
     /// as if its address were taken: an ADD can only lose, forever.
     AlwaysTaken,
@@ -138,6 +141,15 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
                     left -= n;
                 }
                 w
+            }
+            Behaviour::NoResponses => {
+                let body = r#"{"header":{"revision":"7"},"succeeded":true}"#;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                out.write_all(head.as_bytes())
+                    .and_then(|()| out.write_all(body.as_bytes()))
             }
             Behaviour::AlwaysTaken => {
                 let txn: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -263,6 +275,20 @@ fn a_member_that_restarted_and_is_not_capable_yet_is_code_11_and_the_next_member
     assert_eq!(e["code"], 11, "{e}");
     assert!(text(&e, "details").contains("not capable"), "{e}");
     assert_eq!(other.requests.load(Ordering::SeqCst), 1, "{e}");
+}
+
+#[test]
+fn a_transaction_answered_without_its_responses_is_code_11_naming_the_endpoint() {
+    let fake = Fake::start(Behaviour::NoResponses);
+    let (e, _) = failed_add(&fake);
+    assert_eq!(e["code"], 11, "{e}");
+    assert!(text(&e, "msg").contains(&fake.endpoint()), "{e}");
+    assert!(
+        text(&e, "msg").contains("0 responses to 3 operations"),
+        "{e}"
+    );
+    assert!(text(&e, "details").contains(r#""succeeded":true"#), "{e}");
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 1, "{e}");
 }
 
 #[test]
