@@ -127,9 +127,7 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
         }
         requests.fetch_add(1, Ordering::SeqCst);
         let written = match behaviour {
-            Behaviour::EmptyObject => out.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
-            ),
+            Behaviour::EmptyObject => write_json(&mut out, "200 OK", "{}"),
             Behaviour::HugeError(size) => {
                 let head = format!("HTTP/1.1 400 Bad Request\r\ncontent-length: {size}\r\n\r\n");
                 let chunk = vec![b'x'; 1 << 16];
@@ -144,12 +142,7 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
             }
             Behaviour::NoResponses => {
                 let body = r#"{"header":{"revision":"7"},"succeeded":true}"#;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                    body.len()
-                );
-                out.write_all(head.as_bytes())
-                    .and_then(|()| out.write_all(body.as_bytes()))
+                write_json(&mut out, "200 OK", body)
             }
             Behaviour::AlwaysTaken => {
                 let txn: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -168,21 +161,11 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
                     ),
                     _ => r#"{"header":{"revision":"7"}}"#.to_owned(),
                 };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                    body.len()
-                );
-                out.write_all(head.as_bytes())
-                    .and_then(|()| out.write_all(body.as_bytes()))
+                write_json(&mut out, "200 OK", &body)
             }
             Behaviour::NotCapable => {
                 let body = r#"{"error":"etcdserver: not capable","message":"etcdserver: not capable","code":9}"#;
-                let head = format!(
-                    "HTTP/1.1 412 Precondition Failed\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                    body.len()
-                );
-                out.write_all(head.as_bytes())
-                    .and_then(|()| out.write_all(body.as_bytes()))
+                write_json(&mut out, "412 Precondition Failed", body)
             }
             Behaviour::Hang => return,
         };
@@ -190,6 +173,16 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
             return;
         }
     }
+}
+
+/// Writes an HTTP answer of status `status` carrying the JSON `body`.
+fn write_json(out: &mut impl Write, status: &str, body: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    out.write_all(head.as_bytes())
+        .and_then(|()| out.write_all(body.as_bytes()))
 }
 
 /// The responses etcd gives the operations `ops` of a transaction: one
