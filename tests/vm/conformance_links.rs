@@ -6,9 +6,12 @@
 //! `tests/tests/conformance.rs` for the others, and for `vlan`
 //! CONCURRENT-ADD: the kernel holds one link per VLAN id and master, so
 //! of concurrent attachments to one VLAN only the first gets it (the
-//! reference's the same, `EEXIST`).
+//! reference's the same, `EEXIST`). Under QEMU's emulation a smaller
+//! selection runs, sized to the link kinds the guest is for (see
+//! `findings`).
 
 use cni_conformance::{run, Kind, Selection, Status, Target};
+use cni_types::SpecVersion;
 use serde_json::json;
 use tests::{in_host_namespace, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
 
@@ -47,6 +50,28 @@ fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>
     target.config = Some(config);
     let mut selection = Selection::all();
     selection.deadline *= tests::slowness();
+    if under_qemu() {
+        // QEMU emulates the guest's CPU: a plugin call costs seconds, and
+        // the whole selection for three plugins took more than the 900 s
+        // a binary may take. Sized to what the guest is for, the link
+        // kinds this host's kernel lacks: the oldest version with CHECK
+        // and the newest (GC, STATUS); the cases of the SDK's dispatch
+        // (ENV-, OUTPUT-, VERSION-), the same code for every plugin and
+        // checked on the host for the others (tests/tests/conformance.rs),
+        // left out, and CONCURRENT-ADD, whose 16 ADDs queue for the IPAM
+        // store's lock 20 times longer than on a real CPU, past its 10 s
+        // deadline. User-mode Linux runs them all.
+        target.versions = Some(vec![SpecVersion::V0_4_0, SpecVersion::V1_1_0]);
+        selection.skip = cni_conformance::cases::all()
+            .map(|c| c.id)
+            .filter(|id| left_out_under_qemu(id))
+            .map(str::to_owned)
+            .collect();
+        eprintln!(
+            "{plugin}: under QEMU, versions 0.4.0 and 1.1.0, not running {:?}",
+            selection.skip
+        );
+    }
     let report = run(&target, &selection).unwrap_or_else(|e| panic!("{plugin}: {e}"));
     let ids = |status| {
         report
@@ -56,6 +81,20 @@ fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>
             .collect::<Vec<_>>()
     };
     (ids(Status::Failed), ids(Status::Warning), report.text())
+}
+
+/// The cases left out under QEMU (see `findings`).
+fn left_out_under_qemu(id: &str) -> bool {
+    under_qemu()
+        && (id == "CONCURRENT-ADD"
+            || ["ENV-", "OUTPUT-", "VERSION-"]
+                .iter()
+                .any(|p| id.starts_with(p)))
+}
+
+/// Whether the guest runs under QEMU (`scripts/vm/run-tests.sh` says).
+fn under_qemu() -> bool {
+    std::env::var(tests::VM_BACKEND_ENV).as_deref() == Ok("qemu")
 }
 
 #[test]
@@ -78,7 +117,7 @@ fn ipvlan_vlan_and_dummy_fail_no_conformance_check() {
     // User-mode Linux runs its guest on one CPU, where three runs' 16
     // concurrent ADDs at once took more than the 10 s a call may take
     // (a CI run on a fresh machine): one after another there.
-    let at_once = std::env::var(tests::VM_BACKEND_ENV).as_deref() == Ok("qemu");
+    let at_once = under_qemu();
     let found: Vec<_> = if at_once {
         std::thread::scope(|s| {
             let runs: Vec<_> = cases
@@ -99,7 +138,14 @@ fn ipvlan_vlan_and_dummy_fail_no_conformance_check() {
         warned.sort();
         assert_eq!(
             (failed, warned),
-            (vec![], warns.iter().map(|w| w.to_string()).collect()),
+            (
+                vec![],
+                warns
+                    .iter()
+                    .filter(|w| !left_out_under_qemu(w))
+                    .map(|w| w.to_string())
+                    .collect()
+            ),
             "{plugin}:\n{text}"
         );
     }
