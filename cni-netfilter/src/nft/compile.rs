@@ -9,6 +9,7 @@ use super::expr::Expr;
 use super::keys::{
     fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
 };
+use super::message::nfproto;
 use crate::rule::validate_ifname;
 use crate::{Action, Family, FilterError, Match, Protocol, Rule, SetKey};
 
@@ -329,7 +330,7 @@ impl Compiler {
                 key: MetaKey::Nfproto,
                 dreg: Register::R1,
             });
-            self.cmp(CmpOp::Eq, vec![nfproto(ip)]);
+            self.cmp(CmpOp::Eq, vec![nfproto(Family::of(ip))]);
             self.nfproto = Some(ip);
         }
         Ok(())
@@ -374,15 +375,6 @@ fn header_offset(family: IpFamily, source: bool) -> u32 {
         (IpFamily::V4, false) => 16,
         (IpFamily::V6, true) => 8,
         (IpFamily::V6, false) => 24,
-    }
-}
-
-/// `NFPROTO_IPV4` or `NFPROTO_IPV6` (the same numbers as `AF_INET`,
-/// `AF_INET6`).
-pub(super) fn nfproto(family: IpFamily) -> u8 {
-    match family {
-        IpFamily::V4 => 2,
-        IpFamily::V6 => 10,
     }
 }
 

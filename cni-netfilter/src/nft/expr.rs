@@ -4,9 +4,10 @@
 
 use cni_types::IpFamily;
 
-use super::compile::nfproto;
 use super::keys::{CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict};
+use super::message::nfproto;
 use super::nla::Attrs;
+use crate::Family;
 
 /// One expression of a rule. Each variant's doc shows how
 /// `nft --debug=netlink` prints it.
@@ -233,7 +234,7 @@ impl Expr {
                 flags,
             } => {
                 a.u32(1, *kind as u32);
-                a.u32(2, nfproto(*family).into());
+                a.u32(2, nfproto(Family::of(*family)).into());
                 if let Some(reg) = addr {
                     a.u32(3, reg.number());
                 }
