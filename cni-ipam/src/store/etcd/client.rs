@@ -11,6 +11,9 @@ use base64::Engine;
 use cni_types::{Code, Error};
 use serde_json::{json, Value};
 
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+
 use super::answer::{self, Outcome, Range};
 use super::txn::{prefix_end, Read, Txn};
 use super::{EtcdConfig, MAX_ANSWER, MAX_QUOTED, OPERATION_DEADLINE, REQUEST_TIMEOUT};
@@ -29,6 +32,9 @@ pub(super) struct Client {
     until: Option<Instant>,
     /// Bytes of every answer received so far, for measurements.
     pub(super) received: Cell<u64>,
+    /// Requests made so far (each counted once, whichever members it
+    /// tried), for measurements.
+    pub(super) sent: Cell<u64>,
 }
 
 /// A JSON answer of etcd, and where it came from (for messages).
@@ -51,19 +57,27 @@ impl Client {
     /// A client of the members `cfg` names; every request of it ends by
     /// `until` when given.
     pub(super) fn new(cfg: &EtcdConfig, until: Option<Instant>) -> Client {
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // etcd is reached directly, never through a proxy from the
             // runtime's environment.
             .proxy(None)
-            .build()
-            .into();
+            // A buffer each way, zeroed when the connection opens: ureq's
+            // 128 KiB each cost an ADD more page faults and zeroing than
+            // its requests. etcd's headers are a few hundred bytes; a
+            // larger body streams through.
+            .input_buffer_size(IO_BUFFER)
+            .output_buffer_size(IO_BUFFER)
+            .max_response_header_size(IO_BUFFER)
+            .build();
+        let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), LiteralResolver);
         Client {
             agent,
             endpoints: cfg.endpoints.clone(),
             first: Cell::new(0),
             until,
             received: Cell::new(0),
+            sent: Cell::new(0),
         }
     }
 
@@ -156,6 +170,7 @@ impl Client {
     /// itself (a malformed request, too many operations) is code 999.
     fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
         let body = body.to_string();
+        self.sent.set(self.sent.get() + 1);
         let now = Instant::now();
         let deadline = match self.until {
             Some(until) if until <= now => {
@@ -269,6 +284,42 @@ fn passing(status: u16, body: &[u8]) -> bool {
     status >= 500
         || matches!(status, 408 | 409 | 412 | 425 | 429)
         || matches!(code, Some(1 | 2 | 4 | 8 | 9 | 10 | 14))
+}
+
+/// The size of the connection's input and output buffers, and the most
+/// header bytes an answer may have.
+const IO_BUFFER: usize = 16 << 10;
+
+/// ureq's resolver, except that an endpoint named by an address is that
+/// address: ureq's own resolves every request's host in a thread of its
+/// own when the request has a deadline (to bound a DNS wait), a thread
+/// per request an ADD does not need for `127.0.0.1` or `10.0.0.5`. A
+/// host name is still resolved within the request's deadline.
+#[derive(Debug)]
+struct LiteralResolver;
+
+impl Resolver for LiteralResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let literal = uri.host().and_then(|host| {
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let ip = host.parse::<std::net::IpAddr>().ok()?;
+            let port = uri.port_u16().unwrap_or(80);
+            Some(std::net::SocketAddr::new(ip, port))
+        });
+        match literal {
+            Some(addr) => {
+                let mut addrs = self.empty();
+                addrs.push(addr);
+                Ok(addrs)
+            }
+            None => DefaultResolver::default().resolve(uri, config, timeout),
+        }
+    }
 }
 
 /// Keys read in one page of [`Client::range_prefix_paged`].
