@@ -24,6 +24,27 @@ def post(endpoint, path, body):
         return json.load(r)
 
 
+HINT_DIR = "/run/cni/ipam-etcd"
+
+
+def forget_hints(endpoints):
+    """Removes the node hints ipam-etcd wrote for these endpoints (their
+    first line names the endpoints the hint was read from)."""
+    try:
+        names = os.listdir(HINT_DIR)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(HINT_DIR, name)
+        try:
+            with open(path) as f:
+                first = f.readline().strip()
+            if any(e in endpoints for e in first.split(",")):
+                os.remove(path)
+        except OSError:
+            pass
+
+
 def b64(s):
     return base64.b64encode(s.encode()).decode()
 
@@ -67,6 +88,7 @@ class Etcd:
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.data, ignore_errors=True)
+        forget_hints([self.endpoint])
 
 
 class Cluster:
@@ -111,3 +133,4 @@ class Cluster:
             proc.wait()
         for data in self.data:
             shutil.rmtree(data, ignore_errors=True)
+        forget_hints(self.endpoints)

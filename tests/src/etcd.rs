@@ -241,6 +241,26 @@ fn base64(bytes: &[u8]) -> String {
 impl Drop for Etcd {
     fn drop(&mut self) {
         self.stop();
+        forget_hints(&[self.endpoint()]);
+    }
+}
+
+/// Removes the hints (`cni_ipam::store::etcd::HINT_DIR`) that stores of
+/// a test's etcd (or fake) at `endpoints` wrote: the node no longer has
+/// blocks there.
+pub fn forget_hints(endpoints: &[String]) {
+    let Ok(entries) = std::fs::read_dir(cni_ipam::store::etcd::HINT_DIR) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let first = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let first = first.lines().next().unwrap_or_default();
+        if first
+            .split(',')
+            .any(|e| endpoints.iter().any(|mine| mine == e))
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -455,6 +475,7 @@ impl Drop for Cluster {
             self.resume(i);
             self.kill(i);
         }
+        forget_hints(&self.endpoints());
     }
 }
 

@@ -243,9 +243,9 @@ fn bulk_fill(etcd: &Etcd) -> Vec<(String, Vec<u32>)> {
     per_node
 }
 
-/// An ADD through the store's API, as the plugin does it; the address and
-/// the bytes etcd answered.
-fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64) {
+/// An ADD through the store's API, as the plugin does it; the address,
+/// the bytes etcd answered and the requests made.
+fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64, u64) {
     let conf = NetConf::from_value(conf(etcd, node, SUBNET, json!({}))).expect("conf");
     let cfg = IpamConfig::from_conf(&conf).expect("ipam");
     let store_cfg = EtcdStore::config(IpamConfig::section(&conf).unwrap()).expect("store");
@@ -261,7 +261,7 @@ fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64) {
         let state = store.read(1).expect("read");
         let got = plan::plan_skipping(&cfg, &state, &attachment, &[], lost).expect("plan");
         if store.reserve(&got, &attachment).expect("reserve") == Reserved::Done {
-            return (got[0].ip, store.bytes_received());
+            return (got[0].ip, store.bytes_received(), store.requests_sent());
         }
     }
     panic!("{node}/{id} kept losing on its own blocks");
@@ -294,7 +294,7 @@ fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a
 
     // Every node adds one container through the normal path, 8 at a time.
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(IpAddr, u64)> = std::thread::scope(|s| {
+    let results: Vec<(IpAddr, u64, u64)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..8)
             .map(|_| {
                 s.spawn(|| {
@@ -364,7 +364,7 @@ fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a
     );
     // Every block is owned now: a new node borrows, reading a few
     // blocks' counts and one block's keys, never the network's.
-    let (ip, bytes) = add_through_store(&etcd, "node-borrower", "borrow-1");
+    let (ip, bytes, _) = add_through_store(&etcd, "node-borrower", "borrow-1");
     assert!(
         bytes < 64 << 10,
         "a borrowing ADD read {bytes} bytes from etcd"
@@ -380,6 +380,64 @@ fn a_thousand_nodes_and_100_000_reservations_each_add_reads_its_own_blocks_and_a
             .len(),
         1
     );
+}
+
+/// The hint file of this test's etcd naming `block`, if any.
+fn hint_naming(etcd: &Etcd, block: &str) -> Option<std::path::PathBuf> {
+    let entries = std::fs::read_dir(cni_ipam::store::etcd::HINT_DIR).ok()?;
+    entries.flatten().map(|e| e.path()).find(|path| {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let mut lines = text.lines();
+        lines.next() == Some(etcd.endpoint().as_str()) && lines.any(|l| l == block)
+    })
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_add_on_a_node_with_blocks_is_one_read_and_one_reservation() {
+    let etcd = Etcd::start();
+    let (first, _, claimed) = add_through_store(&etcd, "node-hinted", "c-1");
+    // Its index read, the claim, the reservation at least.
+    assert!(claimed >= 3, "{claimed} requests for the claiming ADD");
+    let (second, _, requests) = add_through_store(&etcd, "node-hinted", "c-2");
+    assert_ne!(first, second);
+    assert_eq!(
+        requests, 2,
+        "the index with the hinted block's keys, then the reservation"
+    );
+    assert_eq!(checked_layout(&etcd).len(), 2);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_hint_naming_another_nodes_block_hands_out_none_of_its_addresses() {
+    let etcd = Etcd::start();
+    let (a, _, _) = add_through_store(&etcd, "node-a", "a-1");
+    let (b, _, _) = add_through_store(&etcd, "node-b", "b-1");
+    let layout = checked_layout(&etcd);
+    let (block_a, block_b) = (layout[&a].clone(), layout[&b].clone());
+    assert_ne!(block_a, block_b);
+    // node-b's hint rewritten by hand to name node-a's block: what the
+    // index lists decides, so node-b reads its own block again.
+    let hint = hint_naming(&etcd, &block_b).expect("node-b's hint");
+    std::fs::write(&hint, format!("{}\n{block_a}", etcd.endpoint())).unwrap();
+    let mut requests = Vec::new();
+    for k in 2..6 {
+        let (ip, _, sent) = add_through_store(&etcd, "node-b", &format!("b-{k}"));
+        requests.push(sent);
+        assert_eq!(
+            checked_layout(&etcd)[&ip],
+            block_b,
+            "{ip} of node-b's block"
+        );
+    }
+    assert_eq!(requests[0], 3, "the stale hint costs one more read, once");
+    assert_eq!(
+        &requests[1..],
+        &[2, 2, 2],
+        "then the hint is node-b's again"
+    );
+    assert_eq!(checked_layout(&etcd).len(), 6, "no address twice");
 }
 
 #[test]

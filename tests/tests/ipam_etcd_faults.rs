@@ -92,6 +92,7 @@ impl Drop for Fake {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        tests::etcd::forget_hints(&[self.endpoint()]);
     }
 }
 

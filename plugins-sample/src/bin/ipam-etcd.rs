@@ -3,6 +3,11 @@
 //! twice. The `ipam` section is ipam-file's, with
 //! `"store": {"type": "etcd", "endpoints": ["http://127.0.0.1:2379"]}`.
 //!
+//! On the node it keeps one small file per network, a hint of the node's
+//! blocks under [`cni_ipam::store::etcd::HINT_DIR`] (`/run/cni/ipam-etcd`)
+//! that saves an ADD a round trip; etcd alone decides, and the file may
+//! be deleted at any time.
+//!
 //! `ipam-etcd reclaim-node NODE < network.conf` reclaims a dead node's
 //! blocks and reservations in that network, from a surviving node
 //! ([`cni_ipam::store::etcd::EtcdStore::reclaim_node`]): it prints

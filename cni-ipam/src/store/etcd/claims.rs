@@ -2,6 +2,7 @@
 //! free block when the node's are full, and giving back the empty ones.
 
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 
 use cni_types::Error;
 
@@ -9,7 +10,7 @@ use super::answer::Response;
 use super::blocks::{block_count, candidates, capacity, Block};
 use super::txn::{Compare, Op, Read, Txn};
 use super::EtcdStore;
-use crate::range::{Range, RangeSet};
+use crate::range::{bits, from_bits, Range, RangeSet};
 use crate::store::{Access, Reservation, Skipped, State, Store};
 
 /// Most blocks an ADD claims (each found full of addresses held outside
@@ -45,7 +46,15 @@ impl EtcdStore {
         if free_in(&pool, &state.held) > 0 || self.strict {
             return Ok(pool);
         }
-        self.borrow(&set, state)
+        let borrowed = self.borrow(&set, state)?;
+        // The search starts at a random address of the block borrowed
+        // from: its owner hands out its addresses in order, and other
+        // borrowers may have chosen the same block, so that the first
+        // free address is the one most likely lost to a race.
+        if let (Some(slot), Some(start)) = (state.last_reserved.get_mut(i), random_in(&borrowed)) {
+            *slot = Some(start);
+        }
+        Ok(borrowed)
     }
 
     /// Claims a free block of `set` for this node, reading its keys into
@@ -121,6 +130,7 @@ impl EtcdStore {
                 self.counts.insert(b, found);
                 self.owned.push(b);
                 self.owner_count += 1;
+                self.relist(b, true);
                 return Ok(Some(b));
             }
         }
@@ -156,6 +166,7 @@ impl EtcdStore {
             if given_back.succeeded {
                 self.owned.retain(|o| *o != b);
                 self.counts.remove(&b);
+                self.relist(b, false);
             }
         }
         Ok(())
@@ -169,6 +180,22 @@ pub(super) fn free_in(pool: &[Range], held: &[Reservation]) -> u128 {
         .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
         .count() as u128;
     capacity(pool).saturating_sub(used)
+}
+
+/// An address of `pool` drawn at random (see [`super::scan::random`]).
+fn random_in(pool: &[Range]) -> Option<IpAddr> {
+    let sizes: Vec<u128> = (pool.iter())
+        .map(|r| (bits(r.end) - bits(r.start)).saturating_add(1))
+        .collect();
+    let total = sizes.iter().copied().fold(0u128, u128::saturating_add);
+    let mut at = u128::from(super::scan::random()) % total.max(1);
+    for (r, size) in pool.iter().zip(sizes) {
+        if at < size {
+            return Some(from_bits(bits(r.start) + at, r.start.is_ipv4()));
+        }
+        at -= size;
+    }
+    None
 }
 
 /// FNV-1a of `text`: where a node starts looking for a free block, the

@@ -9,9 +9,10 @@
 //! **Blocks.** The network's ranges are cut into aligned blocks of the
 //! configured size. A node claims a free block and hands out addresses
 //! from its own blocks only, so an ADD reads its node's keys, never the
-//! network's: two requests of a bounded size (the node's index, then its
-//! blocks' keys) and the reservation, whatever the number of nodes and
-//! reservations. When its blocks are full it claims another (passing over
+//! network's: one request of a bounded size (the node's index, and the
+//! keys of the blocks the node's hint names, `hint.rs`; a second when the
+//! index lists other blocks than the hint) and the reservation, whatever
+//! the number of nodes and reservations. When its blocks are full it claims another (passing over
 //! blocks known full); when no block is free it borrows an address of
 //! another node's block, unless `strictBlocks`, when the ADD fails with
 //! [`crate::RANGE_EXHAUSTED`]. The owners' keys are counted by every
@@ -155,6 +156,7 @@ mod client;
 mod config;
 #[cfg(feature = "fuzzing")]
 pub(crate) mod fuzzing;
+mod hint;
 mod keys;
 mod reclaim;
 mod records;
@@ -172,6 +174,8 @@ use self::answer::{Outcome, Range, Response};
 use self::blocks::{Block, Sizes};
 use self::client::{not_etcd, Client};
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
+use self::hint::Hint;
+pub use self::hint::HINT_DIR;
 use self::keys::Index;
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
 use self::txn::{Compare, Op, Read, Txn};
@@ -239,6 +243,11 @@ pub struct EtcdStore {
     /// How many blocks are owned, as last read: when every block is,
     /// an ADD borrows without listing the owners.
     owner_count: u64,
+    /// The node's blocks remembered on the node ([`hint`]).
+    hint: Hint,
+    /// The blocks the node's index lists, as last read or changed by this
+    /// store (sorted): what the hint is kept to.
+    listed: Vec<Block>,
 }
 
 /// What a read of [`Store::read`]'s second request asks for.
@@ -271,15 +280,19 @@ impl Store for EtcdStore {
     }
 
     fn open(network: &str, cfg: &EtcdConfig, access: Access) -> Result<Option<EtcdStore>, Error> {
+        let root = format!("{}/{network}/", cfg.prefix);
+        let node = node_name(cfg)?;
         Ok(Some(EtcdStore {
+            hint: Hint::new(&root, &node, &cfg.endpoints),
+            listed: Vec::new(),
             // An ADD has one deadline in all; DEL, GC and STATUS one per
             // request (a DEL must finish its work, and is retried anyway).
             client: Client::new(
                 cfg,
                 (access == Access::Create).then(|| Instant::now() + OPERATION_DEADLINE),
             ),
-            root: format!("{}/{network}/", cfg.prefix),
-            node: node_name(cfg)?,
+            root,
+            node,
             linearizable: access != Access::Create,
             access,
             sizes: Sizes {
@@ -323,33 +336,57 @@ impl Store for EtcdStore {
         self.places.clear();
         self.counts.clear();
         let serializable = !self.linearizable;
-        // 1. The node's index, and whether the old layout holds anything.
+        // 1. The node's index, whether the old layout holds anything, and
+        // the blocks the node's hint names (their owner and every key).
         let old = self.old_prefix();
-        let [index, old_count, owner_count] = self.read_all([
+        let hinted = self.hint.blocks(self.sizes);
+        let mut first = vec![
             Read::prefix(&self.node_prefix()).serializable(serializable),
             Read::prefix(&old).count().serializable(serializable),
             Read::prefix(&format!("{}owners/", self.root))
-                .count()
-                .serializable(serializable),
-        ])?;
+                .serializable(serializable)
+                .count(),
+        ];
+        first.extend(
+            self.block_reads(&hinted, serializable)
+                .into_iter()
+                .map(|(_, r)| r),
+        );
+        let mut ranges = self.read_txn(first)?.into_iter();
+        let (Some(index), Some(old_count), Some(owner_count)) =
+            (ranges.next(), ranges.next(), ranges.next())
+        else {
+            return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
+        };
         let index = Index::parse(self, index.kvs, &mut state);
         let old_count = old_count.count;
         self.owner_count = owner_count.count;
-        // 2. The node's blocks (their owner and every key) and borrowed
-        // addresses, in that order.
+        // 2. The node's blocks, unless the hint named them all, and its
+        // borrowed addresses, in that order.
+        let mut listed = index.blocks.clone();
+        listed.sort();
+        let mut answers = Vec::new();
         let mut asks = Vec::new();
-        for b in &index.blocks {
-            let owner = Read::key(&self.owner_key(*b)).serializable(serializable);
-            asks.push((Ask::Owner(*b), owner));
-            let keys = Read::prefix(&self.block_prefix(*b)).serializable(serializable);
-            asks.push((Ask::Keys(*b), keys));
+        if listed == hinted {
+            let tags = self
+                .block_reads(&hinted, serializable)
+                .into_iter()
+                .map(|(t, _)| t);
+            answers.extend(tags.zip(ranges));
+        } else {
+            self.hint.remember(&listed);
+            asks = self.block_reads(&listed, serializable);
         }
+        self.listed = listed;
         for (ip, b) in &index.borrowed {
             let key = Read::key(&self.ip_key(*b, *ip)).serializable(serializable);
             asks.push((Ask::Borrowed(*ip, *b), key));
         }
+        if !asks.is_empty() {
+            answers.extend(self.read_each(asks)?);
+        }
         self.owned.clear();
-        for (ask, range) in self.read_each(asks)? {
+        for (ask, range) in answers {
             match ask {
                 Ask::Owner(b) => match range.kvs.first() {
                     Some((_, v)) if self.is_mine(v) => self.owned.push(b),
@@ -577,6 +614,11 @@ impl EtcdStore {
         self.client.received.get()
     }
 
+    /// Requests this store has made to etcd so far, for measurements.
+    pub fn requests_sent(&self) -> u64 {
+        self.client.sent.get()
+    }
+
     /// Where the reservation of `ip` is: as read, else where this node
     /// would have written it.
     fn place(&self, ip: IpAddr) -> Place {
@@ -639,6 +681,30 @@ impl EtcdStore {
             );
         }
         Ok(out)
+    }
+
+    /// Keeps the hint to the node's index after this store claimed
+    /// (`claimed`) or gave back block `b`.
+    fn relist(&mut self, b: Block, claimed: bool) {
+        self.listed.retain(|l| *l != b);
+        if claimed {
+            self.listed.push(b);
+            self.listed.sort();
+        }
+        self.hint.remember(&self.listed);
+    }
+
+    /// The reads of blocks `blocks` (sorted): each one's owner, then its
+    /// keys.
+    fn block_reads(&self, blocks: &[Block], serializable: bool) -> Vec<(Ask, Read)> {
+        let mut reads = Vec::with_capacity(2 * blocks.len());
+        for b in blocks {
+            let owner = Read::key(&self.owner_key(*b)).serializable(serializable);
+            reads.push((Ask::Owner(*b), owner));
+            let keys = Read::prefix(&self.block_prefix(*b)).serializable(serializable);
+            reads.push((Ask::Keys(*b), keys));
+        }
+        reads
     }
 
     /// [`EtcdStore::read_txn`] of each read of `asks`, paired with what

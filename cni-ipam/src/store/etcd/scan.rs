@@ -233,7 +233,7 @@ impl EtcdStore {
 
 /// A number drawn anew in each process and call: where a borrowing node
 /// starts looking, so that borrowers spread over the blocks.
-fn random() -> u64 {
+pub(super) fn random() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(u64::from(std::process::id()));

@@ -1,0 +1,126 @@
+//! The node's blocks as last read, remembered on the node: an ADD's first
+//! request then reads the node's index and those blocks' keys together,
+//! one round trip instead of two (the blocks' keys live outside the
+//! index's key range, so etcd cannot return both from one range).
+//!
+//! A hint, never a source of truth: what the index lists in the same
+//! transaction decides. When the two differ (a claim, a block given back
+//! or reclaimed, a wiped cluster), the hinted reads are set aside, the
+//! listed blocks are read in a second request as without a hint, and the
+//! hint is written anew. A hint that cannot be read or written (no
+//! `/run`, a read-only file system, not root) is no hint.
+//!
+//! One file per network and node under [`HINT_DIR`] (a tmpfs: gone at a
+//! reboot, as the node's containers are), named by a hash of the store's
+//! key prefix and node, holding the endpoints it was read from on its
+//! first line and a block name per line after it. It is replaced whole
+//! (a temporary file renamed over it), so concurrent plugins of one node
+//! read one writer's hint or another's, never a mix; it is removed when
+//! the node's index lists no block. A plugin killed between writing and
+//! renaming leaves `<name>.<pid>`, removed by the next plugin that writes
+//! that hint.
+
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use super::blocks::{Block, Sizes};
+use super::claims::stable_hash;
+
+/// Where hints are kept.
+pub const HINT_DIR: &str = "/run/cni/ipam-etcd";
+
+/// Most blocks a hint names (a node holding more reads them in a second
+/// request), and so the most bytes read from a hint file.
+const MAX_HINTED: usize = 16;
+const MAX_HINT_BYTES: u64 = 4096;
+
+/// Most entries of [`HINT_DIR`] looked at when sweeping partial hints.
+const MAX_SWEPT: usize = 4096;
+
+/// The hint of one network's node.
+#[derive(Debug)]
+pub(super) struct Hint {
+    path: PathBuf,
+    /// The endpoints, comma-separated: a hint read from other members
+    /// (another cluster under the same names) is not used.
+    endpoints: String,
+}
+
+impl Hint {
+    /// The hint of the node `node` of the store rooted at `root`
+    /// (`<prefix>/<network>/`), reached at `endpoints`.
+    pub(super) fn new(root: &str, node: &str, endpoints: &[String]) -> Hint {
+        let name = format!("{:016x}", stable_hash(&format!("{root}\0{node}")));
+        Hint {
+            path: PathBuf::from(HINT_DIR).join(name),
+            endpoints: endpoints.join(","),
+        }
+    }
+
+    /// The blocks the hint names; none when there is no usable hint.
+    pub(super) fn blocks(&self, sizes: Sizes) -> Vec<Block> {
+        let Ok(file) = fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let mut text = String::new();
+        if file.take(MAX_HINT_BYTES).read_to_string(&mut text).is_err() {
+            return Vec::new();
+        }
+        let mut lines = text.lines();
+        if lines.next() != Some(self.endpoints.as_str()) {
+            return Vec::new();
+        }
+        let blocks: Result<Vec<Block>, String> =
+            lines.map(|name| Block::parse(name, sizes)).collect();
+        match blocks {
+            Ok(blocks) if blocks.len() <= MAX_HINTED => blocks,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Remembers `blocks` (sorted) as the node's; forgets the hint when
+    /// there are none or too many. Failures are ignored: a hint saves a
+    /// round trip, its absence costs one.
+    pub(super) fn remember(&self, blocks: &[Block]) {
+        if blocks.is_empty() || blocks.len() > MAX_HINTED {
+            let _ = fs::remove_file(&self.path);
+            return;
+        }
+        let mut text = self.endpoints.clone();
+        for b in blocks {
+            text.push('\n');
+            text.push_str(&b.name());
+        }
+        self.sweep_partial();
+        let partial = self.path.with_extension(format!("{}", std::process::id()));
+        let written = fs::create_dir_all(HINT_DIR)
+            .and_then(|()| fs::File::create(&partial))
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .and_then(|()| fs::rename(&partial, &self.path));
+        if written.is_err() {
+            let _ = fs::remove_file(&partial);
+        }
+    }
+
+    /// Removes what a plugin killed between writing this hint and
+    /// renaming it left: `<name>.<pid>` of a process that is gone.
+    fn sweep_partial(&self) {
+        let (Some(dir), Some(name)) = (self.path.parent(), self.path.file_name()) else {
+            return;
+        };
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        let prefix = format!("{}.", name.to_string_lossy());
+        for entry in entries.flatten().take(MAX_SWEPT) {
+            let file = entry.file_name();
+            let pid = file.to_str().and_then(|f| f.strip_prefix(&prefix));
+            if pid.is_some_and(|pid| {
+                pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists()
+            }) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
