@@ -72,4 +72,4 @@ pub use netns::{
 pub use process::{
     become_user, output_of, run_plugin, run_plugin_in_netns, RawOutput, StdoutJson, FAKE_NETNS,
 };
-pub use vm::{slowness, VM_BACKEND_ENV};
+pub use vm::{slowness, under_emulation, versions, VM_BACKEND_ENV};

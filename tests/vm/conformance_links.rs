@@ -7,13 +7,15 @@
 //! CONCURRENT-ADD: the kernel holds one link per VLAN id and master, so
 //! of concurrent attachments to one VLAN only the first gets it (the
 //! reference's the same, `EEXIST`). Under QEMU's emulation a smaller
-//! selection runs, sized to the link kinds the guest is for (see
-//! `findings`).
+//! selection runs, sized to the link kinds the guest is for
+//! (`guest_conformance.rs`).
 
 use cni_conformance::{run, Kind, Selection, Status, Target};
-use cni_types::SpecVersion;
 use serde_json::json;
 use tests::{in_host_namespace, ip, plugin_bin_dir, reference_plugin_dir, NetNs};
+
+#[path = "guest_conformance.rs"]
+mod guest_conformance;
 
 /// The findings of `plugin` run in a host namespace of its own holding
 /// the master `cnicm0` (a veth end, up), with `extra` configuration.
@@ -34,7 +36,6 @@ fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>
     }
     let executable = in_host_namespace(scratch.path(), &ours.join(plugin), &host);
     let mut target = Target::new(executable, Kind::Interface);
-    target.timeout *= tests::slowness();
     target.cni_path = vec![ours, reference_plugin_dir()];
     // host-local stops at 1.0.0; ours covers 1.1.0 (GC, STATUS) too.
     target.ipam = "ipam-file".into();
@@ -49,29 +50,7 @@ fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>
         .extend(extra.as_object().unwrap().clone());
     target.config = Some(config);
     let mut selection = Selection::all();
-    selection.deadline *= tests::slowness();
-    if under_qemu() {
-        // QEMU emulates the guest's CPU: a plugin call costs seconds, and
-        // the whole selection for three plugins took more than the 900 s
-        // a binary may take. Sized to what the guest is for, the link
-        // kinds this host's kernel lacks: the oldest version with CHECK
-        // and the newest (GC, STATUS); the cases of the SDK's dispatch
-        // (ENV-, OUTPUT-, VERSION-), the same code for every plugin and
-        // checked on the host for the others (tests/tests/conformance.rs),
-        // left out, and CONCURRENT-ADD, whose 16 ADDs queue for the IPAM
-        // store's lock 20 times longer than on a real CPU, past its 10 s
-        // deadline. User-mode Linux runs them all.
-        target.versions = Some(vec![SpecVersion::V0_4_0, SpecVersion::V1_1_0]);
-        selection.skip = cni_conformance::cases::all()
-            .map(|c| c.id)
-            .filter(|id| left_out_under_qemu(id))
-            .map(str::to_owned)
-            .collect();
-        eprintln!(
-            "{plugin}: under QEMU, versions 0.4.0 and 1.1.0, not running {:?}",
-            selection.skip
-        );
-    }
+    guest_conformance::fit(&mut target, &mut selection, plugin);
     let report = run(&target, &selection).unwrap_or_else(|e| panic!("{plugin}: {e}"));
     let ids = |status| {
         report
@@ -81,20 +60,6 @@ fn findings(plugin: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>
             .collect::<Vec<_>>()
     };
     (ids(Status::Failed), ids(Status::Warning), report.text())
-}
-
-/// The cases left out under QEMU (see `findings`).
-fn left_out_under_qemu(id: &str) -> bool {
-    under_qemu()
-        && (id == "CONCURRENT-ADD"
-            || ["ENV-", "OUTPUT-", "VERSION-"]
-                .iter()
-                .any(|p| id.starts_with(p)))
-}
-
-/// Whether the guest runs under QEMU (`scripts/vm/run-tests.sh` says).
-fn under_qemu() -> bool {
-    std::env::var(tests::VM_BACKEND_ENV).as_deref() == Ok("qemu")
 }
 
 #[test]
@@ -117,7 +82,7 @@ fn ipvlan_vlan_and_dummy_fail_no_conformance_check() {
     // User-mode Linux runs its guest on one CPU, where three runs' 16
     // concurrent ADDs at once took more than the 10 s a call may take
     // (a CI run on a fresh machine): one after another there.
-    let at_once = under_qemu();
+    let at_once = tests::under_emulation();
     let found: Vec<_> = if at_once {
         std::thread::scope(|s| {
             let runs: Vec<_> = cases
@@ -142,7 +107,7 @@ fn ipvlan_vlan_and_dummy_fail_no_conformance_check() {
                 vec![],
                 warns
                     .iter()
-                    .filter(|w| !left_out_under_qemu(w))
+                    .filter(|w| !guest_conformance::left_out(w))
                     .map(|w| w.to_string())
                     .collect()
             ),

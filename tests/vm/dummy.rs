@@ -9,7 +9,7 @@
 //! the reservation, and succeeds again.
 
 use serde_json::json;
-use tests::side_by_side::{add_check_del, VERSIONS};
+use tests::side_by_side::add_check_del;
 
 #[test]
 fn dummy_carries_ipams_address_as_the_reference_source_does() {
@@ -17,7 +17,7 @@ fn dummy_carries_ipams_address_as_the_reference_source_does() {
         .unwrap()
         .into_string()
         .unwrap();
-    for version in VERSIONS {
+    for &version in tests::versions() {
         let data = tempfile::tempdir().unwrap();
         let conf = json!({"cniVersion": version, "name": "vm-dummy", "type": "dummy",
                           "ipam": {"type": "host-local", "dataDir": data.path(),

@@ -1,6 +1,7 @@
 //! Our `vlan` beside Debian's reference `vlan`, in the VM (this host's
 //! kernel has no 8021q; `scripts/vm/run-tests.sh vm_vlan`): the same
-//! configuration at 0.3.1, 0.4.0 and 1.0.0, the same result (generated
+//! configuration at 0.3.1, 0.4.0 and 1.0.0 (1.0.0 alone under QEMU:
+//! `tests::versions`), the same result (generated
 //! MACs and namespace paths normalised), the same link (kind, VLAN id
 //! and protocol, MTU, state, addresses, routes), the same CHECK verdict,
 //! and nothing left after DEL.

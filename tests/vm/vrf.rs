@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use tests::StdoutJson;
 use tests::{ip, plugin_bin_dir, reference_plugin_dir, run_plugin, NetNs};
 
-const VERSIONS: [&str; 3] = ["0.3.1", "0.4.0", "1.0.0"];
+#[path = "guest_conformance.rs"]
+mod guest_conformance;
 
 /// Whether the kernel takes IPv6 addresses: Debian's user-mode Linux
 /// refuses them (`EOPNOTSUPP`), its amd64 kernel under QEMU takes them.
@@ -156,7 +157,7 @@ fn vrf_matches_the_reference_on_a_kernel_with_vrf() {
     if !v6 {
         eprintln!("note: this kernel takes no IPv6 address; IPv6 is compared under QEMU only");
     }
-    for version in VERSIONS {
+    for &version in tests::versions() {
         let a = run(&ours, version, v6);
         let b = run(&reference, version, v6);
         assert_eq!(a[0]["ok"], true, "our ADD at {version}: {:#}", a[0]);
@@ -207,10 +208,9 @@ fn a_route_through_a_gateway_moves_into_the_vrf_table_as_v1_9_moves_it() {
 fn vrf_passes_cni_conformance() {
     use cni_conformance::{Kind, Selection, Status, Target};
     let mut target = Target::new(plugin_bin_dir().join("vrf"), Kind::Chained);
-    target.timeout *= tests::slowness();
     target.config = Some(json!({"name": "cni-conformance", "vrfname": "cnicvrf", "table": 1002}));
     let mut selection = Selection::all();
-    selection.deadline *= tests::slowness();
+    guest_conformance::fit(&mut target, &mut selection, "vrf");
     let report = cni_conformance::run(&target, &selection).expect("the checker runs");
     assert!(report.ids(Status::Failed).is_empty(), "{}", report.text());
     let passed = report.ids(Status::Passed);
