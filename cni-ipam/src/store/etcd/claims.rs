@@ -65,14 +65,24 @@ impl EtcdStore {
         state: &mut State,
     ) -> Result<Option<Block>, Error> {
         let owners = format!("{}owners/", self.root);
-        // Every block owned (as many owners as the sets have blocks, as
-        // counted by the read): no claim, and no listing of the owners.
+        // Every block owned (as many owners as the sets have blocks,
+        // counted once per read, when a claim is first needed): no claim,
+        // and no listing of the owners.
         let blocks = self
             .sets
             .iter()
             .map(|s| block_count(s, self.sizes))
             .fold(0u128, u128::saturating_add);
-        if u128::from(self.owner_count) >= blocks {
+        let owner_count = match self.owner_count {
+            Some(n) => n,
+            None => {
+                let read = Read::prefix(&owners).count();
+                let [counted] = self.read_all([read.serializable(!self.linearizable)])?;
+                self.owner_count = Some(counted.count);
+                counted.count
+            }
+        };
+        if u128::from(owner_count) >= blocks {
             return Ok(None);
         }
         for attempt in 0..MAX_LOST_CLAIMS {
@@ -129,7 +139,7 @@ impl EtcdStore {
                 let found = self.block_reservations(b, keys, state);
                 self.counts.insert(b, found);
                 self.owned.push(b);
-                self.owner_count += 1;
+                self.owner_count = self.owner_count.map(|n| n + 1);
                 self.relist(b, true);
                 return Ok(Some(b));
             }

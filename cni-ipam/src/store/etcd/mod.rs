@@ -15,9 +15,11 @@
 //! the number of nodes and reservations. When its blocks are full it claims another (passing over
 //! blocks known full); when no block is free it borrows an address of
 //! another node's block, unless `strictBlocks`, when the ADD fails with
-//! [`crate::RANGE_EXHAUSTED`]. The owners' keys are counted by every
-//! read; when there are as many as the ranges have blocks, no claim is
-//! tried (a claim lists the owners' keys, one per block, otherwise).
+//! [`crate::RANGE_EXHAUSTED`]. Before a claim the owners' keys are
+//! counted; when there are as many as the ranges have blocks, no claim is
+//! tried (a claim lists the owners' keys, one per block, otherwise). An
+//! ADD served by the node's own blocks counts nothing that grows with
+//! the cluster.
 //! Borrowing counts the keys of the blocks (`count_only`, 60 per request,
 //! from a random block, at most 4,096) and reads the keys of the first
 //! with room: never every reservation.
@@ -240,9 +242,10 @@ pub struct EtcdStore {
     /// Reservations outside the node's keys learned from a lost race, so
     /// that the next plan does not choose them again.
     seen: Vec<Reservation>,
-    /// How many blocks are owned, as last read: when every block is,
-    /// an ADD borrows without listing the owners.
-    owner_count: u64,
+    /// How many blocks are owned, as counted before a claim since the
+    /// last read: when every block is, an ADD borrows without listing the
+    /// owners.
+    owner_count: Option<u64>,
     /// The node's blocks remembered on the node ([`hint`]).
     hint: Hint,
     /// The blocks the node's index lists, as last read or changed by this
@@ -306,7 +309,7 @@ impl Store for EtcdStore {
             places: HashMap::new(),
             counts: HashMap::new(),
             seen: Vec::new(),
-            owner_count: 0,
+            owner_count: None,
         }))
     }
 
@@ -343,9 +346,6 @@ impl Store for EtcdStore {
         let mut first = vec![
             Read::prefix(&self.node_prefix()).serializable(serializable),
             Read::prefix(&old).count().serializable(serializable),
-            Read::prefix(&format!("{}owners/", self.root))
-                .serializable(serializable)
-                .count(),
         ];
         first.extend(
             self.block_reads(&hinted, serializable)
@@ -353,14 +353,12 @@ impl Store for EtcdStore {
                 .map(|(_, r)| r),
         );
         let mut ranges = self.read_txn(first)?.into_iter();
-        let (Some(index), Some(old_count), Some(owner_count)) =
-            (ranges.next(), ranges.next(), ranges.next())
-        else {
+        let (Some(index), Some(old_count)) = (ranges.next(), ranges.next()) else {
             return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
         };
         let index = Index::parse(self, index.kvs, &mut state);
         let old_count = old_count.count;
-        self.owner_count = owner_count.count;
+        self.owner_count = None;
         // 2. The node's blocks, unless the hint named them all, and its
         // borrowed addresses, in that order.
         let mut listed = index.blocks.clone();
