@@ -12,17 +12,17 @@
 //! network's: one request of a bounded size (the node's index, and the
 //! keys of the blocks the node's hint names, `hint.rs`; a second when the
 //! index lists other blocks than the hint) and the reservation, whatever
-//! the number of nodes and reservations. When its blocks are full it claims another (passing over
-//! blocks known full); when no block is free it borrows an address of
-//! another node's block, unless `strictBlocks`, when the ADD fails with
-//! [`crate::RANGE_EXHAUSTED`]. Before a claim the owners' keys are
-//! counted; when there are as many as the ranges have blocks, no claim is
-//! tried (a claim lists the owners' keys, one per block, otherwise). An
-//! ADD served by the node's own blocks counts nothing that grows with
-//! the cluster.
-//! Borrowing counts the keys of the blocks (`count_only`, 60 per request,
-//! from a random block, at most 4,096) and reads the keys of the first
-//! with room: never every reservation.
+//! the number of nodes and reservations. When its blocks are full it
+//! claims another (passing over blocks known full); when no block is
+//! free it borrows an address of another node's block, unless
+//! `strictBlocks`, when the ADD fails with [`crate::RANGE_EXHAUSTED`].
+//! Before a claim the owners' keys are counted; when there are as many as
+//! the ranges have blocks, no claim is tried (a claim lists the owners'
+//! keys, one per block, otherwise). An ADD served by the node's own
+//! blocks counts nothing that grows with the cluster. Borrowing counts
+//! the keys of the blocks (`count_only`, 60 per request, from a random
+//! block, at most 4,096) and reads the keys of the first with room: never
+//! every reservation.
 //!
 //! **STATUS** reads the node's index and two counts (`blocks/`, `ips/`):
 //! a range set offering more addresses than the network holds keys has
