@@ -185,10 +185,14 @@ impl EtcdStore {
 
 /// How many addresses of `pool` are neither held nor a gateway.
 pub(super) fn free_in(pool: &[Range], held: &[Reservation]) -> u128 {
+    // Distinct addresses: a reservation learned from a lost race is also
+    // among the keys of its block when that block is read afterwards.
     let used = held
         .iter()
         .filter(|r| pool.iter().any(|p| p.contains(r.ip) && r.ip != p.gateway))
-        .count() as u128;
+        .map(|r| r.ip)
+        .collect::<HashSet<IpAddr>>()
+        .len() as u128;
     capacity(pool).saturating_sub(used)
 }
 

@@ -13,7 +13,7 @@ use super::keys::Index;
 use super::txn::Read;
 use super::{EtcdStore, Place};
 use crate::range::{Range, RangeSet};
-use crate::store::State;
+use crate::store::{State, Store};
 
 /// Blocks counted in one request (etcd's `--max-txn-ops` is 128).
 const COUNTS_PER_TXN: usize = 60;
@@ -22,8 +22,9 @@ const COUNTS_PER_TXN: usize = 60;
 /// looking: 70 requests, a /14 of /26 blocks.
 const MAX_COUNTED: usize = 4096;
 
-/// Most blocks an ADD reads to borrow from, each found full when read.
-const MAX_BORROW_TRIES: usize = 4;
+/// Most blocks an ADD reads to borrow from, each found full when read
+/// (taken meanwhile by nodes racing for the last addresses).
+const MAX_BORROW_TRIES: usize = 16;
 
 /// Which blocks a scan may choose.
 #[derive(Clone, Copy)]
@@ -53,7 +54,9 @@ impl EtcdStore {
     /// `state` and its part of the set is the pool. Reads the counts of
     /// at most [`MAX_COUNTED`] blocks, then one block's keys; the
     /// reservation's comparisons decide, so a stale count costs a lost
-    /// race, never a duplicate. Empty: nothing to borrow.
+    /// race, never a duplicate. Empty: nothing to borrow. Code 11 when
+    /// each block counted with room was full when read, [`MAX_BORROW_TRIES`]
+    /// times (the last addresses are being taken: try again).
     pub(super) fn borrow(
         &mut self,
         set: &RangeSet,
@@ -93,7 +96,15 @@ impl EtcdStore {
                 return Ok(pool);
             }
         }
-        Ok(Vec::new())
+        // Each block counted with room was full when read: other nodes
+        // are taking the last addresses. Not an exhausted range (code
+        // 102) but a race to try again.
+        Err(Error::try_again_later(
+            format!(
+                "{MAX_BORROW_TRIES} blocks of other nodes counted with room were full when read"
+            ),
+            format!("borrowing an address in {}", self.describe()),
+        ))
     }
 
     /// STATUS: from the node's index and counted reads. A set is free
