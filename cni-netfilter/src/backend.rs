@@ -110,6 +110,38 @@ impl ListedRule {
             RuleContent::Nft(exprs) => crate::nft::compiled_is(rule, family, exprs),
         }
     }
+
+    /// Whether this rule jumps or goes to `chain` (`-j CHAIN`, `-g CHAIN`;
+    /// nftables `jump`, `goto`): what a teardown removes before it
+    /// removes the chain, which the kernel refuses while a rule refers to
+    /// it.
+    ///
+    /// ```
+    /// use cni_netfilter::{ListedRule, RuleContent, RuleHandle};
+    ///
+    /// let spec = r#"-p tcp -m comment --comment "-j CNI-DN-2" -j CNI-DN-1"#;
+    /// let listed = ListedRule {
+    ///     chain: "CNI-HOSTPORT-DNAT".into(),
+    ///     comment: Some("-j CNI-DN-2".into()),
+    ///     handle: RuleHandle::Iptables(spec.into()),
+    ///     content: RuleContent::Iptables(spec.into()),
+    /// };
+    /// assert!(listed.jumps_to("CNI-DN-1"));
+    /// assert!(!listed.jumps_to("CNI-DN-2"));
+    /// ```
+    ///
+    /// Go: the reference's `chain.teardown` finds them as the rules of
+    /// `iptables -S ENTRY` ending in `-j CHAIN`.
+    pub fn jumps_to(&self, chain: &str) -> bool {
+        match &self.content {
+            RuleContent::Iptables(spec) => {
+                let words = crate::iptables::save::words(spec);
+                matches!(words.as_slice(), [.., flag, target]
+                    if (flag == "-j" || flag == "-g") && target == chain)
+            }
+            RuleContent::Nft(exprs) => crate::nft::jumps_to(exprs, chain).unwrap_or(false),
+        }
+    }
 }
 
 /// What identifies a listed rule to its backend.

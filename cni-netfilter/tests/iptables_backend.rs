@@ -185,6 +185,65 @@ fn ensuring_an_existing_chain_keeps_its_rules() {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
+fn an_iptables_nft_teardown_goes_through_nf_tables_and_a_legacy_one_is_left_to_the_commands() {
+    let table = Table::new(Family::Ip, "nat");
+    let a = [
+        ("CNI-DN-a", "CNI-HOSTPORT-DNAT"),
+        ("CNI-SN-a", "CNI-HOSTPORT-SNAT"),
+    ];
+    // iptables-nft: container a's jumps (its entry rule and a `-g` another
+    // tool added) and chain go in one batch; b's stay as they were.
+    let ns = netns("nf-ipt-direct");
+    try_iptables(&ns, Variant::Nft, |ipt| {
+        ipt.apply(&hostport("a", 8080, "10.88.0.5"))?;
+        ipt.apply(&hostport("b", 8081, "10.88.0.6"))
+    })
+    .unwrap();
+    run_in(
+        &ns,
+        "iptables-nft",
+        &[
+            "-t",
+            "nat",
+            "-A",
+            "CNI-HOSTPORT-DNAT",
+            "-p",
+            "udp",
+            "-g",
+            "CNI-DN-a",
+        ],
+        "",
+    );
+    let before = saved(&ns, Variant::Nft, Family::Ip, "nat");
+    let removed = try_iptables(&ns, Variant::Default, |ipt| {
+        Ok((
+            ipt.remove_chains_directly(&table, &a)?,
+            ipt.remove_chains_directly(&table, &a)?,
+        ))
+    });
+    assert_eq!(removed.unwrap(), (true, false), "then nothing to remove");
+    let left = saved(&ns, Variant::Nft, Family::Ip, "nat");
+    let expected: Vec<&String> = before.iter().filter(|l| !l.contains("CNI-DN-a")).collect();
+    assert_eq!(left.iter().collect::<Vec<_>>(), expected);
+    assert_eq!(left.len(), 4, "{left:#?}");
+
+    // iptables-legacy holds a nat table here: its rules are not nf_tables',
+    // so the commands list and remove them, and nothing changes meanwhile.
+    let ns = netns("nf-ipt-direct-legacy");
+    try_iptables(&ns, Variant::Legacy, |ipt| {
+        ipt.apply(&hostport("a", 8080, "10.88.0.5"))
+    })
+    .unwrap();
+    let before = saved(&ns, Variant::Legacy, Family::Ip, "nat");
+    for variant in [Variant::Default, Variant::Nft, Variant::Legacy] {
+        let removed = try_iptables(&ns, variant, |ipt| ipt.remove_chains_directly(&table, &a));
+        assert!(!removed.unwrap(), "{variant:?}");
+    }
+    assert_eq!(saved(&ns, Variant::Legacy, Family::Ip, "nat"), before);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn applying_to_absent_chains_that_turn_out_present_falls_back_to_the_listed_way() {
     // `apply_to_absent` writes `-N` and appends without a listing; when the
     // chain is there after all (another writer), the restore fails and the

@@ -6,9 +6,11 @@
 //! - `command.rs`: running a command with bounded output;
 //! - `render.rs`: a [`Rule`](crate::Rule) as iptables arguments;
 //! - `save.rs`: reading `iptables-save` output;
-//! - `peek.rs`: whether a table may hold something, without a process.
+//! - `peek.rs`: whether a table may hold something, without a process;
+//! - `direct.rs`: teardowns of iptables-nft tables through nf_tables.
 
 mod command;
+mod direct;
 mod peek;
 pub(crate) mod render;
 pub(crate) mod save;

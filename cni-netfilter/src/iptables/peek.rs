@@ -24,17 +24,26 @@ use crate::{Family, Table};
 /// isolation rules ran two `iptables-save` processes, 2 to 9 ms each, to
 /// find that out.
 pub fn may_mention(family: Family, table: &str, needles: &[&[u8]]) -> bool {
+    if legacy_may_hold(family, table) {
+        return true;
+    }
+    NftBackend::open()
+        .and_then(|mut nft| nft.table_mentions(&Table::new(family, table), needles))
+        .unwrap_or(true)
+}
+
+/// Whether iptables-legacy may hold `table` of `family` in the calling
+/// thread's network namespace: its tables are listed in
+/// `/proc/thread-self/net/ip_tables_names` (`ip6_tables_names`) once
+/// anything created them, and the file is absent without the legacy
+/// modules. Any other failure to read it answers `true`.
+pub(crate) fn legacy_may_hold(family: Family, table: &str) -> bool {
     let legacy = match family {
         Family::Ip6 => "/proc/thread-self/net/ip6_tables_names",
         _ => "/proc/thread-self/net/ip_tables_names",
     };
     match std::fs::read_to_string(legacy) {
-        Ok(names) if names.lines().any(|l| l == table) => return true,
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(_) => return true,
+        Ok(names) => names.lines().any(|l| l == table),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
     }
-    NftBackend::open()
-        .and_then(|mut nft| nft.table_mentions(&Table::new(family, table), needles))
-        .unwrap_or(true)
 }

@@ -267,3 +267,38 @@ impl Expr {
         }
     }
 }
+
+/// Whether a rule's expressions, as the kernel lists them, jump or go to
+/// `chain`: an `immediate` expression setting the verdict register to
+/// `NFT_JUMP` or `NFT_GOTO` with that chain. iptables-nft writes `-j
+/// CHAIN` and `-g CHAIN` of a user chain so, as nft does `jump` and
+/// `goto`. A malformed listing is an error, not a guess.
+pub(crate) fn jumps_to(exprs: &[u8], chain: &str) -> Result<bool, crate::FilterError> {
+    use super::nla;
+    let wanted = [
+        Verdict::Jump(String::new()).code(),
+        Verdict::Goto(String::new()).code(),
+    ];
+    for (kind, element) in nla::parse(exprs)? {
+        if kind != NFTA_LIST_ELEM {
+            continue;
+        }
+        let [name, data] = nla::find(element, [NFTA_EXPR_NAME, NFTA_EXPR_DATA])?;
+        if name.map(nla::text) != Some(b"immediate".as_slice()) {
+            continue;
+        }
+        let [dreg, value] = nla::find(data.unwrap_or_default(), [1, 2])?;
+        if dreg.map(nla::number).transpose()? != Some(Register::Verdict.number().into()) {
+            continue;
+        }
+        let [verdict] = nla::find(value.unwrap_or_default(), [NFTA_DATA_VERDICT])?;
+        let [code, target] = nla::find(verdict.unwrap_or_default(), [1, 2])?;
+        let code = code.map(nla::number).transpose()?.map(|c| c as u32 as i32);
+        if code.is_some_and(|c| wanted.contains(&c))
+            && target.map(nla::text) == Some(chain.as_bytes())
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

@@ -54,6 +54,7 @@ pub(crate) fn compiled_is(
     compiled.exprs.iter().for_each(|e| e.encode(&mut ours));
     Ok(nla::same_attrs(&ours.buf, listed))
 }
+pub(crate) use expr::jumps_to;
 pub use expr::Expr;
 pub use keys::{
     fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,

@@ -135,3 +135,29 @@ fn a_batch_tied_to_a_past_generation_is_refused_whole() {
     let refusal = refusal.expect("the second batch is refused");
     assert_eq!((refusal.index, refusal.errno), (0, 85));
 }
+
+#[test]
+fn a_rule_jumps_to_a_chain_only_by_its_verdict() {
+    use super::keys::Verdict;
+    let listed = |exprs: &[Expr]| {
+        let mut list = super::nla::Attrs::default();
+        exprs.iter().for_each(|e| e.encode(&mut list));
+        list.buf
+    };
+    let jump = listed(&[Expr::Verdict(Verdict::Jump("CNI-DN-1".into()))]);
+    assert!(super::jumps_to(&jump, "CNI-DN-1").unwrap());
+    assert!(!super::jumps_to(&jump, "CNI-DN-2").unwrap());
+    assert!(!super::jumps_to(&jump, "CNI-DN-").unwrap(), "a prefix is another chain");
+    let goto = listed(&[Expr::Verdict(Verdict::Goto("CNI-DN-1".into()))]);
+    assert!(super::jumps_to(&goto, "CNI-DN-1").unwrap());
+    // The chain's name as data, not as a verdict: no jump.
+    let data = listed(&[
+        Expr::Immediate {
+            dreg: super::keys::Register::R1,
+            data: b"CNI-DN-1\0".to_vec(),
+        },
+        Expr::Verdict(Verdict::Accept),
+    ]);
+    assert!(!super::jumps_to(&data, "CNI-DN-1").unwrap());
+    assert!(super::jumps_to(&jump[..jump.len() - 4], "CNI-DN-1").is_err());
+}

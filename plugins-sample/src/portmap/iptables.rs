@@ -20,10 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use cni_netfilter::iptables::{IptablesBackend, Saved};
+use cni_netfilter::iptables::{may_mention, IptablesBackend, Saved};
 use cni_netfilter::{
-    chain_name, Action, Backend, Chain, Family, FilterError, ListedRule, Match, Op, Rule,
-    RuleHandle, Table, Transaction,
+    chain_name, Action, Backend, Chain, Family, FilterError, Match, Op, Rule, Table, Transaction,
 };
 use cni_types::{IpFamily, IpNetwork};
 
@@ -252,11 +251,18 @@ fn family_command(table: &Table) -> &'static str {
 
 /// DEL for one family: the jumps to the container's chain (and to an old
 /// version's SNAT chain), then the chains. Nothing when they are absent.
-/// One `iptables-save` and at most one `iptables-restore`.
+/// On iptables-nft, one nf_tables batch when nf_tables lists the chains
+/// ([`IptablesBackend::remove_chains_directly`]); otherwise, or when that
+/// fails, one `iptables-save` and at most one `iptables-restore`.
 ///
-/// `Ok(false)` when the family's table cannot be listed (its iptables is
-/// not usable), with the error in `unusable`; DEL then goes on with the
-/// other family.
+/// `Ok(Err(_))` when the family's table cannot be listed (its iptables
+/// is not usable); DEL then goes on with the other family.
+///
+/// With `skip_if_unmentioned`, a family whose table certainly holds
+/// neither chain ([`cni_netfilter::iptables::may_mention`]) runs no
+/// process and answers `Ok(Ok(()))`, whether its iptables is usable or
+/// not: for the family a DEL tears down beside the one whose usability
+/// decides the layout.
 ///
 /// Go: `portMapperIPTables.unforwardPorts` (`chain.teardown`).
 pub fn unforward(
@@ -264,8 +270,23 @@ pub fn unforward(
     network: &str,
     container_id: &str,
     ip: IpFamily,
+    skip_if_unmentioned: bool,
 ) -> Result<Result<(), FilterError>, FilterError> {
     let table = table(ip);
+    let chains = [
+        (dnat_chain(network, container_id), DNAT_CHAIN),
+        (chain_name("SN-", network, container_id), OLD_SNAT_CHAIN),
+    ];
+    let needles = chains.each_ref().map(|(chain, _)| chain.as_bytes());
+    if skip_if_unmentioned && !may_mention(table.family, &table.name, &needles) {
+        return Ok(Ok(()));
+    }
+    let pairs = chains
+        .each_ref()
+        .map(|(chain, entry)| (chain.as_str(), *entry));
+    if let Ok(true) = backend.remove_chains_directly(&table, &pairs) {
+        return Ok(Ok(()));
+    }
     let mut listed = false;
     let applied = backend.apply_listed(&table, |saved| {
         listed = true;
@@ -289,17 +310,13 @@ fn teardown(table: &Table, saved: &Saved, network: &str, container_id: &str) -> 
             continue;
         }
         for rule in saved.rules.iter().filter(|r| r.chain == entered_from) {
-            if jumps_to(rule, &chain) {
+            if rule.jumps_to(&chain) {
                 tx.delete_rule(rule.clone());
             }
         }
         tx.delete_chain(chain);
     }
     tx
-}
-
-fn jumps_to(rule: &ListedRule, chain: &str) -> bool {
-    matches!(&rule.handle, RuleHandle::Iptables(spec) if spec.ends_with(&format!("-j {chain}")))
 }
 
 /// The containers of `network` with rules in a family, from the entry

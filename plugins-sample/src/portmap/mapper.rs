@@ -126,21 +126,30 @@ impl Mapper for IptablesMapper {
     /// chains, what DEL asked for.
     fn unforward(&mut self, setup: &Setup, container_id: &str) -> Result<(), MapError> {
         let network = setup.network.as_str();
-        let [v4, v6] = std::thread::scope(|scope| {
-            let v6 = scope.spawn(|| {
-                iptables::unforward(
-                    &mut IptablesBackend::new(),
-                    network,
-                    container_id,
-                    IpFamily::V6,
-                )
-            });
-            let v4 = iptables::unforward(&mut self.0, network, container_id, IpFamily::V4);
+        let v6_teardown = |skip_if_unmentioned| {
+            iptables::unforward(
+                &mut IptablesBackend::new(),
+                network,
+                container_id,
+                IpFamily::V6,
+                skip_if_unmentioned,
+            )
+        };
+        let [v4, mut v6] = std::thread::scope(|scope| {
+            // Skipped when ip6tables certainly holds nothing of this
+            // container (an IPv4-only pod): no process.
+            let v6 = scope.spawn(|| v6_teardown(true));
+            let v4 = iptables::unforward(&mut self.0, network, container_id, IpFamily::V4, false);
             [
                 v4,
                 v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             ]
         });
+        if matches!(v4, Ok(Err(_))) {
+            // IPv4's iptables is unusable: whether ip6tables is decides
+            // the error, as the reference's `maybeGetIptables` for both.
+            v6 = v6_teardown(false);
+        }
         let torn = |family: &str, torn: Result<Result<(), FilterError>, FilterError>| {
             torn.map_err(|e| {
                 let mut err = Error::from(e);
@@ -176,7 +185,7 @@ impl IptablesMapper {
                 }
             };
             for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
-                match iptables::unforward(&mut self.0, network, id, ip) {
+                match iptables::unforward(&mut self.0, network, id, ip, false) {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) | Err(e) => failures.push(format!("{id}: {e}")),
                 }
