@@ -244,6 +244,42 @@ fn an_iptables_nft_teardown_goes_through_nf_tables_and_a_legacy_one_is_left_to_t
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
+fn rules_expected_present_are_deleted_without_a_listing_and_a_missing_one_changes_nothing() {
+    let table = Table::new(Family::Ip, "filter");
+    let rule = |addr: &str| {
+        Rule::new("CNI-FORWARD")
+            .matching(Match::source(addr.parse().unwrap()))
+            .then(Action::Accept)
+    };
+    for variant in VARIANTS {
+        let ns = netns("nf-ipt-expected");
+        let mut tx = Transaction::new(table.clone());
+        tx.ensure_chain(Chain::new("CNI-FORWARD"))
+            .add_rule(rule("10.88.0.5/32"))
+            .add_rule(rule("10.88.0.6/32"));
+        try_iptables(&ns, variant, |ipt| ipt.apply(&tx)).unwrap();
+        let deleted = try_iptables(&ns, variant, |ipt| {
+            // 10.88.0.7's rule is not there: nothing is deleted.
+            let missing =
+                ipt.delete_expected(&table, &[rule("10.88.0.5/32"), rule("10.88.0.7/32")])?;
+            let left = saved(&ns, variant, Family::Ip, "filter");
+            let present = ipt.delete_expected(&table, &[rule("10.88.0.5/32")])?;
+            Ok((missing, left.len(), present))
+        });
+        assert_eq!(deleted.unwrap(), (false, 3, true), "{variant:?}");
+        assert_eq!(
+            saved(&ns, variant, Family::Ip, "filter"),
+            [
+                ":CNI-FORWARD - [0:0]",
+                "-A CNI-FORWARD -s 10.88.0.6/32 -j ACCEPT"
+            ],
+            "{variant:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn applying_to_absent_chains_that_turn_out_present_falls_back_to_the_listed_way() {
     // `apply_to_absent` writes `-N` and appends without a listing; when the
     // chain is there after all (another writer), the restore fails and the

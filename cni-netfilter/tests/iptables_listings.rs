@@ -104,6 +104,10 @@ fn firewall_and_masquerading_list_each_table_once_per_change() {
             counts.push(("masquerading ADD again", wrappers.take()));
             firewall::add(BackendKind::Iptables, &rules)?;
             wrappers.take();
+            firewall::del(&rules, false)?;
+            counts.push(("firewall DEL of a container", wrappers.take()));
+            firewall::add(BackendKind::Iptables, &rules)?;
+            wrappers.take();
             firewall::del(&rules, true)?;
             counts.push((
                 "firewall DEL of the bridge's last container",
@@ -129,6 +133,9 @@ fn firewall_and_masquerading_list_each_table_once_per_change() {
             // A new attachment: nothing names its chain, nothing to list.
             ("masquerading ADD", (0, 0)),
             ("masquerading ADD again", (1, 0)),
+            // Its two rules deleted as written, without a listing
+            // (`IptablesBackend::delete_expected`).
+            ("firewall DEL of a container", (0, 0)),
             ("firewall DEL of the bridge's last container", (1, 0)),
             // Nothing in either table names the bridge or the chain: no
             // listing at all (`cni_netfilter::iptables::may_mention`).

@@ -288,6 +288,11 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
         let mut doomed: Vec<Rule> = mine.iter().flat_map(address_rules).collect();
         if let Some(bridge) = bridge {
             doomed.extend(bridge_rules(bridge));
+        } else if backend.delete_expected(&filter(family), &doomed)? {
+            // The usual DEL: the address's rules are there, as its ADD
+            // wrote them; no listing. A bridge's isolation rules depend
+            // on the policy that added them, so those are listed.
+            continue;
         }
         delete_present(&mut backend, family, &doomed)?;
     }

@@ -147,7 +147,10 @@ fn a_rule_jumps_to_a_chain_only_by_its_verdict() {
     let jump = listed(&[Expr::Verdict(Verdict::Jump("CNI-DN-1".into()))]);
     assert!(super::jumps_to(&jump, "CNI-DN-1").unwrap());
     assert!(!super::jumps_to(&jump, "CNI-DN-2").unwrap());
-    assert!(!super::jumps_to(&jump, "CNI-DN-").unwrap(), "a prefix is another chain");
+    assert!(
+        !super::jumps_to(&jump, "CNI-DN-").unwrap(),
+        "a prefix is another chain"
+    );
     let goto = listed(&[Expr::Verdict(Verdict::Goto("CNI-DN-1".into()))]);
     assert!(super::jumps_to(&goto, "CNI-DN-1").unwrap());
     // The chain's name as data, not as a verdict: no jump.
