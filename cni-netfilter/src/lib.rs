@@ -108,6 +108,15 @@
 //! - iptables chains are created with `-N` only when `iptables-save` did
 //!   not list them, so ensuring a chain never flushes it (a `:CHAIN` line
 //!   in `iptables-restore --noflush` would).
+//! - A teardown of chains in an iptables-nft table (portmap's DEL) is one
+//!   nf_tables batch of our own, without an `iptables-save` and an
+//!   `iptables-restore` ([`iptables::IptablesBackend::remove_chains_directly`]):
+//!   the kernel holds the same rules after it as after the commands, and
+//!   iptables-nft reads the kernel afresh on every run. `nft list` (1.1)
+//!   warns that such a table "is managed by iptables-nft, do not touch!",
+//!   which is for hand edits that add what iptables-nft cannot print; a
+//!   deletion leaves nothing it cannot. Only where no legacy table of the
+//!   name exists in the namespace; legacy tables keep the commands.
 //!
 //! # Why not netlink-packet-netfilter
 //! Its 0.4 release has the nf_tables messages and six expressions, but not
