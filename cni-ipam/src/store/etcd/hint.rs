@@ -124,3 +124,67 @@ impl Hint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIZES: Sizes = Sizes { v4: 26, v6: 122 };
+
+    fn block(ip: &str) -> Block {
+        Block::of(ip.parse().unwrap(), SIZES)
+    }
+
+    /// A process id no process has (the kernel's largest is 4,194,304).
+    fn dead_pid() -> u32 {
+        (4_000_000..4_194_304)
+            .find(|pid| !Path::new("/proc").join(pid.to_string()).exists())
+            .unwrap()
+    }
+
+    fn unique_root() -> String {
+        format!("/cni-rs-hint-test/{}/", std::process::id())
+    }
+
+    #[test]
+    #[ignore = "needs root: writes /run/cni/ipam-etcd"]
+    fn a_hint_is_read_back_only_from_the_same_endpoints_and_forgotten_with_its_last_block() {
+        let endpoints = ["http://127.0.0.1:2379".to_string()];
+        let hint = Hint::new(&unique_root(), "node-a", &endpoints);
+        let blocks = [block("10.96.0.0"), block("10.96.0.64")];
+        hint.remember(&blocks);
+        assert_eq!(hint.blocks(SIZES), blocks);
+        let elsewhere = Hint::new(&unique_root(), "node-a", &["http://10.0.0.1:2379".into()]);
+        assert!(elsewhere.blocks(SIZES).is_empty(), "another cluster's");
+        let other_sizes = Sizes { v4: 24, v6: 120 };
+        assert!(
+            hint.blocks(other_sizes).is_empty(),
+            "blocks of another size"
+        );
+        hint.remember(&[]);
+        assert!(!hint.path.exists());
+        assert!(hint.blocks(SIZES).is_empty());
+    }
+
+    #[test]
+    #[ignore = "needs root: writes /run/cni/ipam-etcd"]
+    fn a_killed_writers_partial_hint_is_swept_by_the_next_writer_and_a_live_ones_kept() {
+        let hint = Hint::new(&unique_root(), "node-b", &["http://127.0.0.1:2379".into()]);
+        let other = Hint::new(&unique_root(), "node-c", &["http://127.0.0.1:2379".into()]);
+        fs::create_dir_all(HINT_DIR).unwrap();
+        let dead = hint.path.with_extension(dead_pid().to_string());
+        let live = hint.path.with_extension("1");
+        let others = other.path.with_extension(dead_pid().to_string());
+        for partial in [&dead, &live, &others] {
+            fs::write(partial, "half a hint").unwrap();
+        }
+        hint.remember(&[block("10.97.0.0")]);
+        assert!(!dead.exists(), "a gone writer's partial file is swept");
+        assert!(live.exists(), "a running writer's is not");
+        assert!(others.exists(), "nor another hint's");
+        assert_eq!(hint.blocks(SIZES), [block("10.97.0.0")]);
+        for path in [&live, &others, &hint.path] {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
