@@ -95,9 +95,11 @@
 //!   `/run/cni-netfilter-nftables.lock`): a batch is one message of any
 //!   size, tied to its listing's generation, retried for up to 10 s
 //!   ([`nft::NftBackend`]), then code 11. The iptables
-//!   list-then-restore lock is per network namespace and waited for at
-//!   most [`iptables::LOCK_DEADLINE`], then code 11 naming the lock file
-//!   and its holder; `iptables-restore -w` waits as long for the xtables
+//!   list-then-restore lock is per network namespace and waited for
+//!   until one holder has kept it [`iptables::LOCK_DEADLINE`] (while the
+//!   turns move, as in a burst of pods, up to
+//!   [`iptables::MOST_DEADLINES`] times that), then code 11 naming the
+//!   lock file and its holder; `iptables-restore -w` waits as long for the xtables
 //!   lock, where go-iptables waits without end.
 //! - Listing a chain or table that does not exist gives no rules rather
 //!   than a "not found" error: every reference caller treats that error as

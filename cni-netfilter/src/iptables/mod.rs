@@ -42,7 +42,7 @@ const ATTEMPTS: usize = 3;
 /// of the IPv4 tables in the host's namespace ([`host_lock_of`] gives
 /// each family's, in any namespace).
 pub use crate::host_lock::IPTABLES_LOCK as HOST_LOCK;
-pub use crate::host_lock::LOCK_DEADLINE;
+pub use crate::host_lock::{LOCK_DEADLINE, MOST_DEADLINES};
 
 /// The lock file serializing our list-then-restore transactions of
 /// `family`'s tables in the calling thread's network namespace: IPv4 and
