@@ -41,7 +41,7 @@ pub mod etcd {
     /// A key's block name (`10.1.2.64-26`) as the store reads it, for
     /// blocks of `v4` and `v6` prefix lengths: the name the block is
     /// written under again, or why it is not a block.
-    pub fn block_name(name: &str, v4: u8, v6: u8) -> Result<String, String> {
+    pub fn block_name(name: &str, v4: u8, v6: u8) -> Result<String, crate::store::etcd::NotABlock> {
         inner::block_name(name, v4, v6)
     }
 }

@@ -124,7 +124,7 @@ pub mod dbus {
     use crate::firewalld::FirewalldError;
 
     /// What the client reads of a message.
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug)]
     pub struct Reply {
         /// The message type byte as the client classifies it: 1 call, 2
         /// return, 3 error, anything else other.
@@ -138,7 +138,7 @@ pub mod dbus {
         /// The first argument, when it is a string.
         pub first_string: Option<String>,
         /// The first argument as a boolean, or why it is not one.
-        pub first_bool: Result<bool, String>,
+        pub first_bool: Result<bool, FirewalldError>,
     }
 
     /// The length of the fixed header plus the header fields' length:
@@ -167,7 +167,7 @@ pub mod dbus {
             error_name: message.error_name.clone(),
             signature: message.signature.clone(),
             first_string: message.first_string(),
-            first_bool: message.first_bool().map_err(|e| e.to_string()),
+            first_bool: message.first_bool(),
         })
     }
 

@@ -91,10 +91,10 @@ impl Response {
 
     /// One entry of a transaction's `responses`: an object naming its
     /// kind.
-    fn decode(value: &Value) -> Result<Response, String> {
+    fn decode(value: &Value) -> Result<Response, Malformed> {
         let object = value
             .as_object()
-            .ok_or_else(|| format!("a response that is not an object ({})", short(value)))?;
+            .ok_or_else(|| Malformed::new("a response that is not an object", value))?;
         if let Some(range) = object.get("response_range") {
             return Range::decode(range).map(Response::Range);
         }
@@ -107,20 +107,20 @@ impl Response {
         {
             return Ok(Response::Delete);
         }
-        Err(format!("a response of no known kind ({})", short(value)))
+        Err(Malformed::new("a response of no known kind", value))
     }
 }
 
 impl Range {
     /// A range's answer.
-    pub(super) fn decode(value: &Value) -> Result<Range, String> {
+    pub(super) fn decode(value: &Value) -> Result<Range, Malformed> {
         let object = value
             .as_object()
-            .ok_or_else(|| format!("a range that is not an object ({})", short(value)))?;
+            .ok_or_else(|| Malformed::new("a range that is not an object", value))?;
         let kvs = match object.get("kvs") {
             None => Vec::new(),
             Some(Value::Array(list)) => list.iter().map(pair).collect::<Result<_, _>>()?,
-            Some(other) => return Err(format!("kvs that are not a list ({})", short(other))),
+            Some(other) => return Err(Malformed::new("kvs that are not a list", other)),
         };
         Ok(Range {
             kvs,
@@ -132,34 +132,34 @@ impl Range {
 
 /// A transaction's answer: whether its comparisons held, and its
 /// responses.
-pub(super) fn txn(answer: &Value) -> Result<(bool, Vec<Response>), String> {
+pub(super) fn txn(answer: &Value) -> Result<(bool, Vec<Response>), Malformed> {
     let object = answer
         .as_object()
-        .ok_or_else(|| "an answer that is not an object".to_owned())?;
+        .ok_or_else(|| Malformed::new("an answer that is not an object", answer))?;
     let responses = match object.get("responses") {
         None => Vec::new(),
         Some(Value::Array(list)) => list
             .iter()
             .map(Response::decode)
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(format!("responses that are not a list ({})", short(other))),
+        Some(other) => return Err(Malformed::new("responses that are not a list", other)),
     };
     Ok((flag(object, "succeeded")?, responses))
 }
 
 /// One key and its value, base64-decoded.
-fn pair(kv: &Value) -> Result<(String, Vec<u8>), String> {
+fn pair(kv: &Value) -> Result<(String, Vec<u8>), Malformed> {
     let object = kv
         .as_object()
-        .ok_or_else(|| format!("a key-value that is not an object ({})", short(kv)))?;
-    let key = bytes(object, "key")?
-        .ok_or_else(|| format!("a key-value without a key ({})", short(kv)))?;
+        .ok_or_else(|| Malformed::new("a key-value that is not an object", kv))?;
+    let key =
+        bytes(object, "key")?.ok_or_else(|| Malformed::new("a key-value without a key", kv))?;
     let value = bytes(object, "value")?.unwrap_or_default();
     Ok((String::from_utf8_lossy(&key).into_owned(), value))
 }
 
 /// The base64 field `name`, if there.
-fn bytes(object: &Map<String, Value>, name: &str) -> Result<Option<Vec<u8>>, String> {
+fn bytes(object: &Map<String, Value>, name: &str) -> Result<Option<Vec<u8>>, Malformed> {
     let Some(field) = object.get(name) else {
         return Ok(None);
     };
@@ -167,12 +167,12 @@ fn bytes(object: &Map<String, Value>, name: &str) -> Result<Option<Vec<u8>>, Str
         .as_str()
         .and_then(|s| B64.decode(s).ok())
         .map(Some)
-        .ok_or_else(|| format!("a {name} that is not base64 ({})", short(field)))
+        .ok_or_else(|| Malformed::new(format!("a {name} that is not base64"), field))
 }
 
 /// The number field `name` (a string, as the gateway writes 64-bit
 /// numbers, or a number); 0 when left out.
-fn number(object: &Map<String, Value>, name: &str) -> Result<u64, String> {
+fn number(object: &Map<String, Value>, name: &str) -> Result<u64, Malformed> {
     let Some(field) = object.get(name) else {
         return Ok(0);
     };
@@ -180,15 +180,37 @@ fn number(object: &Map<String, Value>, name: &str) -> Result<u64, String> {
         .as_str()
         .and_then(|s| s.parse().ok())
         .or(field.as_u64())
-        .ok_or_else(|| format!("a {name} that is not a count ({})", short(field)))
+        .ok_or_else(|| Malformed::new(format!("a {name} that is not a count"), field))
 }
 
 /// The boolean field `name`; false when left out.
-fn flag(object: &Map<String, Value>, name: &str) -> Result<bool, String> {
+fn flag(object: &Map<String, Value>, name: &str) -> Result<bool, Malformed> {
     match object.get(name) {
         None => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(format!("a {name} that is not a boolean ({})", short(other))),
+        Some(other) => Err(Malformed::new(
+            format!("a {name} that is not a boolean"),
+            other,
+        )),
+    }
+}
+
+/// What in an answer is not as etcd's v3 JSON gateway writes it, and
+/// the value that is not (its first 64 characters): said in the code 11
+/// error naming the member.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} ({value})")]
+pub(super) struct Malformed {
+    what: String,
+    value: String,
+}
+
+impl Malformed {
+    fn new(what: impl Into<String>, value: &Value) -> Malformed {
+        Malformed {
+            what: what.into(),
+            value: short(value),
+        }
     }
 }
 
@@ -254,7 +276,7 @@ mod tests {
 
     #[test]
     fn what_etcd_never_writes_is_refused_naming_it() {
-        let refused = |answer: Value| txn(&answer).unwrap_err();
+        let refused = |answer: Value| txn(&answer).unwrap_err().to_string();
         assert!(refused(json!({"responses": {}})).contains("responses that are not a list"));
         assert!(refused(json!({"succeeded": "yes"})).contains("succeeded that is not a boolean"));
         assert!(refused(json!({"responses": [{"response_watch": {}}]})).contains("no known kind"));

@@ -9,6 +9,22 @@ use cni_types::Error;
 use crate::error::ConfigError;
 use crate::range::{bits, from_bits, Range, RangeSet};
 
+/// Why a key's name is not one of this network's blocks (the key is then
+/// skipped, and named in the result's warnings).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotABlock {
+    /// No `-` between an address and a prefix length.
+    #[error("not named <address>-<prefix length>")]
+    Unnamed,
+    /// What comes before the `-` is not an address.
+    #[error("{0:?} is not an address")]
+    NotAnAddress(String),
+    /// An address and length, but not a block of this network's size
+    /// (given), or not aligned to it.
+    #[error("not a block of this network's size (/{0}, aligned)")]
+    OtherSize(u8),
+}
+
 /// The prefix lengths of blocks, per family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Sizes {
@@ -54,19 +70,14 @@ impl Block {
 
     /// The block a key names, if it is one of `sizes`' blocks; why not
     /// otherwise.
-    pub(super) fn parse(name: &str, sizes: Sizes) -> Result<Block, String> {
-        let (ip, len) = name
-            .rsplit_once('-')
-            .ok_or_else(|| "not named <address>-<prefix length>".to_owned())?;
+    pub(super) fn parse(name: &str, sizes: Sizes) -> Result<Block, NotABlock> {
+        let (ip, len) = name.rsplit_once('-').ok_or(NotABlock::Unnamed)?;
         let ip: IpAddr = ip
             .parse()
-            .map_err(|_| format!("{ip:?} is not an address"))?;
+            .map_err(|_| NotABlock::NotAnAddress(ip.to_owned()))?;
         let block = Block::of(ip, sizes);
         if len != block.len.to_string() || block.net != bits(ip) {
-            return Err(format!(
-                "not a block of this network's size (/{}, aligned)",
-                block.len
-            ));
+            return Err(NotABlock::OtherSize(block.len));
         }
         Ok(block)
     }

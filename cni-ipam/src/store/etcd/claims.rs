@@ -108,7 +108,7 @@ impl EtcdStore {
                     }
                     Err(why) if attempt == 0 => state.skipped.push(Skipped {
                         entry: format!("etcd key {key}"),
-                        why,
+                        why: why.to_string(),
                     }),
                     Err(_) => {}
                 }

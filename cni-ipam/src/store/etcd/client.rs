@@ -129,7 +129,7 @@ impl Client {
         const PATH: &str = "/v3/kv/txn";
         let answer = self.call(PATH, &txn.body())?;
         let (succeeded, responses) =
-            answer::txn(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what))?;
+            answer::txn(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what.to_string()))?;
         let ran = if succeeded {
             &txn.success
         } else {
@@ -159,7 +159,7 @@ impl Client {
     fn range(&self, body: &Value) -> Result<Range, Error> {
         const PATH: &str = "/v3/kv/range";
         let answer = self.call(PATH, body)?;
-        Range::decode(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what))
+        Range::decode(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what.to_string()))
     }
 
     /// POSTs `body` to the first endpoint that answers, all within

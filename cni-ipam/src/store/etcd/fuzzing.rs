@@ -30,6 +30,6 @@ pub fn answer(body: &[u8]) -> Read {
 }
 
 /// See `crate::fuzzing::etcd::block_name`.
-pub fn block_name(name: &str, v4: u8, v6: u8) -> Result<String, String> {
+pub fn block_name(name: &str, v4: u8, v6: u8) -> Result<String, super::NotABlock> {
     Block::parse(name, Sizes { v4, v6 }).map(|b| b.name())
 }

@@ -71,8 +71,7 @@ impl Hint {
         if lines.next() != Some(self.endpoints.as_str()) {
             return Vec::new();
         }
-        let blocks: Result<Vec<Block>, String> =
-            lines.map(|name| Block::parse(name, sizes)).collect();
+        let blocks: Result<Vec<Block>, _> = lines.map(|name| Block::parse(name, sizes)).collect();
         match blocks {
             Ok(blocks) if blocks.len() <= MAX_HINTED => blocks,
             _ => Vec::new(),

@@ -4,9 +4,23 @@
 
 use std::net::IpAddr;
 
-use super::blocks::Block;
+use super::blocks::{Block, NotABlock};
 use super::EtcdStore;
 use crate::store::{Skipped, State};
+
+/// Why a key under a node's index is skipped (and named in the result's
+/// warnings).
+#[derive(Debug, thiserror::Error)]
+enum OddKey {
+    #[error(transparent)]
+    Block(NotABlock),
+    #[error("not a borrowed address naming its block")]
+    Borrowed,
+    #[error("not a last reserved address")]
+    LastReserved,
+    #[error("not a key of a node's index")]
+    Unknown,
+}
 
 /// What a node's index (`nodes/<node>/`) lists.
 #[derive(Debug, Default)]
@@ -29,15 +43,17 @@ impl Index {
         for (key, value) in keys {
             let name = key.strip_prefix(&prefix).unwrap_or(&key);
             let value = String::from_utf8_lossy(&value);
-            let parsed: Result<(), String> = if let Some(b) = name.strip_prefix("blocks/") {
-                Block::parse(b, store.sizes).map(|b| index.blocks.push(b))
+            let parsed: Result<(), OddKey> = if let Some(b) = name.strip_prefix("blocks/") {
+                Block::parse(b, store.sizes)
+                    .map(|b| index.blocks.push(b))
+                    .map_err(OddKey::Block)
             } else if let Some(ip) = name.strip_prefix("borrowed/") {
                 match (ip.parse::<IpAddr>(), Block::parse(&value, store.sizes)) {
                     (Ok(ip), Ok(b)) if b.contains(ip) => {
                         index.borrowed.push((ip, b));
                         Ok(())
                     }
-                    _ => Err("not a borrowed address naming its block".to_owned()),
+                    _ => Err(OddKey::Borrowed),
                 }
             } else if let Some(set) = name.strip_prefix("last_reserved/") {
                 match (set.parse::<usize>(), value.parse::<IpAddr>()) {
@@ -45,15 +61,15 @@ impl Index {
                         index.last.push((set, ip));
                         Ok(())
                     }
-                    _ => Err("not a last reserved address".to_owned()),
+                    _ => Err(OddKey::LastReserved),
                 }
             } else {
-                Err("not a key of a node's index".to_owned())
+                Err(OddKey::Unknown)
             };
             if let Err(why) = parsed {
                 state.skipped.push(Skipped {
                     entry: format!("etcd key {key}"),
-                    why,
+                    why: why.to_string(),
                 });
             }
         }

@@ -173,6 +173,7 @@ use std::time::{Duration, Instant};
 use cni_types::{Attachment, Code, Error, Extra};
 
 use self::answer::{Outcome, Range, Response};
+pub use self::blocks::NotABlock;
 use self::blocks::{Block, Sizes};
 use self::client::{not_etcd, Client};
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
