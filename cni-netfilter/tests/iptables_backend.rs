@@ -199,21 +199,10 @@ fn an_iptables_nft_teardown_goes_through_nf_tables_and_a_legacy_one_is_left_to_t
         ipt.apply(&hostport("b", 8081, "10.88.0.6"))
     })
     .unwrap();
-    run_in(
-        &ns,
-        "iptables-nft",
-        &[
-            "-t",
-            "nat",
-            "-A",
-            "CNI-HOSTPORT-DNAT",
-            "-p",
-            "udp",
-            "-g",
-            "CNI-DN-a",
-        ],
-        "",
-    );
+    let goto: Vec<&str> = "-t nat -A CNI-HOSTPORT-DNAT -p udp -g CNI-DN-a"
+        .split(' ')
+        .collect();
+    run_in(&ns, "iptables-nft", &goto, "");
     let before = saved(&ns, Variant::Nft, Family::Ip, "nat");
     let removed = try_iptables(&ns, Variant::Default, |ipt| {
         Ok((
