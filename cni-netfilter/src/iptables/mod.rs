@@ -237,13 +237,23 @@ impl IptablesBackend {
         mut build: impl FnMut(&Saved) -> Transaction,
     ) -> Result<(), FilterError> {
         let program = self.variant.program(table.family, "restore");
-        let _turn = lock(table.family, self.deadline)?;
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // Started before our turn where it takes no lock of its own, so
+        // a process start is not part of the turn others wait for.
+        let mut early = match self.restore_takes_no_lock(table.family) {
+            true => Some(command::Started::spawn(&program, &args, true)?),
+            false => None,
+        };
+        let _turn = lock(table.family, self.deadline)?;
         let mut attempt = 1;
         loop {
-            // Started before the listing, so its start overlaps it.
-            let restore = command::Started::spawn(&program, &args, true)?;
+            // Otherwise started before the listing, so its start overlaps
+            // it.
+            let restore = match early.take() {
+                Some(started) => started,
+                None => command::Started::spawn(&program, &args, true)?,
+            };
             let saved = self.save(table)?;
             let tx = build(&saved);
             if tx.table().family != table.family || tx.table().name != table.name {
@@ -286,7 +296,11 @@ impl IptablesBackend {
         let program = self.variant.program(tx.table().family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let applied = {
+        let applied = if self.restore_takes_no_lock(tx.table().family) {
+            let restore = command::Started::spawn(&program, &args, true)?;
+            let _turn = lock(tx.table().family, self.deadline)?;
+            restore.finish(Some(script.as_bytes()), 1 << 16)
+        } else {
             let _turn = lock(tx.table().family, self.deadline)?;
             command::run(&program, &args, Some(script.as_bytes()), 1 << 16)
         };
@@ -330,8 +344,44 @@ impl IptablesBackend {
         let program = self.variant.program(table.family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let _turn = lock(table.family, self.deadline)?;
-        Ok(command::run(&program, &args, Some(lines.join("\n").as_bytes()), 1 << 16).is_ok())
+        let script = lines.join("\n");
+        let ran = if self.restore_takes_no_lock(table.family) {
+            let restore = command::Started::spawn(&program, &args, true)?;
+            let _turn = lock(table.family, self.deadline)?;
+            restore.finish(Some(script.as_bytes()), 1 << 16)
+        } else {
+            let _turn = lock(table.family, self.deadline)?;
+            command::run(&program, &args, Some(script.as_bytes()), 1 << 16)
+        };
+        Ok(ran.is_ok())
+    }
+
+    /// Whether this backend's `iptables-restore` for `family` is
+    /// iptables-nft's, which takes no lock (its commit is one nf_tables
+    /// transaction), so it may be started before our turn and wait for
+    /// its input there. iptables-legacy's `-w` takes the host's xtables
+    /// lock, which a restore waiting outside our turn could hold while
+    /// the process whose turn it is waits for it: those start in the
+    /// turn. The default commands are looked up on `PATH` and their link
+    /// followed (Debian's alternatives: `xtables-nft-multi` or
+    /// `xtables-legacy-multi`); anything unclear counts as legacy.
+    fn restore_takes_no_lock(&self, family: Family) -> bool {
+        match self.variant {
+            Variant::Nft => true,
+            Variant::Legacy => false,
+            Variant::Default => {
+                let program = self.variant.program(family, "restore");
+                let Some(paths) = std::env::var_os("PATH") else {
+                    return false;
+                };
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join(&program))
+                    .find(|path| path.is_file())
+                    .and_then(|path| std::fs::canonicalize(path).ok())
+                    .and_then(|real| Some(real.file_name()?.to_str()?.contains("nft")))
+                    .unwrap_or(false)
+            }
+        }
     }
 
     /// The rules of `rules` that `table` lacks, compared as
