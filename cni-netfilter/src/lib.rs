@@ -119,6 +119,16 @@
 //!   which is for hand edits that add what iptables-nft cannot print; a
 //!   deletion leaves nothing it cannot. Only where no legacy table of the
 //!   name exists in the namespace; legacy tables keep the commands.
+//! - An ADD's chains and rules in an iptables-nft table (portmap, the
+//!   firewall, masquerading) are one nf_tables batch too, in
+//!   iptables-nft's own encoding of each rule (the same expressions byte
+//!   for byte as its `iptables-restore` writes, compat `match`/`target`
+//!   expressions and all: `iptables-save`, `iptables -C` and `-D`, ours
+//!   and the reference's, see the same rules), when nothing is in doubt
+//!   ([`iptables::IptablesBackend::ensure_directly`]); anything in doubt
+//!   (a rule written by another iptables version, a table not made yet,
+//!   an extension without a form here) runs the commands as before.
+//!   [`iptables::IptablesBackend::with_direct_writes`] turns it off.
 //!
 //! # Why not netlink-packet-netfilter
 //! Its 0.4 release has the nf_tables messages and six expressions, but not

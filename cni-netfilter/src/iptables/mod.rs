@@ -7,10 +7,13 @@
 //! - `render.rs`: a [`Rule`](crate::Rule) as iptables arguments;
 //! - `save.rs`: reading `iptables-save` output;
 //! - `peek.rs`: whether a table may hold something, without a process;
-//! - `direct.rs`: teardowns of iptables-nft tables through nf_tables.
+//! - `direct.rs`: an ADD's chains and rules, and teardowns, of
+//!   iptables-nft tables through nf_tables;
+//! - `nft_form.rs`: a rule as the expressions iptables-nft writes.
 
 mod command;
 mod direct;
+mod nft_form;
 mod peek;
 pub(crate) mod render;
 pub(crate) mod save;
@@ -43,6 +46,23 @@ const ATTEMPTS: usize = 3;
 /// each family's, in any namespace).
 pub use crate::host_lock::IPTABLES_LOCK as HOST_LOCK;
 pub use crate::host_lock::{LOCK_DEADLINE, MOST_DEADLINES};
+
+/// `rule` as the iptables arguments after `-A CHAIN`, in the order
+/// `iptables-save` prints them back (for `iptables -C`, `-D` by hand).
+///
+/// ```
+/// use cni_netfilter::{Action, Family, Match, Rule};
+///
+/// let rule = Rule::new("CNI-FORWARD")
+///     .matching(Match::destination("10.88.0.2/32".parse()?))
+///     .then(Action::Accept);
+/// let words = cni_netfilter::iptables::rule_words(&rule, Family::Ip)?;
+/// assert_eq!(words.join(" "), "-d 10.88.0.2/32 -j ACCEPT");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn rule_words(rule: &crate::Rule, family: Family) -> Result<Vec<String>, FilterError> {
+    render::render(rule, family)
+}
 
 /// The lock file serializing our list-then-restore transactions of
 /// `family`'s tables in the calling thread's network namespace: IPv4 and
@@ -105,6 +125,7 @@ impl Variant {
 pub struct IptablesBackend {
     variant: Variant,
     deadline: std::time::Duration,
+    direct: bool,
 }
 
 impl IptablesBackend {
@@ -118,7 +139,17 @@ impl IptablesBackend {
         IptablesBackend {
             variant,
             deadline: LOCK_DEADLINE,
+            direct: true,
         }
+    }
+
+    /// The same backend, adding through nf_tables directly
+    /// ([`IptablesBackend::ensure_directly`], the default) or always
+    /// through `iptables-restore` (`false`: to compare the two, or to
+    /// rule the direct path out).
+    pub fn with_direct_writes(mut self, direct: bool) -> IptablesBackend {
+        self.direct = direct;
+        self
     }
 
     /// The same backend waiting at most `deadline` (rather than
@@ -293,6 +324,9 @@ impl IptablesBackend {
         if script.lines().count() == 2 {
             return Ok(());
         }
+        if self.direct && self.ensure_directly(tx) {
+            return Ok(());
+        }
         let program = self.variant.program(tx.table().family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -443,6 +477,9 @@ impl Backend for IptablesBackend {
         // Our own processes take turns (in `apply_listed`); other writers
         // are caught by its retry only when their change makes ours fail.
         if lists {
+            if self.direct && self.ensure_directly(tx) {
+                return Ok(());
+            }
             return self.apply_listed(tx.table(), |_| tx.clone());
         }
         if script.lines().count() == 2 {

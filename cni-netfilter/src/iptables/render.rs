@@ -76,7 +76,13 @@ pub(crate) fn render(rule: &Rule, family: Family) -> Result<Vec<String>, FilterE
                 "--mark"
             }
             Match::CtState(states) => {
-                let names: Vec<_> = states.iter().map(|s| s.iptables_name()).collect();
+                // In the order `iptables-save` prints them, so a rule
+                // listed back compares equal (`--ctstate NEW,INVALID` is
+                // printed `INVALID,NEW`).
+                let mut names: Vec<_> = states.iter().map(|s| s.iptables_name()).collect();
+                let order = ["INVALID", "NEW", "RELATED", "ESTABLISHED"];
+                names.sort_by_key(|n| order.iter().position(|o| o == n));
+                names.dedup();
                 if names.is_empty() {
                     return Err(FilterError::invalid("ct state", "[]", "names no state"));
                 }

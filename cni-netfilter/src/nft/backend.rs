@@ -348,6 +348,24 @@ impl Backend for NftBackend {
 }
 
 impl NftBackend {
+    /// Sends `requests` (each with what it does and to what, for errors)
+    /// as one batch, tied to no generation: `Ok(None)` when the kernel
+    /// applied it, else the refused request's place (1 for the first, 0
+    /// for the batch) and errno, the batch having changed nothing.
+    pub(crate) fn send_requests(
+        &mut self,
+        requests: Vec<(super::message::Request, &'static str, String)>,
+    ) -> Result<Option<(usize, i32)>, FilterError> {
+        let begin = self.socket.reserve(0);
+        let mut batch = Batch::new(begin, None);
+        for (req, op, object) in requests {
+            batch.push(req, op, object)?;
+        }
+        let batch = batch.finish(true);
+        self.socket.reserve(batch.described.len() + 1);
+        Ok(self.socket.send_batch(&batch)?.map(|r| (r.index, r.errno)))
+    }
+
     /// The rules of `chain` in `table`, in order, whose comment `keep`
     /// accepts (`None` for a rule without one). The kernel filters the
     /// dump by table and chain; each rule is read in place and only a kept

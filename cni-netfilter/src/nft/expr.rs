@@ -120,6 +120,28 @@ pub enum Expr {
     },
     /// `[ counter pkts 0 bytes 0 ]`.
     Counter,
+    /// `[ match name comment rev 0 ]`: an xtables match run by the
+    /// kernel's compatibility layer, as iptables-nft writes the matches
+    /// nf_tables has no native form for.
+    XtMatch {
+        /// The extension's name (`comment`, `multiport`..).
+        name: &'static str,
+        /// Its revision.
+        rev: u32,
+        /// Its `xt_*_info` structure, in the host's byte order, padded to
+        /// 8 bytes (`XT_ALIGN`) as iptables passes it.
+        info: Vec<u8>,
+    },
+    /// `[ target name DNAT rev 2 ]`: an xtables target, as
+    /// [`Expr::XtMatch`].
+    XtTarget {
+        /// The extension's name (`DNAT`, `MASQUERADE`, `MARK`..).
+        name: &'static str,
+        /// Its revision.
+        rev: u32,
+        /// Its structure, as for a match.
+        info: Vec<u8>,
+    },
 }
 
 const NFTA_LIST_ELEM: u16 = 1;
@@ -143,6 +165,8 @@ impl Expr {
             Expr::Fib { .. } => "fib",
             Expr::Ct { .. } => "ct",
             Expr::Counter => "counter",
+            Expr::XtMatch { .. } => "match",
+            Expr::XtTarget { .. } => "target",
         }
     }
 
@@ -264,6 +288,11 @@ impl Expr {
                 a.u32(1, dreg.number());
             }
             Expr::Counter => {}
+            Expr::XtMatch { name, rev, info } | Expr::XtTarget { name, rev, info } => {
+                a.str(1, name);
+                a.u32(2, *rev);
+                a.bytes(3, info);
+            }
         }
     }
 }

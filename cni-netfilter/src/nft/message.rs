@@ -17,6 +17,7 @@ const NFNL_BATCH_GENID: u16 = 1;
 pub(crate) const NLM_F_REQUEST: u16 = 0x1;
 pub(crate) const NLM_F_ACK: u16 = 0x4;
 pub(crate) const NLM_F_DUMP: u16 = 0x300;
+const NLM_F_EXCL: u16 = 0x200;
 const NLM_F_CREATE: u16 = 0x400;
 const NLM_F_APPEND: u16 = 0x800;
 const NFT_SET_ANONYMOUS: u32 = 0x1;
@@ -115,6 +116,15 @@ pub(crate) fn new_chain(table: &Table, chain: &Chain) -> Result<Request, FilterE
     Ok(req)
 }
 
+/// `add chain` of a user chain that must not exist yet: the batch fails
+/// (`EEXIST`) when another writer made it meanwhile.
+pub(crate) fn new_chain_exclusive(table: &Table, chain: &str) -> Request {
+    let mut req = Request::new(Kind::NewChain, NLM_F_CREATE | NLM_F_EXCL, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(3, chain);
+    req
+}
+
 /// `delete chain` (it must be empty by then).
 pub(crate) fn del_chain(table: &Table, chain: &str) -> Request {
     let mut req = Request::new(Kind::DelChain, 0, table.family);
@@ -147,6 +157,36 @@ pub(crate) fn new_rule(
         req.attrs.bytes(7, &comment_udata(comment)?);
     }
     Ok(req)
+}
+
+/// A rule as iptables-nft adds it: appended (`-A`), or at the top of
+/// its chain (`-I` without a number); with `NFTA_RULE_COMPAT` (the
+/// rule's `-p` protocol and whether it is negated), which the kernel's
+/// xtables layer checks the rule's extensions against (`-m multiport`
+/// needs `-p tcp` ..).
+pub(crate) fn new_xt_rule(
+    table: &Table,
+    chain: &str,
+    exprs: &[Expr],
+    compat: (u32, bool),
+    first: bool,
+) -> Request {
+    let flags = if first {
+        NLM_F_CREATE
+    } else {
+        NLM_F_CREATE | NLM_F_APPEND
+    };
+    let mut req = Request::new(Kind::NewRule, flags, table.family);
+    req.attrs.str(1, &table.name);
+    req.attrs.str(2, chain);
+    req.attrs
+        .nested(4, |list| exprs.iter().for_each(|e| e.encode(list)));
+    req.attrs.nested(5, |c| {
+        c.u32(1, compat.0);
+        // NFT_RULE_COMPAT_F_INV
+        c.u32(2, if compat.1 { 2 } else { 0 });
+    });
+    req
 }
 
 /// `delete rule ... handle N`.

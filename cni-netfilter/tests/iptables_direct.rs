@@ -1,0 +1,419 @@
+//! An ADD's chains and rules written through nf_tables directly
+//! (`IptablesBackend::ensure_directly`) are the rules iptables-nft's own
+//! `iptables-restore` writes: the same `iptables-save` text, the same
+//! expressions byte for byte, found by `iptables -C`; and whatever the
+//! direct path cannot be certain of is left to the restore. Each case
+//! runs in two namespaces of the test's own, one written each way. Needs
+//! root and iptables-nft (Debian's default).
+
+mod common;
+
+use cni_net::testing::TempNetns;
+use cni_netfilter::iptables::{IptablesBackend, Variant};
+use cni_netfilter::nft::NftBackend;
+use cni_netfilter::{
+    Action, Backend, Chain, CtState, Family, ListedRule, Match, Op, Protocol, Rule, RuleContent,
+    Table, Transaction,
+};
+use cni_types::IpNetwork;
+use common::{netns, run_in, BoxError};
+
+fn net(text: &str) -> IpNetwork {
+    text.parse().unwrap()
+}
+
+/// What an earlier ADD left: the shared chains and their entry rules,
+/// written by `iptables-restore` in both namespaces.
+fn shared(family: Family) -> Vec<Transaction> {
+    let mut nat = Transaction::new(Table::new(family, "nat"));
+    nat.ensure_chain(Chain::new("CNI-HOSTPORT-SETMARK"))
+        .ensure_rule(
+            Rule::new("CNI-HOSTPORT-SETMARK")
+                .comment("CNI portfwd masquerade mark")
+                .then(Action::SetMark {
+                    value: 0x2000,
+                    mask: 0x2000,
+                }),
+        )
+        .ensure_chain(Chain::new("CNI-HOSTPORT-MASQ"))
+        .ensure_rule(
+            Rule::new("CNI-HOSTPORT-MASQ")
+                .matching(Match::Mark {
+                    value: 0x2000,
+                    mask: 0x2000,
+                })
+                .then(Action::Masquerade),
+        )
+        .push(Op::EnsureRule {
+            rule: Rule::new("POSTROUTING")
+                .comment("CNI portfwd requiring masquerade")
+                .then(Action::Jump("CNI-HOSTPORT-MASQ".into())),
+            first: true,
+        });
+    nat.ensure_chain(Chain::new("CNI-HOSTPORT-DNAT"));
+    for entry in ["PREROUTING", "OUTPUT"] {
+        nat.ensure_rule(
+            Rule::new(entry)
+                .matching(Match::LocalDestination)
+                .then(Action::Jump("CNI-HOSTPORT-DNAT".into())),
+        );
+    }
+    let mut filter = Transaction::new(Table::new(family, "filter"));
+    filter
+        .ensure_chain(Chain::new("CNI-FORWARD"))
+        .ensure_chain(Chain::new("CNI-ADMIN"))
+        .push(Op::EnsureRule {
+            rule: Rule::new("FORWARD")
+                .comment("CNI firewall plugin rules")
+                .then(Action::Jump("CNI-FORWARD".into())),
+            first: true,
+        })
+        .push(Op::EnsureRule {
+            rule: Rule::new("CNI-FORWARD")
+                .comment("CNI firewall plugin admin overrides")
+                .then(Action::Jump("CNI-ADMIN".into())),
+            first: true,
+        });
+    vec![nat, filter]
+}
+
+/// A container's chain in `nat` as portmap writes it, with the rule
+/// shapes of every plugin's ADD, and the firewall's rules of an address
+/// in `filter`.
+fn attachment(family: Family, id: &str) -> Vec<Transaction> {
+    let v4 = family == Family::Ip;
+    let (subnet, odd, addr, host, other) = if v4 {
+        (
+            "10.217.9.0/24",
+            "10.80.0.0/12",
+            "10.217.9.3",
+            "192.0.2.1/32",
+            "224.0.0.0/4",
+        )
+    } else {
+        (
+            "fd00:9::/64",
+            "fd00::/61",
+            "fd00:9::3",
+            "fd00::1/128",
+            "ff00::/8",
+        )
+    };
+    let chain = format!("CNI-DN-{id}");
+    let mut nat = Transaction::new(Table::new(family, "nat"));
+    nat.ensure_chain(Chain::new(chain.clone()));
+    let port = |p| {
+        Rule::new(chain.clone())
+            .matching(Match::Protocol(Protocol::Tcp))
+            .matching(Match::DestinationPort(p))
+    };
+    nat.ensure_rule(
+        port(8080)
+            .matching(Match::source(net(subnet)))
+            .then(Action::Jump("CNI-HOSTPORT-SETMARK".into())),
+    );
+    if v4 {
+        nat.ensure_rule(
+            port(8080)
+                .matching(Match::source(net("127.0.0.1/32")))
+                .then(Action::Jump("CNI-HOSTPORT-SETMARK".into())),
+        );
+    }
+    nat.ensure_rule(port(8080).then(Action::Dnat {
+        addr: addr.parse().unwrap(),
+        port: Some(80),
+    }))
+    .ensure_rule(
+        port(9090)
+            .matching(Match::destination(net(host)))
+            .then(Action::Dnat {
+                addr: addr.parse().unwrap(),
+                port: None,
+            }),
+    )
+    .ensure_rule(
+        Rule::new(chain.clone())
+            .matching(Match::Protocol(Protocol::Udp))
+            .matching(Match::SourcePort(53))
+            .matching(Match::source(net(odd)))
+            .then(Action::Return),
+    );
+    // Masquerading, entered from POSTROUTING as the bridge's is.
+    let masq = format!("CNI-MQ-{id}");
+    let host_addr = net(&format!("{addr}/{}", if v4 { 32 } else { 128 }));
+    nat.ensure_chain(Chain::new(masq.clone()))
+        .ensure_rule(
+            Rule::new(masq.clone())
+                .matching(Match::not_destination(net(other)))
+                .comment("masquerade, \"quoted\"")
+                .then(Action::Masquerade),
+        )
+        .ensure_rule(
+            Rule::new(masq.clone())
+                .matching(Match::Mark {
+                    value: 0x4000,
+                    mask: u32::MAX,
+                })
+                .then(Action::Goto("CNI-HOSTPORT-MASQ".into())),
+        )
+        .ensure_rule(
+            Rule::new("POSTROUTING")
+                .matching(Match::source(host_addr))
+                .comment(format!("name: \"net\" id: \"{id}\""))
+                .then(Action::Jump(masq)),
+        );
+    for protocol in [Protocol::Tcp, Protocol::Udp] {
+        nat.ensure_rule(
+            Rule::new("CNI-HOSTPORT-DNAT")
+                .matching(Match::Protocol(protocol))
+                .matching(Match::DestinationPorts(vec![8080, 9090, 53]))
+                .comment(format!("dnat name: \"net\" id: \"{id}\""))
+                .then(Action::Jump(chain.clone())),
+        );
+    }
+    let mut filter = Transaction::new(Table::new(family, "filter"));
+    filter
+        .ensure_rule(
+            Rule::new("CNI-FORWARD")
+                .matching(Match::destination(host_addr))
+                .matching(Match::CtState(vec![CtState::Related, CtState::Established]))
+                .then(Action::Accept),
+        )
+        .ensure_rule(
+            Rule::new("CNI-FORWARD")
+                .matching(Match::source(host_addr))
+                .then(Action::Accept),
+        )
+        .ensure_rule(
+            Rule::new("CNI-FORWARD")
+                .matching(Match::source(host_addr))
+                .matching(Match::InInterface {
+                    name: "cni-podman1".into(),
+                    negate: false,
+                })
+                .matching(Match::OutInterface {
+                    name: "cni-podman1".into(),
+                    negate: true,
+                })
+                .matching(Match::CtState(vec![CtState::New, CtState::Invalid]))
+                .then(Action::Drop),
+        );
+    vec![nat, filter]
+}
+
+/// `iptables-save -t TABLE` without its dated comments and counters.
+fn saved(ns: &TempNetns, family: Family, table: &str) -> String {
+    let program = if family == Family::Ip {
+        "iptables-save"
+    } else {
+        "ip6tables-save"
+    };
+    run_in(ns, program, &["-t", table], "")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.replace(" [0:0]", ""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every rule of `table` as nf_tables lists it, chain by chain.
+fn expressions(ns: &TempNetns, table: &Table) -> Vec<(String, Vec<u8>)> {
+    ns.run(|_| {
+        let mut nft = NftBackend::open()?;
+        let mut all = Vec::new();
+        let mut chains = nft.list_chains(table)?;
+        chains.sort();
+        for chain in chains {
+            for ListedRule { content, .. } in nft.list_rules(table, &chain)? {
+                if let RuleContent::Nft(exprs) = content {
+                    all.push((chain.clone(), exprs));
+                }
+            }
+        }
+        Ok::<_, BoxError>(all)
+    })
+    .unwrap()
+}
+
+/// `iptables -C` of each rule: iptables' own reading of what is there.
+fn checked_by_iptables(ns: &TempNetns, family: Family, tx: &Transaction) {
+    let program = if family == Family::Ip {
+        "iptables"
+    } else {
+        "ip6tables"
+    };
+    let table = tx.table().name.clone();
+    let lines = tx.ops().iter().filter_map(|op| match op {
+        Op::EnsureRule { rule, .. } => Some(rule),
+        _ => None,
+    });
+    for rule in lines {
+        let spec = cni_netfilter::iptables::rule_words(rule, family).unwrap();
+        let mut args = vec![
+            "-t".to_string(),
+            table.clone(),
+            "-C".into(),
+            rule.chain.clone(),
+        ];
+        args.extend(spec);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_in(ns, program, &args, "");
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_add_written_through_nf_tables_is_what_iptables_restore_writes() {
+    for family in [Family::Ip, Family::Ip6] {
+        let direct = netns("direct");
+        let restored = netns("restored");
+        for ns in [&direct, &restored] {
+            ns.run(|_| {
+                let mut backend = IptablesBackend::new().with_direct_writes(false);
+                for tx in shared(family) {
+                    backend.apply(&tx)?;
+                }
+                Ok::<_, BoxError>(())
+            })
+            .unwrap();
+        }
+        for id in ["a", "b"] {
+            for tx in attachment(family, id) {
+                let wrote = direct
+                    .run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(&tx)))
+                    .unwrap();
+                assert!(wrote, "{family}: written directly: {tx:?}");
+                restored
+                    .run(|_| {
+                        IptablesBackend::new()
+                            .with_direct_writes(false)
+                            .apply(&tx)?;
+                        Ok::<_, BoxError>(())
+                    })
+                    .unwrap();
+                checked_by_iptables(&direct, family, &tx);
+            }
+        }
+        for table in ["nat", "filter"] {
+            assert_eq!(
+                saved(&direct, family, table),
+                saved(&restored, family, table),
+                "{family} {table}: iptables-save of the direct writes, then of the restore's"
+            );
+            let table = Table::new(family, table);
+            assert_eq!(
+                expressions(&direct, &table),
+                expressions(&restored, &table),
+                "{table}: the same expressions"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_add_repeated_directly_adds_nothing_twice() {
+    let ns = netns("direct-again");
+    ns.run(|_| {
+        let mut backend = IptablesBackend::new().with_direct_writes(false);
+        for tx in shared(Family::Ip) {
+            backend.apply(&tx)?;
+        }
+        Ok::<_, BoxError>(())
+    })
+    .unwrap();
+    let before = saved(&ns, Family::Ip, "filter");
+    for round in 0..2 {
+        for tx in attachment(Family::Ip, "a") {
+            let wrote = ns
+                .run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(&tx)))
+                .unwrap();
+            assert!(wrote, "round {round}: {tx:?}");
+        }
+    }
+    let after = saved(&ns, Family::Ip, "filter");
+    assert_eq!(
+        after.lines().count(),
+        before.lines().count() + 3,
+        "three rules added once:\n{after}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn what_the_direct_path_cannot_be_sure_of_is_left_to_iptables_restore() {
+    let ns = netns("direct-unsure");
+    ns.run(|_| {
+        let mut backend = IptablesBackend::new().with_direct_writes(false);
+        for tx in shared(Family::Ip) {
+            backend.apply(&tx)?;
+        }
+        Ok::<_, BoxError>(())
+    })
+    .unwrap();
+    let filter = || Transaction::new(Table::new(Family::Ip, "filter"));
+    // Another rule naming the address: the one ensured may be there in
+    // another encoding.
+    run_in(
+        &ns,
+        "iptables",
+        &["-A", "CNI-FORWARD", "-d", "10.217.9.3/32", "-j", "DROP"],
+        "",
+    );
+    let mut names_the_address = filter();
+    names_the_address.ensure_rule(
+        Rule::new("CNI-FORWARD")
+            .matching(Match::destination(net("10.217.9.3/32")))
+            .then(Action::Accept),
+    );
+    // A rule of a shared chain with no address of its own.
+    let mut no_address = filter();
+    no_address.ensure_rule(
+        Rule::new("CNI-FORWARD")
+            .matching(Match::InInterface {
+                name: "cni0".into(),
+                negate: false,
+            })
+            .then(Action::Accept),
+    );
+    // A chain that does not exist and is not made here.
+    let mut no_chain = filter();
+    no_chain.ensure_rule(Rule::new("CNI-NOWHERE").then(Action::Accept));
+    // A table iptables has not made yet.
+    let mut no_table = Transaction::new(Table::new(Family::Ip, "mangle"));
+    no_table.ensure_chain(Chain::new("CNI-X"));
+    // What has no form here: an SCTP port.
+    let mut sctp = filter();
+    sctp.ensure_rule(
+        Rule::new("CNI-FORWARD")
+            .matching(Match::destination(net("10.217.9.4/32")))
+            .matching(Match::Protocol(Protocol::Sctp))
+            .matching(Match::DestinationPort(80))
+            .then(Action::Accept),
+    );
+    let before = saved(&ns, Family::Ip, "filter");
+    for (what, tx) in [
+        ("another rule names the address", names_the_address),
+        ("no address to look for", no_address),
+        ("no such chain", no_chain),
+        ("no such table", no_table),
+        ("an SCTP port", sctp),
+    ] {
+        let wrote = ns
+            .run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(&tx)))
+            .unwrap();
+        assert!(!wrote, "{what}: left to iptables-restore");
+    }
+    assert_eq!(saved(&ns, Family::Ip, "filter"), before, "nothing changed");
+    // On a host whose iptables is iptables-legacy, never.
+    let mut fresh = Transaction::new(Table::new(Family::Ip, "nat"));
+    fresh.ensure_chain(Chain::new("CNI-DN-legacy"));
+    let wrote = ns
+        .run(|_| {
+            Ok::<_, BoxError>(
+                IptablesBackend::with_variant(Variant::Legacy).ensure_directly(&fresh),
+            )
+        })
+        .unwrap();
+    assert!(!wrote, "legacy iptables: left to its restore");
+}
