@@ -417,3 +417,64 @@ fn what_the_direct_path_cannot_be_sure_of_is_left_to_iptables_restore() {
         .unwrap();
     assert!(!wrote, "legacy iptables: left to its restore");
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn rules_iptables_wrote_are_deleted_directly_as_iptables_d_deletes_them() {
+    let ns = netns("direct-del");
+    for family in [Family::Ip, Family::Ip6] {
+        let attachment = attachment(family, "a");
+        let filter = &attachment[1];
+        ns.run(|_| {
+            let mut backend = IptablesBackend::new().with_direct_writes(false);
+            for tx in shared(family) {
+                backend.apply(&tx)?;
+            }
+            backend.apply(filter)?;
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+        let rules: Vec<Rule> = filter
+            .ops()
+            .iter()
+            .filter_map(|op| match op {
+                Op::EnsureRule { rule, .. } => Some(rule.clone()),
+                _ => None,
+            })
+            .collect();
+        // The first rule twice, as a repeated `iptables -A` leaves it.
+        let program = if family == Family::Ip {
+            "iptables"
+        } else {
+            "ip6tables"
+        };
+        let mut args = vec!["-A".to_string(), "CNI-FORWARD".into()];
+        args.extend(cni_netfilter::iptables::rule_words(&rules[0], family).unwrap());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_in(&ns, program, &args, "");
+        let table = Table::new(family, "filter");
+        let before = saved(&ns, family, "filter");
+        let mut absent = rules[1].clone();
+        absent.action = Some(Action::Drop);
+        let deleted = |rules: Vec<Rule>| {
+            ns.run(|_| Ok::<_, BoxError>(IptablesBackend::new().delete_directly(&table, &rules)))
+                .unwrap()
+        };
+        assert!(
+            !deleted(vec![rules[1].clone(), absent]),
+            "{family}: one rule absent: nothing deleted"
+        );
+        assert_eq!(saved(&ns, family, "filter"), before);
+        assert!(deleted(rules.clone()), "{family}: all there");
+        let after = saved(&ns, family, "filter");
+        let spec = cni_netfilter::iptables::rule_words(&rules[0], family)
+            .unwrap()
+            .join(" ");
+        assert_eq!(
+            after.lines().count(),
+            before.lines().count() - 3,
+            "{family}: three rules deleted, the first once:\n{after}"
+        );
+        assert!(after.contains(&spec), "{family}: its twin is left: {after}");
+    }
+}

@@ -346,7 +346,9 @@ impl IptablesBackend {
 
     /// Deletes each of `rules` once (`-D CHAIN SPEC`: iptables finds a
     /// rule by what it matches and does, as `iptables -D` does) in one
-    /// `iptables-restore`, without listing the table first: for a caller
+    /// `iptables-restore`, or on iptables-nft in one nf_tables batch
+    /// ([`IptablesBackend::delete_directly`]), without listing the table
+    /// with `iptables-save` first: for a caller
     /// that expects them there ([`may_mention`] found what they name).
     /// `Ok(false)` when the restore failed, which changed nothing (one of
     /// them is not there, or iptables cannot be used here): the caller
@@ -375,6 +377,9 @@ impl IptablesBackend {
         }
         lines.push("COMMIT".into());
         lines.push(String::new());
+        if self.direct && self.delete_directly(table, rules) {
+            return Ok(true);
+        }
         let program = self.variant.program(table.family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -139,10 +139,17 @@ pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), F
         if !crate::iptables::may_mention(family, "nat", &needles) {
             return Ok(());
         }
+        // On iptables-nft, one nf_tables batch: POSTROUTING's rules
+        // that jump to the chain (ours and the reference's carry the
+        // comment and jump to it), and the chain.
+        let mut backend = IptablesBackend::new();
+        if let Ok(true) = backend.remove_chains_directly(&nat(family), &[(&chain, "POSTROUTING")]) {
+            return Ok(());
+        }
         let mut tx = crate::Transaction::new(nat(family));
         tx.delete_rules_by_comment("POSTROUTING", CommentMatch::Exact(comment.clone()))
             .delete_chain(chain.clone());
-        IptablesBackend::new().apply(&tx)
+        backend.apply(&tx)
     };
     // The families at once, each its own save and restore under its own
     // lock: DEL waits for the slower, not for both. The first family's
