@@ -113,6 +113,17 @@ fn firewall_and_masquerading_list_each_table_once_per_change() {
                 "firewall DEL of the bridge's last container",
                 wrappers.take(),
             ));
+            let open = Rules {
+                policy: IngressPolicy::Open,
+                ..rules
+            };
+            firewall::add(BackendKind::Iptables, &open)?;
+            counts.push(("firewall ADD without isolation", wrappers.take()));
+            firewall::del(&open, true)?;
+            counts.push((
+                "firewall DEL of the last container of a bridge without isolation",
+                wrappers.take(),
+            ));
             firewall::forget_bridge("cni-podman1")?;
             counts.push(("forgetting a bridge with no rules left", wrappers.take()));
             firewall::add(BackendKind::Iptables, &rules)?;
@@ -139,6 +150,13 @@ fn firewall_and_masquerading_list_each_table_once_per_change() {
             // (`IptablesBackend::delete_expected`).
             ("firewall DEL of a container", (0, 0)),
             ("firewall DEL of the bridge's last container", (1, 0)),
+            // Podman's default network: every rule written and deleted
+            // through nf_tables, nothing names the bridge.
+            ("firewall ADD without isolation", (0, 0)),
+            (
+                "firewall DEL of the last container of a bridge without isolation",
+                (0, 0),
+            ),
             // Nothing in either table names the bridge or the chain: no
             // listing at all (`cni_netfilter::iptables::may_mention`).
             ("forgetting a bridge with no rules left", (0, 0)),

@@ -286,15 +286,24 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
             continue;
         }
         let mut doomed: Vec<Rule> = mine.iter().flat_map(address_rules).collect();
-        if let Some(bridge) = bridge {
-            doomed.extend(bridge_rules(bridge));
-        } else if backend.delete_expected(&filter(family), &doomed)? {
+        if !doomed.is_empty() && backend.delete_expected(&filter(family), &doomed)? {
             // The usual DEL: the address's rules are there, as its ADD
-            // wrote them; no listing. A bridge's isolation rules depend
-            // on the policy that added them, so those are listed.
-            continue;
+            // wrote them; no listing.
+            doomed.clear();
         }
-        delete_present(&mut backend, family, &doomed)?;
+        if let Some(bridge) = bridge {
+            // A bridge's isolation rules depend on the policy that added
+            // them, so those are listed, where the table names the bridge
+            // (the last container of a bridge without isolation: not).
+            if !doomed.is_empty()
+                || crate::iptables::may_mention(family, "filter", &[bridge.as_bytes()])
+            {
+                doomed.extend(bridge_rules(bridge));
+            }
+        }
+        if !doomed.is_empty() {
+            delete_present(&mut backend, family, &doomed)?;
+        }
     }
     Ok(())
 }
