@@ -87,12 +87,13 @@ enum Wanted<'t> {
 impl IptablesBackend {
     /// Applies `tx` (chains and rules ensured or added: an ADD's
     /// transaction) as one nf_tables batch in iptables-nft's own encoding
-    /// ([`nft_form`](super::nft_form)), when that is certain to do what
-    /// `iptables-restore` would: `Ok(true)` when done so, `Ok(false)`,
-    /// having changed nothing, when the caller must run the restore.
+    /// (the expressions iptables-nft 1.8 writes for the same
+    /// `iptables-restore` line), when that is certain to do what
+    /// `iptables-restore` would: `true` when done so, `false`, having
+    /// changed nothing, when the caller must run the restore.
     ///
-    /// Certain means: the host's iptables is iptables-nft
-    /// ([`IptablesBackend::restore_takes_no_lock`]) and legacy iptables
+    /// Certain means: the host's iptables is iptables-nft (its
+    /// `iptables-restore` resolves to `xtables-nft-multi`) and legacy iptables
     /// holds no table of that name here; the table and every chain a
     /// rule goes into exist or are made in this batch; every rule has a
     /// form here; and each ensured rule is either listed exactly as we
@@ -106,7 +107,7 @@ impl IptablesBackend {
     /// the chains made are made exclusively (`NLM_F_EXCL`), so a writer
     /// that made one meanwhile makes the whole batch fail; what else was
     /// listed (a shared chain's rules) only ever grows. A refused batch
-    /// changed nothing and answers `Ok(false)`.
+    /// changed nothing and answers `false`.
     ///
     /// Measured (bench/process/podman.sh, portmap's and the firewall's
     /// ADD): the `iptables-save` and `iptables-restore` each ADD ran cost
