@@ -201,6 +201,32 @@ fn attachment(family: Family, id: &str) -> Vec<Transaction> {
     vec![nat, filter]
 }
 
+/// A namespace of the test's own where an earlier ADD left the shared
+/// chains ([`shared`]), written by `iptables-restore`.
+fn node(tag: &str, family: Family) -> TempNetns {
+    let ns = netns(tag);
+    laid_by_restore(&ns, &shared(family));
+    ns
+}
+
+/// `txs` applied in `ns` by `iptables-restore`, never directly.
+fn laid_by_restore(ns: &TempNetns, txs: &[Transaction]) {
+    ns.run(|_| {
+        let mut backend = IptablesBackend::new().with_direct_writes(false);
+        for tx in txs {
+            backend.apply(tx)?;
+        }
+        Ok::<_, BoxError>(())
+    })
+    .unwrap();
+}
+
+/// Whether [`IptablesBackend::ensure_directly`] wrote `tx` in `ns`.
+fn written_directly(ns: &TempNetns, tx: &Transaction) -> bool {
+    ns.run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(tx)))
+        .unwrap()
+}
+
 /// `iptables-save -t TABLE` without its dated comments and counters.
 fn saved(ns: &TempNetns, family: Family, table: &str) -> String {
     let program = if family == Family::Ip {
@@ -265,32 +291,15 @@ fn checked_by_iptables(ns: &TempNetns, family: Family, tx: &Transaction) {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn an_add_written_through_nf_tables_is_what_iptables_restore_writes() {
     for family in [Family::Ip, Family::Ip6] {
-        let direct = netns("direct");
-        let restored = netns("restored");
-        for ns in [&direct, &restored] {
-            ns.run(|_| {
-                let mut backend = IptablesBackend::new().with_direct_writes(false);
-                for tx in shared(family) {
-                    backend.apply(&tx)?;
-                }
-                Ok::<_, BoxError>(())
-            })
-            .unwrap();
-        }
+        let direct = node("direct", family);
+        let restored = node("restored", family);
         for id in ["a", "b"] {
             for tx in attachment(family, id) {
-                let wrote = direct
-                    .run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(&tx)))
-                    .unwrap();
-                assert!(wrote, "{family}: written directly: {tx:?}");
-                restored
-                    .run(|_| {
-                        IptablesBackend::new()
-                            .with_direct_writes(false)
-                            .apply(&tx)?;
-                        Ok::<_, BoxError>(())
-                    })
-                    .unwrap();
+                assert!(
+                    written_directly(&direct, &tx),
+                    "{family}: written directly: {tx:?}"
+                );
+                laid_by_restore(&restored, std::slice::from_ref(&tx));
                 checked_by_iptables(&direct, family, &tx);
             }
         }
@@ -313,22 +322,11 @@ fn an_add_written_through_nf_tables_is_what_iptables_restore_writes() {
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn an_add_repeated_directly_adds_nothing_twice() {
-    let ns = netns("direct-again");
-    ns.run(|_| {
-        let mut backend = IptablesBackend::new().with_direct_writes(false);
-        for tx in shared(Family::Ip) {
-            backend.apply(&tx)?;
-        }
-        Ok::<_, BoxError>(())
-    })
-    .unwrap();
+    let ns = node("direct-again", Family::Ip);
     let before = saved(&ns, Family::Ip, "filter");
     for round in 0..2 {
         for tx in attachment(Family::Ip, "a") {
-            let wrote = ns
-                .run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(&tx)))
-                .unwrap();
-            assert!(wrote, "round {round}: {tx:?}");
+            assert!(written_directly(&ns, &tx), "round {round}: {tx:?}");
         }
     }
     let after = saved(&ns, Family::Ip, "filter");
@@ -342,15 +340,7 @@ fn an_add_repeated_directly_adds_nothing_twice() {
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn what_the_direct_path_cannot_be_sure_of_is_left_to_iptables_restore() {
-    let ns = netns("direct-unsure");
-    ns.run(|_| {
-        let mut backend = IptablesBackend::new().with_direct_writes(false);
-        for tx in shared(Family::Ip) {
-            backend.apply(&tx)?;
-        }
-        Ok::<_, BoxError>(())
-    })
-    .unwrap();
+    let ns = node("direct-unsure", Family::Ip);
     let filter = || Transaction::new(Table::new(Family::Ip, "filter"));
     // Another rule naming the address: the one ensured may be there in
     // another encoding.
@@ -399,10 +389,10 @@ fn what_the_direct_path_cannot_be_sure_of_is_left_to_iptables_restore() {
         ("no such table", no_table),
         ("an SCTP port", sctp),
     ] {
-        let wrote = ns
-            .run(|_| Ok::<_, BoxError>(IptablesBackend::new().ensure_directly(&tx)))
-            .unwrap();
-        assert!(!wrote, "{what}: left to iptables-restore");
+        assert!(
+            !written_directly(&ns, &tx),
+            "{what}: left to iptables-restore"
+        );
     }
     assert_eq!(saved(&ns, Family::Ip, "filter"), before, "nothing changed");
     // On a host whose iptables is iptables-legacy, never.
@@ -425,15 +415,8 @@ fn rules_iptables_wrote_are_deleted_directly_as_iptables_d_deletes_them() {
     for family in [Family::Ip, Family::Ip6] {
         let attachment = attachment(family, "a");
         let filter = &attachment[1];
-        ns.run(|_| {
-            let mut backend = IptablesBackend::new().with_direct_writes(false);
-            for tx in shared(family) {
-                backend.apply(&tx)?;
-            }
-            backend.apply(filter)?;
-            Ok::<_, BoxError>(())
-        })
-        .unwrap();
+        laid_by_restore(&ns, &shared(family));
+        laid_by_restore(&ns, std::slice::from_ref(filter));
         let rules: Vec<Rule> = filter
             .ops()
             .iter()
