@@ -15,7 +15,9 @@
 //! - [`nft`]: the nftables backend, speaking nf_tables' netlink protocol
 //!   itself (no `nft` binary at run time): one batch per transaction,
 //!   comments stored as nft stores them, so `nft list ruleset` shows
-//!   `comment "..."` and knftables-based tools see our rules.
+//!   `comment "..."` and knftables-based tools see our rules; one netlink
+//!   socket per process in its own namespace, whatever opens it
+//!   ([`nft::NftBackend::open`] says why).
 //! - [`iptables`]: the iptables backend, through `iptables-save` and
 //!   `iptables-restore --noflush -w` (legacy or nft variant).
 //! - [`choose`] (`choose.rs`): the reference's choice between them.

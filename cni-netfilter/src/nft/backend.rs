@@ -57,6 +57,17 @@ impl std::fmt::Debug for NftBackend {
 
 impl NftBackend {
     /// A backend in the calling thread's network namespace.
+    ///
+    /// In the process's own namespace every backend opened in turn (and
+    /// [`crate::conntrack`], and the iptables backend's looks through
+    /// nf_tables) uses the same netlink socket, kept open between uses
+    /// until the process exits: the kernel makes each release of a
+    /// netfilter socket wait for the namespace's pending rule deletions
+    /// (an RCU grace period, under the lock every writer there needs), so
+    /// in a burst of pods one socket per process pays that once where a
+    /// socket per look paid it at each close. A thread in another
+    /// namespace gets a socket of its own, closed when dropped, so a
+    /// container's namespace is never kept alive.
     pub fn open() -> Result<NftBackend, FilterError> {
         let socket = NftSocket::open().map_err(|source| FilterError::Kernel {
             op: "open",

@@ -28,6 +28,7 @@ pub(crate) mod message;
 pub(crate) mod nla;
 mod plan;
 pub(crate) mod socket;
+mod spare;
 pub(crate) mod udata;
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use nix::sys::socket::MsgFlags;
 
 use super::message::{encode, nfproto, Batch, Kind, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 use super::nla::{self, malformed, Attrs};
+use super::spare::{self, Netns, Spare};
 use crate::{Family, FilterError};
 
 const NLMSG_ERROR: u16 = 2;
@@ -48,15 +49,53 @@ pub(crate) struct Refusal {
 /// A netlink socket of the netfilter family, bound to the network
 /// namespace it was opened in: nf_tables batches and dumps, and
 /// ctnetlink's dumps and requests.
+///
+/// In the process's own namespace the socket outlives its user: dropped
+/// with its last exchange settled, it is kept for the next
+/// [`open`](Self::open) there (see `spare.rs` for why).
 pub(crate) struct NftSocket {
-    socket: Socket,
+    /// `None` only once handed back as the spare, while dropped.
+    socket: Option<Socket>,
     seq: u32,
     buffer: Vec<u8>,
+    /// The namespace the socket is kept for once dropped: the process's
+    /// own, where it was opened.
+    keep_for: Option<Netns>,
+    /// Whether every exchange ended with the kernel's last answer read:
+    /// only then may another user have the socket.
+    settled: bool,
+}
+
+impl Drop for NftSocket {
+    fn drop(&mut self) {
+        if let (Some(netns), true) = (self.keep_for, self.settled) {
+            if let Some(socket) = self.socket.take() {
+                spare::keep(Spare {
+                    netns,
+                    socket,
+                    seq: self.seq,
+                    buffer: std::mem::take(&mut self.buffer),
+                });
+            }
+        }
+    }
 }
 
 impl NftSocket {
-    /// A socket in the calling thread's network namespace.
+    /// A socket in the calling thread's network namespace: the process's
+    /// spare one when the thread is in the process's namespace and one is
+    /// kept, else a new one.
     pub(crate) fn open() -> io::Result<NftSocket> {
+        let keep_for = spare::own_namespace();
+        if let Some(spare) = keep_for.and_then(spare::take) {
+            return Ok(NftSocket {
+                socket: Some(spare.socket),
+                seq: spare.seq,
+                buffer: spare.buffer,
+                keep_for,
+                settled: true,
+            });
+        }
         let mut socket = Socket::new(NETLINK_NETFILTER)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
@@ -71,10 +110,33 @@ impl NftSocket {
         )
         .map_err(io::Error::from)?;
         Ok(NftSocket {
-            socket,
+            socket: Some(socket),
             seq: std::process::id().wrapping_mul(1 << 12),
             buffer: Vec::with_capacity(RECEIVE_BUFFER),
+            keep_for,
+            settled: true,
         })
+    }
+
+    /// The socket itself (there until dropped).
+    fn socket(&self) -> io::Result<&Socket> {
+        self.socket.as_ref().ok_or_else(handed_back)
+    }
+
+    /// The socket's inode: which socket this is (a port id is not: the
+    /// kernel gives a thread's first socket the thread's id, again and
+    /// again).
+    #[cfg(test)]
+    pub(crate) fn inode(&self) -> io::Result<u64> {
+        use std::os::fd::AsRawFd;
+        Ok(nix::sys::stat::fstat(self.socket()?.as_raw_fd())?.st_ino)
+    }
+
+    /// Sends one message: until its last answer is read, the socket is
+    /// not fit for another user.
+    pub(crate) fn send(&mut self, message: &[u8]) -> io::Result<()> {
+        self.settled = false;
+        self.socket()?.send(message, 0).map(drop)
     }
 
     /// Sequence numbers for `n` messages.
@@ -103,7 +165,7 @@ impl NftSocket {
             source,
         };
         self.make_room(batch.bytes.len()).map_err(send)?;
-        self.socket.send(&batch.bytes, 0).map_err(send)?;
+        self.send(&batch.bytes).map_err(send)?;
         let last = batch.described.len();
         let mut refusal: Option<Refusal> = None;
         let mut overflowed = false;
@@ -118,7 +180,10 @@ impl NftSocket {
             };
             let replies = match self.receive(flags) {
                 Ok(replies) => replies,
-                Err(e) if settled && e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if settled && e.kind() == io::ErrorKind::WouldBlock => {
+                    self.settled = true;
+                    break;
+                }
                 Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
                     overflowed = true;
                     answered = true;
@@ -165,16 +230,16 @@ impl NftSocket {
         use nix::sys::socket::{getsockopt, setsockopt, sockopt};
         // The kernel keeps 32 bytes of the buffer for itself.
         let needed = len + 64;
-        let have = getsockopt(&self.socket, sockopt::SndBuf).map_err(io::Error::from)?;
+        let have = getsockopt(self.socket()?, sockopt::SndBuf).map_err(io::Error::from)?;
         if have >= needed {
             return Ok(());
         }
         // Both options store twice the value (the kernel's overhead).
         let asked = needed.div_ceil(2);
-        if setsockopt(&self.socket, sockopt::SndBufForce, &asked).is_err() {
-            let _ = setsockopt(&self.socket, sockopt::SndBuf, &asked);
+        if setsockopt(self.socket()?, sockopt::SndBufForce, &asked).is_err() {
+            let _ = setsockopt(self.socket()?, sockopt::SndBuf, &asked);
         }
-        let have = getsockopt(&self.socket, sockopt::SndBuf).map_err(io::Error::from)?;
+        let have = getsockopt(self.socket()?, sockopt::SndBuf).map_err(io::Error::from)?;
         if have >= needed {
             return Ok(());
         }
@@ -228,7 +293,7 @@ impl NftSocket {
             let mut request = Vec::new();
             let flags = NLM_F_REQUEST | NLM_F_DUMP;
             encode(&mut request, message_type, flags, seq, af, 0, attrs);
-            self.socket.send(&request, 0).map_err(DumpError::Io)?;
+            self.send(&request).map_err(DumpError::Io)?;
             let mut found = T::default();
             if !self.collect(seq, limit, &mut |payload| visit(&mut found, payload))? {
                 return Ok(found);
@@ -265,12 +330,14 @@ impl NftSocket {
         let seq = self.reserve(0);
         let mut request = Vec::new();
         encode(&mut request, message_type, flags, seq, af, 0, attrs);
-        self.socket.send(&request, 0)?;
+        self.send(&request)?;
         loop {
             for reply in self.receive(MsgFlags::empty()).map_err(timed_out)? {
                 if reply.seq != seq {
                     continue;
                 }
+                // The one answer asked for: nothing more follows.
+                self.settled = true;
                 if reply.kind != NLMSG_ERROR {
                     return Ok(Some(reply.payload));
                 }
@@ -319,8 +386,13 @@ impl NftSocket {
                 }
                 interrupted |= message.flags & NLM_F_DUMP_INTR != 0;
                 match message.kind {
-                    NLMSG_DONE => return Ok(interrupted),
+                    NLMSG_DONE => {
+                        self.settled = true;
+                        return Ok(interrupted);
+                    }
                     NLMSG_ERROR => {
+                        // A dump ends at its error, as at its done.
+                        self.settled = true;
                         let errno = error_code(message.payload).map_err(DumpError::Visit)?;
                         if errno == 0 {
                             return Ok(interrupted);
@@ -355,7 +427,10 @@ impl NftSocket {
     fn receive_datagram(&mut self, flags: MsgFlags) -> Result<(), io::Error> {
         self.buffer.clear();
         let flags = flags | MsgFlags::MSG_TRUNC;
-        let len = self.socket.recv(&mut self.buffer, flags.bits())?;
+        let Some(socket) = self.socket.as_ref() else {
+            return Err(handed_back());
+        };
+        let len = socket.recv(&mut self.buffer, flags.bits())?;
         if len > self.buffer.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -364,6 +439,12 @@ impl NftSocket {
         }
         Ok(())
     }
+}
+
+/// What a use of the socket after it was handed back would meet (none is
+/// possible: it is handed back only as it is dropped).
+fn handed_back() -> io::Error {
+    io::Error::other("the netfilter socket was handed back")
 }
 
 /// A receive that ran out of time (`EAGAIN` under `SO_RCVTIMEO`) as

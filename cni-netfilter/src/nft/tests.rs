@@ -136,6 +136,58 @@ fn a_batch_tied_to_a_past_generation_is_refused_whole() {
     assert_eq!((refusal.index, refusal.errno), (0, 85));
 }
 
+/// What bursts of pods rely on: each netfilter socket a plugin closes can
+/// wait a grace period, so a process keeps one socket of its own
+/// namespace for every use there; never one of a namespace a thread
+/// entered (it would keep that namespace alive), never one whose last
+/// answer was left unread.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_socket_is_reused_only_in_the_process_namespace_and_only_once_its_answers_are_read() {
+    use super::message::{encode, Kind, NLM_F_REQUEST};
+    use super::socket::NftSocket;
+
+    let opened = || {
+        let mut socket = NftSocket::open().unwrap();
+        socket.generation().unwrap();
+        let port = socket.inode().unwrap();
+        (socket, port)
+    };
+    let (first, kept) = opened();
+    drop(first);
+    let (second, port) = opened();
+    assert_eq!(port, kept, "the process's namespace: the same socket");
+    drop(second);
+
+    let netns = cni_net::testing::TempNetns::new("nf-spare").unwrap();
+    let (inside, again) = netns
+        .run(|_| {
+            let (first, port) = opened();
+            drop(first);
+            Ok::<_, cni_net::NetError>((port, opened().1))
+        })
+        .unwrap();
+    assert_ne!(inside, again, "another namespace's socket is closed");
+    assert!(![inside, again].contains(&kept));
+
+    let (mut unread, port) = opened();
+    assert_eq!(port, kept, "the host's spare stayed");
+    let mut request = Vec::new();
+    let seq = unread.reserve(0);
+    encode(
+        &mut request,
+        Kind::GetGen.message_type(),
+        NLM_F_REQUEST,
+        seq,
+        0,
+        0,
+        &[],
+    );
+    unread.send(&request).unwrap();
+    drop(unread);
+    assert_ne!(opened().1, kept, "an answer left unread: a new socket");
+}
+
 #[test]
 fn a_rule_jumps_to_a_chain_only_by_its_verdict() {
     use super::keys::Verdict;

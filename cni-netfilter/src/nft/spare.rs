@@ -1,0 +1,81 @@
+//! The process's spare netfilter socket: one socket of the process's own
+//! network namespace, kept open between uses and handed to the next
+//! [`NftSocket::open`](super::socket::NftSocket::open) there.
+//!
+//! Why not simply open a socket per use: the kernel makes the release of
+//! every netfilter netlink socket wait for the namespace's pending rule
+//! and chain destructions (`nft_rcv_nl_event` flushes them under the
+//! namespace's nf_tables commit mutex, an RCU grace period when any are
+//! pending). A plugin alone pays that once, but in a burst of pods some
+//! other plugin's deletion is nearly always pending, so each socket a
+//! plugin opens and closes (a look at the table, a deletion, a look at
+//! another table) waits a grace period, holding the mutex every writer
+//! of the namespace needs. Keeping one socket per process pays it once,
+//! when the process exits, as the reference's one `iptables-restore`
+//! process does.
+//!
+//! Only a socket of the process's own namespace is kept: one opened by a
+//! thread that entered a container's namespace would keep that namespace
+//! alive for the life of the process. A socket is kept only when its
+//! last exchange ended with the kernel's last answer read, so the next
+//! user never reads a stale reply.
+
+use std::os::unix::fs::MetadataExt;
+use std::sync::Mutex;
+
+use netlink_sys::Socket;
+
+/// A network namespace, by its nsfs device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Netns {
+    dev: u64,
+    ino: u64,
+}
+
+/// A socket set aside, with what its next user continues from.
+pub(crate) struct Spare {
+    pub(crate) netns: Netns,
+    pub(crate) socket: Socket,
+    /// The last sequence number used, so a late answer to an earlier
+    /// request never matches a new one.
+    pub(crate) seq: u32,
+    pub(crate) buffer: Vec<u8>,
+}
+
+static SPARE: Mutex<Option<Spare>> = Mutex::new(None);
+
+/// The calling thread's namespace when it is the process's own (the
+/// thread group leader's), else `None`: a socket opened there may be kept.
+pub(crate) fn own_namespace() -> Option<Netns> {
+    let of = |path| {
+        std::fs::metadata(path).ok().map(|m| Netns {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    };
+    let thread = of("/proc/thread-self/ns/net")?;
+    (of("/proc/self/ns/net")? == thread).then_some(thread)
+}
+
+/// The spare socket of `netns`, if one is kept.
+pub(crate) fn take(netns: Netns) -> Option<Spare> {
+    let mut slot = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    match slot.as_ref() {
+        Some(spare) if spare.netns == netns => slot.take(),
+        _ => None,
+    }
+}
+
+/// Keeps `spare` for the next user, unless one is kept already: then it
+/// is closed, after the lock is let go (a close can wait for the kernel).
+pub(crate) fn keep(spare: Spare) {
+    let refused = {
+        let mut slot = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(kept) if kept.netns == spare.netns => Some(spare),
+            // Another namespace's (the process moved): this one replaces it.
+            _ => slot.replace(spare),
+        }
+    };
+    drop(refused);
+}
