@@ -117,10 +117,7 @@ impl IptablesBackend {
     /// Go: none; go-iptables runs `iptables` for each rule.
     pub fn ensure_directly(&mut self, tx: &Transaction) -> bool {
         let table = tx.table();
-        if !matches!(table.family, Family::Ip | Family::Ip6)
-            || !self.restore_takes_no_lock(table.family)
-            || legacy_may_hold(table.family, &table.name)
-        {
+        if !self.writes_through_nf_tables(table) {
             return false;
         }
         let mut wanted = Vec::with_capacity(tx.ops().len());
@@ -169,7 +166,7 @@ impl IptablesBackend {
             return None;
         }
         let mut made: Vec<&str> = Vec::new();
-        let mut listed: HashMap<&str, Vec<Vec<u8>>> = HashMap::new();
+        let mut listed: HashMap<&str, Vec<(u64, Vec<u8>)>> = HashMap::new();
         let mut added: Vec<(&str, Vec<u8>)> = Vec::new();
         let mut requests = Vec::new();
         for want in wanted {
@@ -208,31 +205,23 @@ impl IptablesBackend {
                 });
                 if !new_chain && !enters_new {
                     if !listed.contains_key(chain) {
-                        let rules = nft.list_rules(table, chain).ok()?;
-                        let exprs = rules
-                            .into_iter()
-                            .filter_map(|r| match r.content {
-                                RuleContent::Nft(exprs) => Some(exprs),
-                                RuleContent::Iptables(_) => None,
-                            })
-                            .collect();
-                        listed.insert(chain, exprs);
+                        listed.insert(chain, listed_rules(nft, table, chain)?);
                     }
                     let there = listed.get(chain)?;
-                    if there.iter().any(|theirs| same_rule(&ours, theirs)) {
+                    if there.iter().any(|(_, theirs)| same_rule(&ours, theirs)) {
                         continue;
                     }
                     let needle = host_address(rule)?;
                     if there
                         .iter()
-                        .any(|theirs| theirs.windows(needle.len()).any(|w| w == needle))
+                        .any(|(_, theirs)| theirs.windows(needle.len()).any(|w| w == needle))
                     {
                         return None;
                     }
                 }
             }
             requests.push((
-                new_xt_rule(table, chain, &xt.exprs, xt.compat, first),
+                new_xt_rule(table, chain, &xt.exprs, xt.protocol, first),
                 "add",
                 format!("a rule to chain {table} {chain}"),
             ));
@@ -240,6 +229,31 @@ impl IptablesBackend {
         }
         Some(requests)
     }
+}
+
+impl IptablesBackend {
+    /// Whether a change of `table` may go through nf_tables: an IPv4 or
+    /// IPv6 table of a host whose iptables is iptables-nft (its restore
+    /// takes no xtables lock) and where legacy iptables holds no table of
+    /// that name.
+    fn writes_through_nf_tables(&self, table: &Table) -> bool {
+        matches!(table.family, Family::Ip | Family::Ip6)
+            && self.restore_takes_no_lock(table.family)
+            && !legacy_may_hold(table.family, &table.name)
+    }
+}
+
+/// The rules of `chain` as nf_tables lists them: each one's handle and
+/// expressions. `None` when the listing failed.
+fn listed_rules(nft: &mut NftBackend, table: &Table, chain: &str) -> Option<Vec<(u64, Vec<u8>)>> {
+    let rules = nft.list_rules(table, chain).ok()?;
+    let nft_rules = rules
+        .into_iter()
+        .filter_map(|r| match (r.handle, r.content) {
+            (crate::RuleHandle::Nft(handle), RuleContent::Nft(exprs)) => Some((handle, exprs)),
+            _ => None,
+        });
+    Some(nft_rules.collect())
 }
 
 /// Expressions as `NFTA_RULE_EXPRESSIONS` carries them, the counter left
@@ -290,10 +304,7 @@ impl IptablesBackend {
     ///
     /// Go: none; go-iptables runs `iptables -D` for each rule.
     pub fn delete_directly(&mut self, table: &Table, rules: &[Rule]) -> bool {
-        if !matches!(table.family, Family::Ip | Family::Ip6)
-            || !self.restore_takes_no_lock(table.family)
-            || legacy_may_hold(table.family, &table.name)
-        {
+        if !self.writes_through_nf_tables(table) {
             return false;
         }
         let Ok(mut nft) = NftBackend::open() else {
@@ -307,18 +318,9 @@ impl IptablesBackend {
             };
             let chain = rule.chain.as_str();
             if !listed.contains_key(chain) {
-                let Ok(rules) = nft.list_rules(table, chain) else {
+                let Some(rules) = listed_rules(&mut nft, table, chain) else {
                     return false;
                 };
-                let rules = rules
-                    .into_iter()
-                    .filter_map(|r| match (r.handle, r.content) {
-                        (crate::RuleHandle::Nft(handle), RuleContent::Nft(exprs)) => {
-                            Some((handle, exprs))
-                        }
-                        _ => None,
-                    })
-                    .collect();
                 listed.insert(chain, rules);
             }
             let ours = encoded(&xt.exprs);

@@ -126,6 +126,9 @@ pub struct IptablesBackend {
     variant: Variant,
     deadline: std::time::Duration,
     direct: bool,
+    /// [`IptablesBackend::restore_takes_no_lock`] per family (IPv4,
+    /// IPv6), found once: a walk of `PATH` and a link followed.
+    lockless: [std::sync::OnceLock<bool>; 2],
 }
 
 impl IptablesBackend {
@@ -140,6 +143,7 @@ impl IptablesBackend {
             variant,
             deadline: LOCK_DEADLINE,
             direct: true,
+            lockless: Default::default(),
         }
     }
 
@@ -409,16 +413,19 @@ impl IptablesBackend {
             Variant::Nft => true,
             Variant::Legacy => false,
             Variant::Default => {
-                let program = self.variant.program(family, "restore");
-                let Some(paths) = std::env::var_os("PATH") else {
-                    return false;
-                };
-                std::env::split_paths(&paths)
-                    .map(|dir| dir.join(&program))
-                    .find(|path| path.is_file())
-                    .and_then(|path| std::fs::canonicalize(path).ok())
-                    .and_then(|real| Some(real.file_name()?.to_str()?.contains("nft")))
-                    .unwrap_or(false)
+                let found = &self.lockless[usize::from(family == Family::Ip6)];
+                *found.get_or_init(|| {
+                    let program = self.variant.program(family, "restore");
+                    let Some(paths) = std::env::var_os("PATH") else {
+                        return false;
+                    };
+                    std::env::split_paths(&paths)
+                        .map(|dir| dir.join(&program))
+                        .find(|path| path.is_file())
+                        .and_then(|path| std::fs::canonicalize(path).ok())
+                        .and_then(|real| Some(real.file_name()?.to_str()?.contains("nft")))
+                        .unwrap_or(false)
+                })
             }
         }
     }

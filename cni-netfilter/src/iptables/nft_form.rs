@@ -33,9 +33,9 @@ const MULTI_PORTS: usize = 15;
 pub(crate) struct XtRule {
     /// Its expressions, counter included.
     pub(crate) exprs: Vec<Expr>,
-    /// `NFTA_RULE_COMPAT`: its `-p` protocol (0 for none) and whether
-    /// that is negated (never, here).
-    pub(crate) compat: (u32, bool),
+    /// `NFTA_RULE_COMPAT`: its `-p` protocol (0 for none; a
+    /// [`Match::Protocol`] is never negated).
+    pub(crate) protocol: u32,
 }
 
 /// The rule as iptables-nft writes it in `family` (`ip` or `ip6`), or
@@ -186,8 +186,8 @@ pub(crate) fn xt_rule(rule: &Rule, family: Family) -> Option<XtRule> {
     }
     exprs.push(Expr::Counter);
     exprs.push(target(rule.action.as_ref(), ip)?);
-    let compat = (protocol.map_or(0, |p| u32::from(p.number())), false);
-    Some(XtRule { exprs, compat })
+    let protocol = protocol.map_or(0, |p| u32::from(p.number()));
+    Some(XtRule { exprs, protocol })
 }
 
 fn cmp(negate: bool, data: Vec<u8>) -> Expr {

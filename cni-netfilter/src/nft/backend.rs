@@ -265,9 +265,7 @@ impl NftBackend {
             } else {
                 None
             };
-            let begin = self.socket.reserve(0);
-            let batch = plan::build(self, tx, Batch::new(begin, genid))?.finish(commit);
-            self.socket.reserve(batch.described.len() + 1);
+            let batch = self.new_batch(genid, commit, |nft, batch| plan::build(nft, tx, batch))?;
             if batch.described.is_empty() {
                 return Ok(());
             }
@@ -367,14 +365,28 @@ impl NftBackend {
         &mut self,
         requests: Vec<(super::message::Request, &'static str, String)>,
     ) -> Result<Option<(usize, i32)>, FilterError> {
-        let begin = self.socket.reserve(0);
-        let mut batch = Batch::new(begin, None);
-        for (req, op, object) in requests {
-            batch.push(req, op, object)?;
-        }
-        let batch = batch.finish(true);
-        self.socket.reserve(batch.described.len() + 1);
+        let batch = self.new_batch(None, true, |_, mut batch| {
+            for (req, op, object) in requests {
+                batch.push(req, op, object)?;
+            }
+            Ok(batch)
+        })?;
         Ok(self.socket.send_batch(&batch)?.map(|r| (r.index, r.errno)))
+    }
+
+    /// A batch from the socket's next sequence number on (valid only in
+    /// generation `genid` when given), filled by `fill` and finished
+    /// (committed or only checked), its sequence numbers reserved.
+    fn new_batch(
+        &mut self,
+        genid: Option<u32>,
+        commit: bool,
+        fill: impl FnOnce(&mut Self, Batch) -> Result<Batch, FilterError>,
+    ) -> Result<Batch, FilterError> {
+        let begin = self.socket.reserve(0);
+        let batch = fill(self, Batch::new(begin, genid))?.finish(commit);
+        self.socket.reserve(batch.described.len() + 1);
+        Ok(batch)
     }
 
     /// The rules of `chain` in `table`, in order, whose comment `keep`

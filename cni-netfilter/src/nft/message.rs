@@ -161,14 +161,14 @@ pub(crate) fn new_rule(
 
 /// A rule as iptables-nft adds it: appended (`-A`), or at the top of
 /// its chain (`-I` without a number); with `NFTA_RULE_COMPAT` (the
-/// rule's `-p` protocol and whether it is negated), which the kernel's
-/// xtables layer checks the rule's extensions against (`-m multiport`
-/// needs `-p tcp` ..).
+/// rule's `-p` protocol, not negated: no rule of ours negates it), which
+/// the kernel's xtables layer checks the rule's extensions against (`-m
+/// multiport` needs `-p tcp` ..).
 pub(crate) fn new_xt_rule(
     table: &Table,
     chain: &str,
     exprs: &[Expr],
-    compat: (u32, bool),
+    protocol: u32,
     first: bool,
 ) -> Request {
     let flags = if first {
@@ -182,9 +182,9 @@ pub(crate) fn new_xt_rule(
     req.attrs
         .nested(4, |list| exprs.iter().for_each(|e| e.encode(list)));
     req.attrs.nested(5, |c| {
-        c.u32(1, compat.0);
-        // NFT_RULE_COMPAT_F_INV
-        c.u32(2, if compat.1 { 2 } else { 0 });
+        c.u32(1, protocol);
+        // No NFT_RULE_COMPAT_F_INV.
+        c.u32(2, 0);
     });
     req
 }
