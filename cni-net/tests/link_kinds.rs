@@ -26,6 +26,17 @@ fn ip_details(ns: &TempNetns, name: &str) -> Value {
     ns.link_details(name).unwrap()
 }
 
+/// What every test above relies on: a link that is not there is an
+/// error naming it, never another link's details.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn the_details_of_a_missing_link_are_an_error_naming_it() {
+    let ns = temp("nolink");
+    ns.add_veth("here0", "here1", None).unwrap();
+    let err = ns.link_details("gone0").unwrap_err();
+    assert!(err.to_string().contains("gone0"), "{err}");
+}
+
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_macvlan_lands_in_the_target_namespace_with_its_mode_mtu_mac_and_queue() {

@@ -195,6 +195,20 @@ mod tests {
     }
 
     #[test]
+    fn a_table_iptables_could_not_list_answers_with_its_cause_errno_and_words() {
+        // What `cannot_list` and the plugins' choice of backend read.
+        let cause = FilterError::Spawn {
+            command: "iptables-save -t nat".into(),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        let unlisted = FilterError::Unlisted(Box::new(cause));
+        assert_eq!(unlisted.errno(), Some(13));
+        let words = unlisted.to_string();
+        assert!(words.contains("iptables-save"), "{words}");
+        assert_eq!(Error::from(unlisted).code, Code::INTERNAL);
+    }
+
+    #[test]
     fn descriptions_a_backend_cannot_apply_are_configuration_errors() {
         let bad = FilterError::invalid("chain name", "a b", "contains ' '");
         let cni = Error::from(bad);
