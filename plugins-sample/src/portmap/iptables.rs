@@ -273,18 +273,10 @@ pub fn unforward(
     skip_if_unmentioned: bool,
 ) -> Result<Result<(), FilterError>, FilterError> {
     let table = table(ip);
-    let chains = [
-        (dnat_chain(network, container_id), DNAT_CHAIN),
-        (chain_name("SN-", network, container_id), OLD_SNAT_CHAIN),
-    ];
-    let needles = chains.each_ref().map(|(chain, _)| chain.as_bytes());
-    if skip_if_unmentioned && !may_mention(table.family, &table.name, &needles) {
+    if skip_if_unmentioned && !may_hold(network, container_id, ip) {
         return Ok(Ok(()));
     }
-    let pairs = chains
-        .each_ref()
-        .map(|(chain, entry)| (chain.as_str(), *entry));
-    if let Ok(true) = backend.remove_chains_directly(&table, &pairs) {
+    if unforward_directly(backend, network, container_id, ip) {
         return Ok(Ok(()));
     }
     let mut listed = false;
@@ -296,6 +288,44 @@ pub fn unforward(
         Err(e) if !listed => Ok(Err(e)),
         other => other.map(Ok),
     }
+}
+
+/// A container's two chains in `ip`'s nat table, each with the chain
+/// whose rules enter it: its DNAT chain, and the SNAT chain of versions
+/// before 0.8.
+fn chains(network: &str, container_id: &str) -> [(String, &'static str); 2] {
+    [
+        (dnat_chain(network, container_id), DNAT_CHAIN),
+        (chain_name("SN-", network, container_id), OLD_SNAT_CHAIN),
+    ]
+}
+
+/// Whether `ip`'s nat table may hold a chain of this container: `false`
+/// only when it certainly holds neither
+/// ([`cni_netfilter::iptables::may_mention`]: no process).
+pub fn may_hold(network: &str, container_id: &str, ip: IpFamily) -> bool {
+    let table = table(ip);
+    let chains = chains(network, container_id);
+    let needles = chains.each_ref().map(|(chain, _)| chain.as_bytes());
+    may_mention(table.family, &table.name, &needles)
+}
+
+/// The container's chains in `ip`'s nat table and the rules entering
+/// them removed in one nf_tables batch
+/// ([`IptablesBackend::remove_chains_directly`]): `true` when done so,
+/// `false`, having changed nothing, when the caller must list the table
+/// with `iptables-save` ([`unforward`] does).
+pub fn unforward_directly(
+    backend: &mut IptablesBackend,
+    network: &str,
+    container_id: &str,
+    ip: IpFamily,
+) -> bool {
+    let chains = chains(network, container_id);
+    let pairs = chains
+        .each_ref()
+        .map(|(chain, entry)| (chain.as_str(), *entry));
+    matches!(backend.remove_chains_directly(&table(ip), &pairs), Ok(true))
 }
 
 /// The transaction removing a container's chains and the jumps to them,

@@ -116,7 +116,8 @@ impl Mapper for IptablesMapper {
         iptables::check(&mut self.0, setup, container_id, container)
     }
 
-    /// Both families at once, each its own save and restore (and its own
+    /// Through nf_tables where it can, one family after the other; else
+    /// both families at once, each its own save and restore (and its own
     /// lock): DEL waits for the slower family, not for the sum. A family
     /// whose iptables cannot list its table holds nothing of ours; an
     /// error only when neither can (or, for IPv4, [`MapError::Unlisted`]
@@ -126,6 +127,24 @@ impl Mapper for IptablesMapper {
     /// chains, what DEL asked for.
     fn unforward(&mut self, setup: &Setup, container_id: &str) -> Result<(), MapError> {
         let network = setup.network.as_str();
+        // The usual DEL on an iptables-nft host: each family's chains go
+        // through nf_tables, one family after the other on the process's
+        // one netfilter socket, an IPv4-only pod's IPv6 table only looked
+        // at. No process and no thread: a thread's socket would be a
+        // second release, and each release waits for the namespace's
+        // pending deletions (see `NftBackend::open`), a convoy in a burst.
+        let v4_done =
+            iptables::unforward_directly(&mut self.0, network, container_id, IpFamily::V4);
+        let v6_done = !iptables::may_hold(network, container_id, IpFamily::V6)
+            || iptables::unforward_directly(
+                &mut IptablesBackend::new(),
+                network,
+                container_id,
+                IpFamily::V6,
+            );
+        if v4_done && v6_done {
+            return Ok(());
+        }
         let v6_teardown = |skip_if_unmentioned| {
             iptables::unforward(
                 &mut IptablesBackend::new(),
@@ -138,12 +157,17 @@ impl Mapper for IptablesMapper {
         let [v4, mut v6] = std::thread::scope(|scope| {
             // Skipped when ip6tables certainly holds nothing of this
             // container (an IPv4-only pod): no process.
-            let v6 = scope.spawn(|| v6_teardown(true));
-            let v4 = iptables::unforward(&mut self.0, network, container_id, IpFamily::V4, false);
-            [
-                v4,
-                v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            ]
+            let v6 = (!v6_done).then(|| scope.spawn(|| v6_teardown(true)));
+            let v4 = match v4_done {
+                true => Ok(Ok(())),
+                false => {
+                    iptables::unforward(&mut self.0, network, container_id, IpFamily::V4, false)
+                }
+            };
+            let v6 = v6.map_or(Ok(Ok(())), |v6| {
+                v6.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
+            [v4, v6]
         });
         if matches!(v4, Ok(Err(_))) {
             // IPv4's iptables is unusable: whether ip6tables is decides
