@@ -130,40 +130,51 @@ pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), F
     }
     let chain = chain_name(at.network, at.container_id);
     let comment = iptables_comment(at.network, at.container_id);
-    let teardown = |v6: u8| {
-        let family = if v6 == 1 { Family::Ip6 } else { Family::Ip };
-        // The jumps name the chain; where the table has neither, there is
-        // nothing to list or delete (a masquerading under nftables, a
-        // second DEL).
-        let needles = [chain.as_bytes(), comment.as_bytes()];
-        if !crate::iptables::may_mention(family, "nat", &needles) {
-            return Ok(());
-        }
-        // On iptables-nft, one nf_tables batch: POSTROUTING's rules
-        // that jump to the chain (ours and the reference's carry the
-        // comment and jump to it), and the chain.
-        let mut backend = IptablesBackend::new();
-        if let Ok(true) = backend.remove_chains_directly(&nat(family), &[(&chain, "POSTROUTING")]) {
-            return Ok(());
-        }
+    let family = |v6: u8| if v6 == 1 { Family::Ip6 } else { Family::Ip };
+    // First what needs no process, on this thread and the process's one
+    // netfilter socket (a thread's would be a second socket released, and
+    // each release waits for the namespace's pending deletions: see
+    // `NftBackend::open`). The jumps name the chain; where the table has
+    // neither, there is nothing to list or delete (a masquerading under
+    // nftables, a second DEL). On iptables-nft, one nf_tables batch:
+    // POSTROUTING's rules that jump to the chain (ours and the
+    // reference's carry the comment and jump to it), and the chain.
+    let needles = [chain.as_bytes(), comment.as_bytes()];
+    let left: Vec<Family> = families
+        .into_iter()
+        .map(family)
+        .filter(|&family| {
+            crate::iptables::may_mention(family, "nat", &needles)
+                && !matches!(
+                    IptablesBackend::new()
+                        .remove_chains_directly(&nat(family), &[(&chain, "POSTROUTING")]),
+                    Ok(true)
+                )
+        })
+        .collect();
+    let teardown = |family: Family| {
         let mut tx = crate::Transaction::new(nat(family));
         tx.delete_rules_by_comment("POSTROUTING", CommentMatch::Exact(comment.clone()))
             .delete_chain(chain.clone());
-        backend.apply(&tx)
+        IptablesBackend::new().apply(&tx)
     };
-    // The families at once, each its own save and restore under its own
-    // lock: DEL waits for the slower, not for both. The first family's
-    // error is the one reported.
-    std::thread::scope(|scope| {
-        let torn: Vec<_> = families
-            .into_iter()
-            .map(|v6| scope.spawn(move || teardown(v6)))
-            .collect();
-        torn.into_iter()
-            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Result<Vec<()>, FilterError>>()
-            .map(drop)
-    })
+    match left.as_slice() {
+        [] => Ok(()),
+        [family] => teardown(*family),
+        // The families at once, each its own save and restore under its
+        // own lock: DEL waits for the slower, not for both. The first
+        // family's error is the one reported.
+        families => std::thread::scope(|scope| {
+            let torn: Vec<_> = families
+                .iter()
+                .map(|&family| scope.spawn(move || teardown(family)))
+                .collect();
+            torn.into_iter()
+                .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<Result<Vec<()>, FilterError>>()
+                .map(drop)
+        }),
+    }
 }
 
 /// Removes the masquerading of `network`'s attachments whose container
