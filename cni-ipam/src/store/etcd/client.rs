@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 use std::io::Read as _;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -118,16 +118,28 @@ impl Client {
         }
     }
 
-    /// Whether the operation's deadline has passed: no request is sent.
-    pub(super) fn expired(&self) -> bool {
-        self.until.is_some_and(|until| Instant::now() >= until)
-    }
-
     /// Runs the transaction `txn`: its outcome, with one response for
     /// each operation that ran, of that operation's kind.
     pub(super) fn txn(&self, txn: &Txn) -> Result<Outcome, Error> {
+        let deadline = self.deadline("/v3/kv/txn")?;
+        self.txn_by(txn, deadline)
+    }
+
+    /// [`Client::txn`] with one request's deadline of its own, even past
+    /// the operation's: for undoing what the operation may have done
+    /// before it fails.
+    pub(super) fn txn_past_deadline(&self, txn: &Txn) -> Result<Outcome, Error> {
+        self.txn_by(txn, Instant::now() + REQUEST_TIMEOUT)
+    }
+
+    /// Time left of the operation's deadline, when it has one.
+    pub(super) fn time_left(&self) -> Option<Duration> {
+        (self.until).map(|until| until.saturating_duration_since(Instant::now()))
+    }
+
+    fn txn_by(&self, txn: &Txn, deadline: Instant) -> Result<Outcome, Error> {
         const PATH: &str = "/v3/kv/txn";
-        let answer = self.call(PATH, &txn.body())?;
+        let answer = self.call(PATH, &txn.body(), deadline)?;
         let (succeeded, responses) =
             answer::txn(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what.to_string()))?;
         let ran = if succeeded {
@@ -158,30 +170,35 @@ impl Client {
     /// The range read of `body` (`POST /v3/kv/range`).
     fn range(&self, body: &Value) -> Result<Range, Error> {
         const PATH: &str = "/v3/kv/range";
-        let answer = self.call(PATH, body)?;
+        let answer = self.call(PATH, body, self.deadline(PATH)?)?;
         Range::decode(&answer.answer).map_err(|what| answer.not_etcd(PATH, &what.to_string()))
     }
 
-    /// POSTs `body` to the first endpoint that answers, all within
-    /// [`REQUEST_TIMEOUT`], starting with the one that answered last;
-    /// each is given an equal share of the time left. Unreachable, a passing failure of the member
-    /// or the cluster ([`passing`]: no leader, an election, a restart) or
-    /// an answer that is not etcd's is code 11; a refusal of the request
-    /// itself (a malformed request, too many operations) is code 999.
-    fn call(&self, path: &str, body: &Value) -> Result<Answer, Error> {
+    /// When a request to `path` sent now must be answered:
+    /// [`REQUEST_TIMEOUT`] from now, or the operation's deadline if
+    /// sooner; code 11 once that has passed.
+    fn deadline(&self, path: &str) -> Result<Instant, Error> {
+        let now = Instant::now();
+        match self.until {
+            Some(until) if until <= now => Err(Error::try_again_later(
+                format!("the {OPERATION_DEADLINE:?} given to one operation on etcd passed"),
+                format!("before {path} to {}", self.endpoints.join(", ")),
+            )),
+            Some(until) => Ok(until.min(now + REQUEST_TIMEOUT)),
+            None => Ok(now + REQUEST_TIMEOUT),
+        }
+    }
+
+    /// POSTs `body` to the first endpoint that answers, all by
+    /// `deadline`, starting with the one that answered last; each is
+    /// given an equal share of the time left. Unreachable, a passing
+    /// failure of the member or the cluster ([`passing`]: no leader, an
+    /// election, a restart) or an answer that is not etcd's is code 11; a
+    /// refusal of the request itself (a malformed request, too many
+    /// operations) is code 999.
+    fn call(&self, path: &str, body: &Value, deadline: Instant) -> Result<Answer, Error> {
         let body = body.to_string();
         self.sent.set(self.sent.get() + 1);
-        let now = Instant::now();
-        let deadline = match self.until {
-            Some(until) if until <= now => {
-                return Err(Error::try_again_later(
-                    format!("the {OPERATION_DEADLINE:?} given to one operation on etcd passed"),
-                    format!("before {path} to {}", self.endpoints.join(", ")),
-                ))
-            }
-            Some(until) => until.min(now + REQUEST_TIMEOUT),
-            None => now + REQUEST_TIMEOUT,
-        };
         let mut failures = Vec::new();
         let (count, first) = (self.endpoints.len(), self.first.get());
         for n in 0..count {

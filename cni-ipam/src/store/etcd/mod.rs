@@ -124,20 +124,28 @@
 //! read (an ADD's first read is serializable) can cost a lost race, never
 //! a duplicate; claims compare the owner's key the same way. A
 //! reservation whose answer was lost (the member died or hung after
-//! sending it on) is sent again for up to 5 s: if it had been applied,
-//! the comparison now fails on the attachment's own value and the ADD
-//! reports that address; if not, it applies now. So an ADD either reports
-//! its address or fails with code 11 holding nothing, except when etcd
-//! stays unreachable for that whole window after a transaction it may
-//! have applied: that reservation names the attachment, so the DEL the
-//! runtime "must still" execute after a failed ADD (SPEC-1.0.0,
-//! lifecycle) releases it, as does a GC, and a repeated ADD returns that
-//! same address. An ADD makes a bounded number of requests (its reads, at
-//! most 8 claims, at most 32 lost races within 10 s), each within its
-//! deadline, and none past [`OPERATION_DEADLINE`] (15 s) from its start:
-//! the whole ADD answers within it (and one request's deadline) or fails
-//! with code 11. `tests/tests/ipam_etcd_cluster.rs` checks this on three
-//! members with the leader killed and with a member stopped for 10 s.
+//! sending it on) is sent again while two requests' deadlines are left
+//! of the ADD's: if it had been applied, the comparison now fails on the
+//! attachment's own value, and the ADD reports that address without
+//! another read; if not, it applies now. When no answer comes in that
+//! window, one last request withdraws it: each key deleted only while it
+//! holds this attachment's value (a no-op when it was never applied; a
+//! proposal already in the cluster's log is committed, if ever, before
+//! the withdrawal). So an ADD either reports its address or fails with
+//! code 11 holding nothing, except when etcd stays unreachable for the
+//! whole ADD after a transaction it may have applied (an election takes
+//! a few seconds; a loaded three-member cluster was seen taking over 5):
+//! that reservation names the attachment, so the DEL the runtime "must
+//! still" execute after a failed ADD (SPEC-1.0.0, lifecycle) releases
+//! it, as does a GC, and a repeated ADD returns that same address. An
+//! ADD makes a bounded number of requests (its reads, at most 8 claims,
+//! at most 32 lost races within 10 s), each within its deadline, and
+//! none past [`OPERATION_DEADLINE`] (15 s) from its start but that
+//! withdrawal: the whole ADD answers within it (and one request's
+//! deadline) or fails with code 11. `tests/tests/ipam_etcd_cluster.rs`
+//! checks this on three members with the leader killed and with a member
+//! stopped for 10 s; `tests/tests/ipam_etcd_lost_answers.rs` with the
+//! answers to reservations lost on the way back.
 //!
 //! **Bad keys.** A key that is not what its name says (a block name that
 //! is not an aligned block of the configured size, a value that is not a
@@ -193,11 +201,6 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// races, claims, members failing over, an election): past it, no
 /// request is sent and the ADD fails with code 11.
 pub const OPERATION_DEADLINE: Duration = Duration::from_secs(15);
-
-/// How long a reservation whose answer was lost is sent again, to learn
-/// whether it was applied: longer than an election with etcd's default
-/// timings (1 s election timeout).
-const OUTCOME_WINDOW: Duration = Duration::from_secs(5);
 
 /// The pause between two sendings of a reservation whose answer was lost.
 const OUTCOME_PAUSE: Duration = Duration::from_millis(200);
@@ -485,6 +488,9 @@ impl Store for EtcdStore {
         };
         let value = self.value(&attachment.container_id, Some(&attachment.ifname));
         let mut txn = Txn::new(Vec::new(), Vec::new());
+        // What the reservation writes that names it: each address's key,
+        // and its `borrowed` index key outside the node's blocks.
+        let mut written = Vec::with_capacity(new.len());
         for a in new {
             let b = Block::of(a.ip, self.sizes);
             let key = self.ip_key(b, a.ip);
@@ -492,12 +498,14 @@ impl Store for EtcdStore {
             txn.compare.push(Compare::Absent(self.old_key(a.ip)));
             txn.success.push(Op::put(&key, &value));
             let owned = self.owned.contains(&b);
+            let borrowed = (!owned).then(|| self.borrowed_key(a.ip));
             if owned {
                 (txn.compare).push(Compare::holds(&self.owner_key(b), &self.owner_value()));
-            } else {
-                txn.success
-                    .push(Op::put(&self.borrowed_key(a.ip), &b.name()));
             }
+            if let Some(borrowed) = &borrowed {
+                txn.success.push(Op::put(borrowed, &b.name()));
+            }
+            written.push((key.clone(), borrowed));
             txn.success
                 .push(Op::put(&self.last_key(a.set), &a.ip.to_string()));
             // On failure, the same transaction reads what stood in the
@@ -507,8 +515,27 @@ impl Store for EtcdStore {
                 [key, self.old_key(a.ip), self.owner_key(b)].map(|k| Op::Range(Read::key(&k))),
             );
         }
-        let outcome = self.reserve_txn(&txn)?;
-        if outcome.succeeded {
+        let outcome = match self.reserve_txn(&txn) {
+            Ok(outcome) => outcome,
+            Err(e) => return Err(self.withdraw(&written, &value, e)),
+        };
+        // One response per read, each a range ([`Client::txn`] checks).
+        let ranges: Vec<Range> = (outcome.responses.into_iter())
+            .filter_map(Response::into_range)
+            .collect();
+        // Failed because every address already holds this attachment's
+        // value: a sending whose answer was lost was applied (or a
+        // repeated ADD met its own reservation). The addresses are its.
+        let applied_before = || {
+            !ranges.is_empty()
+                && (ranges.chunks_exact(3)).all(|reads| {
+                    reads[0]
+                        .kvs
+                        .first()
+                        .is_some_and(|(_, v)| *v == value.as_bytes())
+                })
+        };
+        if outcome.succeeded || applied_before() {
             for a in new {
                 let b = Block::of(a.ip, self.sizes);
                 if let Some(n) = self.counts.get_mut(&b) {
@@ -518,10 +545,6 @@ impl Store for EtcdStore {
             return Ok(Reserved::Done);
         }
         self.linearizable = true;
-        // One response per read, each a range ([`Client::txn`] checks).
-        let ranges: Vec<Range> = (outcome.responses.into_iter())
-            .filter_map(Response::into_range)
-            .collect();
         for (a, reads) in new.iter().zip(ranges.chunks_exact(3)) {
             let [held, old, owner] = reads else {
                 continue;
@@ -634,19 +657,20 @@ impl EtcdStore {
 
     /// The reservation's transaction. When its answer is lost (a member
     /// died or hung, an election), it may or may not have been applied:
-    /// it is sent again, for at most [`OUTCOME_WINDOW`]. Applied, the
-    /// comparisons then fail on this attachment's own value, which the
-    /// ADD finds and reports as its address; not applied, it applies now.
-    /// Only an etcd unreachable for the whole window leaves an ADD that
-    /// failed (code 11) holding an address, which its DEL releases.
+    /// it is sent again while two requests' deadlines are left of the
+    /// ADD's (the last is [`EtcdStore::withdraw`]'s). Applied,
+    /// the comparisons then fail on this attachment's own value, which
+    /// [`Store::reserve`] takes as done; not applied, it applies now.
     fn reserve_txn(&mut self, txn: &Txn) -> Result<Outcome, Error> {
-        let started = Instant::now();
+        // The last sending starts early enough to end one request's
+        // deadline before the ADD's.
+        let left = (self.client.time_left()).unwrap_or(OPERATION_DEADLINE);
+        let last_start = Instant::now() + left.saturating_sub(2 * REQUEST_TIMEOUT);
         loop {
             match self.client.txn(txn) {
                 Err(e)
                     if e.code == Code::TRY_AGAIN_LATER
-                        && started.elapsed() < OUTCOME_WINDOW
-                        && !self.client.expired() =>
+                        && Instant::now() + OUTCOME_PAUSE < last_start =>
                 {
                     self.linearizable = true;
                     std::thread::sleep(OUTCOME_PAUSE);
@@ -654,6 +678,38 @@ impl EtcdStore {
                 other => return other,
             }
         }
+    }
+
+    /// Undoes a reservation whose outcome stayed unknown (`failed`, the
+    /// ADD's error): `written` (each address's key and its `borrowed`
+    /// key) is deleted while every key holds `value`, this attachment's;
+    /// otherwise it was never applied and nothing changes. The error to
+    /// answer, saying which.
+    fn withdraw(&self, written: &[(String, Option<String>)], value: &str, failed: Error) -> Error {
+        if failed.code != Code::TRY_AGAIN_LATER {
+            // Refused (code 999): etcd did not take the request.
+            return failed;
+        }
+        let mut txn = Txn::new(Vec::new(), Vec::new());
+        for (key, borrowed) in written {
+            txn.compare.push(Compare::holds(key, value));
+            txn.success.push(Op::delete(key));
+            txn.success.extend(borrowed.as_deref().map(Op::delete));
+        }
+        let what = match self.client.txn_past_deadline(&txn) {
+            Ok(o) if o.succeeded => "applied by etcd after all, then withdrawn",
+            Ok(_) => "not applied by etcd",
+            Err(e) => {
+                let details = format!(
+                    "{}; the reservation may have been applied and could not be withdrawn \
+                     ({}): it names this attachment, and its DEL or a GC releases it",
+                    failed.details, e.msg
+                );
+                return Error::try_again_later(failed.msg, details);
+            }
+        };
+        let details = format!("{}; the reservation was {what}", failed.details);
+        Error::try_again_later(failed.msg, details)
     }
 
     /// Read-only transactions of `reads` (in chunks etcd accepts): every
