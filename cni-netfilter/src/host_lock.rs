@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
 
+use crate::netns_id::NetnsId;
 use crate::{Family, FilterError};
 
 /// The lock file of our iptables list-then-restore transactions in the
@@ -54,13 +55,12 @@ pub fn lock_path(family: Family) -> String {
         Family::Ip6 => "ip6tables",
         _ => "iptables",
     };
-    let inode = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
-    let ours = inode("/proc/thread-self/ns/net");
-    if ours.is_none() || ours == inode("/proc/1/ns/net") {
-        return format!("/run/cni-netfilter-{tool}.lock");
+    match NetnsId::of_thread() {
+        Some(ours) if Some(ours) != NetnsId::of("/proc/1/ns/net") => {
+            format!("/run/cni-netfilter-{tool}-{}.lock", ours.ino())
+        }
+        _ => format!("/run/cni-netfilter-{tool}.lock"),
     }
-    let ino = ours.map(|(_, ino)| ino).unwrap_or_default();
-    format!("/run/cni-netfilter-{tool}-{ino}.lock")
 }
 
 /// A lock taken by [`lock`]; a namespace's own lock file is removed when

@@ -152,6 +152,7 @@ mod host_lock;
 pub mod iptables;
 pub mod macspoof;
 pub mod masquerade;
+mod netns_id;
 pub mod nft;
 mod rule;
 mod set;

@@ -10,7 +10,8 @@ use nix::sys::socket::MsgFlags;
 
 use super::message::{encode, nfproto, Batch, Kind, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 use super::nla::{self, malformed, Attrs};
-use super::spare::{self, Netns, Spare};
+use super::spare::{self, Spare};
+use crate::netns_id::NetnsId;
 use crate::{Family, FilterError};
 
 const NLMSG_ERROR: u16 = 2;
@@ -60,7 +61,7 @@ pub(crate) struct NftSocket {
     buffer: Vec<u8>,
     /// The namespace the socket is kept for once dropped: the process's
     /// own, where it was opened.
-    keep_for: Option<Netns>,
+    keep_for: Option<NetnsId>,
     /// Whether every exchange ended with the kernel's last answer read:
     /// only then may another user have the socket.
     settled: bool,

@@ -20,21 +20,15 @@
 //! last exchange ended with the kernel's last answer read, so the next
 //! user never reads a stale reply.
 
-use std::os::unix::fs::MetadataExt;
 use std::sync::Mutex;
 
 use netlink_sys::Socket;
 
-/// A network namespace, by its nsfs device and inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Netns {
-    dev: u64,
-    ino: u64,
-}
+use crate::netns_id::NetnsId;
 
 /// A socket set aside, with what its next user continues from.
 pub(crate) struct Spare {
-    pub(crate) netns: Netns,
+    pub(crate) netns: NetnsId,
     pub(crate) socket: Socket,
     /// The last sequence number used, so a late answer to an earlier
     /// request never matches a new one.
@@ -46,19 +40,13 @@ static SPARE: Mutex<Option<Spare>> = Mutex::new(None);
 
 /// The calling thread's namespace when it is the process's own (the
 /// thread group leader's), else `None`: a socket opened there may be kept.
-pub(crate) fn own_namespace() -> Option<Netns> {
-    let of = |path| {
-        std::fs::metadata(path).ok().map(|m| Netns {
-            dev: m.dev(),
-            ino: m.ino(),
-        })
-    };
-    let thread = of("/proc/thread-self/ns/net")?;
-    (of("/proc/self/ns/net")? == thread).then_some(thread)
+pub(crate) fn own_namespace() -> Option<NetnsId> {
+    let thread = NetnsId::of_thread()?;
+    (NetnsId::of("/proc/self/ns/net")? == thread).then_some(thread)
 }
 
 /// The spare socket of `netns`, if one is kept.
-pub(crate) fn take(netns: Netns) -> Option<Spare> {
+pub(crate) fn take(netns: NetnsId) -> Option<Spare> {
     let mut slot = SPARE.lock().unwrap_or_else(|e| e.into_inner());
     match slot.as_ref() {
         Some(spare) if spare.netns == netns => slot.take(),
