@@ -124,13 +124,12 @@ fn contains(
 /// Go: plugins `ip.teardownIPMasqIPTables`, which deletes the jumps of
 /// the addresses it is given.
 pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
-    let mut families: BTreeSet<u8> = addresses.iter().map(|a| u8::from(!a.is_ipv4())).collect();
-    if families.is_empty() {
-        families.extend([0, 1]);
-    }
+    // Both families when there are no addresses.
+    let families = [Family::Ip, Family::Ip6]
+        .into_iter()
+        .filter(|f| addresses.is_empty() || addresses.iter().any(|a| f.carries(a.family())));
     let chain = chain_name(at.network, at.container_id);
     let comment = iptables_comment(at.network, at.container_id);
-    let family = |v6: u8| if v6 == 1 { Family::Ip6 } else { Family::Ip };
     // First what needs no process, on this thread and the process's one
     // netfilter socket (a thread's would be a second socket released, and
     // each release waits for the namespace's pending deletions: see
@@ -139,19 +138,19 @@ pub(super) fn teardown(addresses: &[IpNetwork], at: &Attachment) -> Result<(), F
     // nftables, a second DEL). On iptables-nft, one nf_tables batch:
     // POSTROUTING's rules that jump to the chain (ours and the
     // reference's carry the comment and jump to it), and the chain.
+    // What is left needs the commands.
     let needles = [chain.as_bytes(), comment.as_bytes()];
-    let left: Vec<Family> = families
-        .into_iter()
-        .map(family)
-        .filter(|&family| {
-            crate::iptables::may_mention(family, "nat", &needles)
-                && !matches!(
-                    IptablesBackend::new()
-                        .remove_chains_directly(&nat(family), &[(&chain, "POSTROUTING")]),
-                    Ok(true)
-                )
-        })
-        .collect();
+    let mut left = Vec::new();
+    for family in families {
+        if !crate::iptables::may_mention(family, "nat", &needles) {
+            continue;
+        }
+        let direct =
+            IptablesBackend::new().remove_chains_directly(&nat(family), &[(&chain, "POSTROUTING")]);
+        if !matches!(direct, Ok(true)) {
+            left.push(family);
+        }
+    }
     let teardown = |family: Family| {
         let mut tx = crate::Transaction::new(nat(family));
         tx.delete_rules_by_comment("POSTROUTING", CommentMatch::Exact(comment.clone()))
