@@ -252,17 +252,11 @@ fn family_command(table: &Table) -> &'static str {
 /// DEL for one family: the jumps to the container's chain (and to an old
 /// version's SNAT chain), then the chains. Nothing when they are absent.
 /// On iptables-nft, one nf_tables batch when nf_tables lists the chains
-/// ([`IptablesBackend::remove_chains_directly`]); otherwise, or when that
-/// fails, one `iptables-save` and at most one `iptables-restore`.
+/// ([`unforward_directly`]); otherwise, or when that fails,
+/// [`unforward_listed`].
 ///
 /// `Ok(Err(_))` when the family's table cannot be listed (its iptables
 /// is not usable); DEL then goes on with the other family.
-///
-/// With `skip_if_unmentioned`, a family whose table certainly holds
-/// neither chain ([`cni_netfilter::iptables::may_mention`]) runs no
-/// process and answers `Ok(Ok(()))`, whether its iptables is usable or
-/// not: for the family a DEL tears down beside the one whose usability
-/// decides the layout.
 ///
 /// Go: `portMapperIPTables.unforwardPorts` (`chain.teardown`).
 pub fn unforward(
@@ -270,15 +264,23 @@ pub fn unforward(
     network: &str,
     container_id: &str,
     ip: IpFamily,
-    skip_if_unmentioned: bool,
 ) -> Result<Result<(), FilterError>, FilterError> {
-    let table = table(ip);
-    if skip_if_unmentioned && !may_hold(network, container_id, ip) {
-        return Ok(Ok(()));
-    }
     if unforward_directly(backend, network, container_id, ip) {
         return Ok(Ok(()));
     }
+    unforward_listed(backend, network, container_id, ip)
+}
+
+/// [`unforward`] from a listing of the table: one `iptables-save` and at
+/// most one `iptables-restore`. `Ok(Err(_))` when the table cannot be
+/// listed.
+pub fn unforward_listed(
+    backend: &mut IptablesBackend,
+    network: &str,
+    container_id: &str,
+    ip: IpFamily,
+) -> Result<Result<(), FilterError>, FilterError> {
+    let table = table(ip);
     let mut listed = false;
     let applied = backend.apply_listed(&table, |saved| {
         listed = true;
@@ -314,7 +316,7 @@ pub fn may_hold(network: &str, container_id: &str, ip: IpFamily) -> bool {
 /// them removed in one nf_tables batch
 /// ([`IptablesBackend::remove_chains_directly`]): `true` when done so,
 /// `false`, having changed nothing, when the caller must list the table
-/// with `iptables-save` ([`unforward`] does).
+/// with `iptables-save` ([`unforward_listed`]).
 pub fn unforward_directly(
     backend: &mut IptablesBackend,
     network: &str,
@@ -332,10 +334,7 @@ pub fn unforward_directly(
 /// from a listing of the table.
 fn teardown(table: &Table, saved: &Saved, network: &str, container_id: &str) -> Transaction {
     let mut tx = Transaction::new(table.clone());
-    for (chain, entered_from) in [
-        (dnat_chain(network, container_id), DNAT_CHAIN),
-        (chain_name("SN-", network, container_id), OLD_SNAT_CHAIN),
-    ] {
+    for (chain, entered_from) in chains(network, container_id) {
         if !saved.chains.contains(&chain) {
             continue;
         }

@@ -145,23 +145,18 @@ impl Mapper for IptablesMapper {
         if v4_done && v6_done {
             return Ok(());
         }
-        let v6_teardown = |skip_if_unmentioned| {
-            iptables::unforward(
-                &mut IptablesBackend::new(),
-                network,
-                container_id,
-                IpFamily::V6,
-                skip_if_unmentioned,
-            )
+        // What nf_tables could not do, from listings: both families at
+        // once, each its own save and restore.
+        let v6_listed = || {
+            let mut backend = IptablesBackend::new();
+            iptables::unforward_listed(&mut backend, network, container_id, IpFamily::V6)
         };
         let [v4, mut v6] = std::thread::scope(|scope| {
-            // Skipped when ip6tables certainly holds nothing of this
-            // container (an IPv4-only pod): no process.
-            let v6 = (!v6_done).then(|| scope.spawn(|| v6_teardown(true)));
+            let v6 = (!v6_done).then(|| scope.spawn(v6_listed));
             let v4 = match v4_done {
                 true => Ok(Ok(())),
                 false => {
-                    iptables::unforward(&mut self.0, network, container_id, IpFamily::V4, false)
+                    iptables::unforward_listed(&mut self.0, network, container_id, IpFamily::V4)
                 }
             };
             let v6 = v6.map_or(Ok(Ok(())), |v6| {
@@ -169,10 +164,11 @@ impl Mapper for IptablesMapper {
             });
             [v4, v6]
         });
-        if matches!(v4, Ok(Err(_))) {
+        if matches!(v4, Ok(Err(_))) && v6_done {
             // IPv4's iptables is unusable: whether ip6tables is decides
-            // the error, as the reference's `maybeGetIptables` for both.
-            v6 = v6_teardown(false);
+            // the error, as the reference's `maybeGetIptables` for both;
+            // learned from a listing when IPv6 needed none.
+            v6 = v6_listed();
         }
         let torn = |family: &str, torn: Result<Result<(), FilterError>, FilterError>| {
             torn.map_err(|e| {
@@ -209,7 +205,7 @@ impl IptablesMapper {
                 }
             };
             for id in ids.iter().filter(|id| !valid.keeps_container(id)) {
-                match iptables::unforward(&mut self.0, network, id, ip, false) {
+                match iptables::unforward(&mut self.0, network, id, ip) {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) | Err(e) => failures.push(format!("{id}: {e}")),
                 }
