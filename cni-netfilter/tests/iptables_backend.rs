@@ -349,6 +349,17 @@ fn a_teardown_skips_iptables_only_where_no_rule_of_either_variant_names_what_it_
         "",
     );
     assert!(mentions(&ns, Family::Ip, "filter", &[b"cni-br8", address]));
+    // Each needle answered alone, from the same look.
+    let each = ns
+        .run(|_| {
+            Ok::<_, common::BoxError>(cni_netfilter::iptables::may_mention_each(
+                Family::Ip,
+                "filter",
+                &[b"cni-br8", address, b"cni-br9", b"CNI-FORWARD", b""],
+            ))
+        })
+        .unwrap();
+    assert_eq!(each, [false, true, true, true, false]);
     assert!(!mentions(
         &ns,
         Family::Ip6,

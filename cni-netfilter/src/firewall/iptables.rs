@@ -282,9 +282,12 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
         let octets: Vec<Vec<u8>> = mine.iter().map(|net| octets(net.addr())).collect();
         let mut needles: Vec<&[u8]> = octets.iter().map(Vec::as_slice).collect();
         needles.extend(bridge.map(str::as_bytes));
-        if !crate::iptables::may_mention(family, "filter", &needles) {
+        let named = crate::iptables::may_mention_each(family, "filter", &needles);
+        if !named.contains(&true) {
             continue;
         }
+        // Only isolation rules name the bridge; the address rules do not.
+        let bridge_named = bridge.is_some() && named.last() == Some(&true);
         let mut doomed: Vec<Rule> = mine.iter().flat_map(address_rules).collect();
         if !doomed.is_empty() && backend.delete_expected(&filter(family), &doomed)? {
             // The usual DEL: the address's rules are there, as its ADD
@@ -295,9 +298,7 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
             // A bridge's isolation rules depend on the policy that added
             // them, so those are listed, where the table names the bridge
             // (the last container of a bridge without isolation: not).
-            if !doomed.is_empty()
-                || crate::iptables::may_mention(family, "filter", &[bridge.as_bytes()])
-            {
+            if !doomed.is_empty() || bridge_named {
                 doomed.extend(bridge_rules(bridge));
             }
         }

@@ -19,7 +19,7 @@ pub(crate) mod render;
 pub(crate) mod save;
 
 pub use command::STDERR_LIMIT;
-pub use peek::may_mention;
+pub use peek::{may_mention, may_mention_each};
 pub use render::{literal_ifname, MAX_COMMENT_LEN};
 pub use save::Saved;
 

@@ -24,12 +24,18 @@ use crate::{Family, Table};
 /// isolation rules ran two `iptables-save` processes, 2 to 9 ms each, to
 /// find that out.
 pub fn may_mention(family: Family, table: &str, needles: &[&[u8]]) -> bool {
+    may_mention_each(family, table, needles).contains(&true)
+}
+
+/// [`may_mention`] for each of `needles`, in their order, from one look:
+/// `false` where that needle is certainly not named.
+pub fn may_mention_each(family: Family, table: &str, needles: &[&[u8]]) -> Vec<bool> {
     if legacy_may_hold(family, table) {
-        return true;
+        return vec![true; needles.len()];
     }
     NftBackend::open()
-        .and_then(|mut nft| nft.table_mentions(&Table::new(family, table), needles))
-        .unwrap_or(true)
+        .and_then(|mut nft| nft.table_mentions_each(&Table::new(family, table), needles))
+        .unwrap_or_else(|_| vec![true; needles.len()])
 }
 
 /// Whether iptables-legacy may hold `table` of `family` in the calling

@@ -141,16 +141,29 @@ impl NftBackend {
         table: &Table,
         needles: &[&[u8]],
     ) -> Result<bool, FilterError> {
-        let found = |hay: &[u8]| {
-            needles
-                .iter()
-                .any(|n| !n.is_empty() && hay.windows(n.len()).any(|w| w == *n))
+        Ok(self.table_mentions_each(table, needles)?.contains(&true))
+    }
+
+    /// [`NftBackend::table_mentions`] for each of `needles`: whether the
+    /// table mentions that one, in their order, from the same two dumps.
+    pub fn table_mentions_each(
+        &mut self,
+        table: &Table,
+        needles: &[&[u8]],
+    ) -> Result<Vec<bool>, FilterError> {
+        let mut hits = vec![false; needles.len()];
+        let mark = |hits: &mut Vec<bool>, hay: &[u8]| {
+            hits.resize(needles.len(), false);
+            for (hit, n) in hits.iter_mut().zip(needles) {
+                *hit |= !n.is_empty() && hay.windows(n.len()).any(|w| w == *n);
+            }
         };
         let wanted = table.name.as_bytes();
         for declared in self.chain_declarations(table)? {
             if let [Some(name)] = nla::find(&declared, [3])? {
-                if needles.contains(&nla::text(name)) {
-                    return Ok(true);
+                let name = nla::text(name);
+                for (hit, n) in hits.iter_mut().zip(needles) {
+                    *hit |= name == *n;
                 }
             }
         }
@@ -160,19 +173,26 @@ impl NftBackend {
             Kind::GetRule,
             table.family,
             &filter,
-            |hit: &mut bool, payload| {
+            |in_rules: &mut Vec<bool>, payload| {
                 if let [Some(name)] = nla::find(payload, [1])? {
-                    *hit |= nla::text(name) == wanted && found(payload);
+                    if nla::text(name) == wanted {
+                        mark(in_rules, payload);
+                    }
                 }
                 Ok(())
             },
         );
         match rules {
-            Ok(hit) => Ok(hit),
+            Ok(in_rules) => {
+                for (hit, in_rule) in hits.iter_mut().zip(in_rules) {
+                    *hit |= in_rule;
+                }
+                Ok(hits)
+            }
             // The kernel answers a dump of a table that is not there with
             // ENOENT.
             Err(DumpError::Io(e)) if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => {
-                Ok(false)
+                Ok(hits)
             }
             Err(e) => Err(e.into_filter("list rules of", || format!("table {table}"))),
         }
