@@ -186,6 +186,14 @@ fn a_socket_is_reused_only_in_the_process_namespace_and_only_once_its_answers_ar
     unread.send(&request).unwrap();
     drop(unread);
     assert_ne!(opened().1, kept, "an answer left unread: a new socket");
+
+    // Two at once: the first dropped is kept, the second closed.
+    let (one, one_port) = opened();
+    let (two, two_port) = opened();
+    assert_ne!(one_port, two_port);
+    drop(one);
+    drop(two);
+    assert_eq!(opened().1, one_port, "one socket kept per process");
 }
 
 #[test]
