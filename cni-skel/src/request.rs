@@ -277,6 +277,13 @@ impl<T> Request<'_, NetConf<T>> {
     pub fn prev_result(&self) -> Result<Cow<'_, Result100>, Error> {
         self.config.prev_result_current()
     }
+
+    /// [`Request::prev_result`] for a drop-in that answers its absence in
+    /// its reference plugin's words: code 7 whose message is exactly
+    /// `missing` ([`NetConf::prev_result_or`]).
+    pub fn prev_result_or(&self, missing: &str) -> Result<Cow<'_, Result100>, Error> {
+        self.config.prev_result_current_or(missing)
+    }
 }
 
 impl<C: fmt::Debug> fmt::Debug for Request<'_, C> {

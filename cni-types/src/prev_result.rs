@@ -25,6 +25,34 @@ impl<T> NetConf<T> {
             .ok_or_else(|| prev_result_missing(&self.plugin_type))
     }
 
+    /// `prevResult`, for a drop-in that answers its absence in its
+    /// reference plugin's words: code 7 whose message is exactly
+    /// `missing`, with no details, so that the error's text in Go
+    /// (`msg; details`) is the reference's (bridge's "Required prevResult
+    /// missing", the firewall's "missing prevResult from earlier plugin").
+    /// The reference answers those words with code 999, as every plain Go
+    /// error; code 7 says what is wrong: the configuration.
+    ///
+    /// ```
+    /// use cni_types::{Code, NetConf};
+    ///
+    /// let conf: NetConf = NetConf::from_json(br#"{"cniVersion":"1.0.0","name":"n","type":"vrf"}"#).unwrap();
+    /// let err = conf.prev_result_or("missing prevResult from earlier plugin").unwrap_err();
+    /// assert_eq!(err.code, Code::INVALID_NETWORK_CONFIG);
+    /// assert_eq!(err.to_string(), "missing prevResult from earlier plugin");
+    /// ```
+    pub fn prev_result_or(&self, missing: &str) -> Result<&CniResult, Error> {
+        (self.prev_result.as_ref()).ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, missing))
+    }
+
+    /// [`NetConf::prev_result_or`] in the current shape (1.x), borrowed
+    /// when it has that shape already, else converted.
+    pub fn prev_result_current_or(&self, missing: &str) -> Result<Cow<'_, Result100>, Error> {
+        self.prev_result_or(missing)?
+            .as_current()
+            .map_err(convert_failed)
+    }
+
     /// `prevResult` in the current shape (1.x), borrowed when it has that
     /// shape already, else converted; code 7 as in
     /// [`NetConf::prev_result_required`] when there is none. For code that

@@ -100,7 +100,9 @@ impl Plugin for Bandwidth {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let shaping = Shaping::read(&req.config)?;
-        let mut result = req.prev_result()?.into_owned();
+        let mut result = req
+            .prev_result_or("must be called as chained plugin")?
+            .into_owned();
         if shaping.is_none() {
             return Ok(result.into());
         }
@@ -137,7 +139,7 @@ impl Plugin for Bandwidth {
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let shaping = Shaping::read(&req.config)?;
-        let result = req.prev_result()?;
+        let result = req.prev_result_or("must be called as a chained plugin")?;
         if shaping.is_none() {
             return Ok(());
         }

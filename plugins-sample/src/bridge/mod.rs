@@ -80,7 +80,7 @@ use cni_netfilter::macspoof;
 use cni_netfilter::masquerade::{self, Attachment};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request, Teardown, Undo};
 use cni_types::conventions::{requested_mac, MacPrecedence};
-use cni_types::{CniResult, Code, Error, NetConf, Result100};
+use cni_types::{CniResult, Error, NetConf, Result100};
 
 mod check;
 mod config;
@@ -175,12 +175,7 @@ impl Plugin for Bridge {
         if let Some(ipam) = &plan.ipam {
             cni_invoke::delegate_check(ipam, req)?;
         }
-        let prev = req
-            .config
-            .prev_result
-            .as_ref()
-            .ok_or_else(|| Error::new(Code::INVALID_NETWORK_CONFIG, "Required prevResult missing"))?
-            .to_current()?;
+        let prev = req.prev_result_or("Required prevResult missing")?;
         check::check(req, &plan, &netns, &prev)?;
         if let Some(backend) = plan.masquerade {
             masquerade::check(backend, &prev.addresses(), &Attachment::of(req))

@@ -3,7 +3,7 @@
 
 use cni_net::testing::TempNetns;
 use cni_skel::TestRequest;
-use cni_types::IpNetwork;
+use cni_types::{Code, IpNetwork};
 use cni_version::PluginInfo;
 
 use super::*;

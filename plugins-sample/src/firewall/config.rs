@@ -170,11 +170,6 @@ impl Setup {
     }
 }
 
-/// The error of ADD and CHECK without a previous result.
-pub fn not_chained() -> Error {
-    Error::new(
-        Code::INVALID_NETWORK_CONFIG,
-        "missing prevResult from earlier plugin",
-    )
-    .with_details("firewall must be called as a chained plugin")
-}
+/// The reference's words for ADD and CHECK without a previous result
+/// (`NetConf::prev_result_or`).
+pub const NOT_CHAINED: &str = "missing prevResult from earlier plugin";

@@ -92,7 +92,7 @@ use cni_netfilter::BackendKind;
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf, ValidAttachments};
 
-use config::{not_chained, Fields, Requested, Setup};
+use config::{Fields, Requested, Setup, NOT_CHAINED};
 use records::Record;
 
 /// Printed to stderr when run by hand.
@@ -222,7 +222,7 @@ impl Plugin for Firewall {
 
     fn add(&self, req: &Request<Self::Config>) -> Result<Reply, BoxError> {
         let setup = Setup::read(&req.config)?;
-        let prev = req.config.prev_result.clone().ok_or_else(not_chained)?;
+        let prev = req.config.prev_result_or(NOT_CHAINED)?.clone();
         let kind = match choose(&setup)? {
             Chosen::Filter(kind) => kind,
             Chosen::Firewalld(fw) => {
@@ -303,9 +303,7 @@ impl Plugin for Firewall {
 
     fn check(&self, req: &Request<Self::Config>) -> Result<(), BoxError> {
         let setup = Setup::read(&req.config)?;
-        if req.config.prev_result.is_none() {
-            return Err(not_chained().into());
-        }
+        req.config.prev_result_or(NOT_CHAINED)?;
         match choose(&setup)? {
             Chosen::Filter(kind) => {
                 firewall::check(cni_netfilter::choose(kind), &rules(req, &setup))

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use cni_netfilter::{BackendKind, Match, Protocol};
-use cni_types::{Code, Error, IpFamily, IpNetwork, NetConf, Result100};
+use cni_types::{Error, IpFamily, IpNetwork, NetConf, Result100};
 use serde::Deserialize;
 
 use super::conditions;
@@ -332,14 +332,12 @@ pub fn container_addresses(
     (v4, v6)
 }
 
-/// The error when there is no previous result: portmap is chained.
-pub fn not_chained() -> Error {
-    Error::new(
-        Code::INVALID_NETWORK_CONFIG,
-        "portmap must be called as a chained plugin",
-    )
-    .with_details("the configuration has no prevResult")
-}
+/// The reference's words for an ADD without a previous result
+/// (`NetConf::prev_result_or`); its CHECK says [`CHECK_NOT_CHAINED`].
+pub const NOT_CHAINED: &str = "must be called as chained plugin";
+
+/// The reference's words for a CHECK without a previous result.
+pub const CHECK_NOT_CHAINED: &str = "Required prevResult missing";
 
 #[cfg(test)]
 mod tests {

@@ -72,7 +72,7 @@ pub mod nftables;
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpNetwork, NetConf, ValidAttachments};
 
-use config::{not_chained, Fields, Setup};
+use config::{Fields, Setup, CHECK_NOT_CHAINED, NOT_CHAINED};
 use mapper::{mapped, IptablesMapper, MapError};
 
 /// Printed to stderr when run by hand.
@@ -91,7 +91,7 @@ impl Plugin for Portmap {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let forwarded = mapped(req, |setup, mapper| {
-            req.config.prev_result.as_ref().ok_or_else(not_chained)?;
+            req.config.prev_result_or(NOT_CHAINED)?;
             if setup.mappings.is_empty() {
                 return Ok(());
             }
@@ -116,7 +116,7 @@ impl Plugin for Portmap {
             Err(MapError::Unlisted { error, .. }) => return Err(setup_failed(error).into()),
             Err(MapError::NotForIptables(e) | MapError::Failed(e)) => return Err(e.into()),
         }
-        let prev = req.config.prev_result.clone().ok_or_else(not_chained)?;
+        let prev = req.config.prev_result_or(NOT_CHAINED)?.clone();
         Ok(prev.into())
     }
 
@@ -149,10 +149,7 @@ impl Plugin for Portmap {
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let checked = mapped(req, |setup, mapper| {
-            if req.config.prev_result.is_none() {
-                let e = Error::invalid_config("prevResult", "required by CHECK, missing");
-                return Err(e.into());
-            }
+            req.config.prev_result_or(CHECK_NOT_CHAINED)?;
             if setup.mappings.is_empty() {
                 return Ok(());
             }

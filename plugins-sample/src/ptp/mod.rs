@@ -152,17 +152,7 @@ impl Plugin for Ptp {
         let plan = plan(req)?;
         let netns = Netns::of(req)?;
         cni_invoke::delegate_check(&plan.ipam, req)?;
-        let prev = req
-            .config
-            .prev_result
-            .as_ref()
-            .ok_or_else(|| {
-                Error::new(
-                    Code::INVALID_NETWORK_CONFIG,
-                    "ptp: Required prevResult missing",
-                )
-            })?
-            .to_current()?;
+        let prev = req.prev_result_or("ptp: Required prevResult missing")?;
         let sandbox = netns.path().display().to_string();
         let mut inside = netns.socket()?;
         let link = cni_net::check_interface(&mut inside, &prev, &req.ifname, &sandbox)

@@ -67,13 +67,17 @@ pub struct Sbr;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
+/// The reference's words for an ADD (and our CHECK) without a previous
+/// result.
+const NOT_CHAINED: &str = "This plugin must be called as chained plugin";
+
 impl Plugin for Sbr {
     type Config = NetConf<Fields>;
     const CHECK: CheckSupport = CheckSupport::Full;
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let plan = plan(req)?;
-        let prev = req.prev_result()?;
+        let prev = req.prev_result_or(NOT_CHAINED)?;
         let ips = addresses_of(&prev, &req.ifname)?;
         let netns = Netns::of(req)?;
         let _turn = lock(&netns)?;
@@ -106,7 +110,7 @@ impl Plugin for Sbr {
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let plan = plan(req)?;
-        let prev = req.prev_result()?;
+        let prev = req.prev_result_or(NOT_CHAINED)?;
         let ips = addresses_of(&prev, &req.ifname)?;
         let netns = Netns::of(req)?;
         netns

@@ -184,7 +184,7 @@ fn bad_configuration_is_code_7_naming_the_field() {
             json!({"gateways": ["1.1.1.1", "2.2.2.2"], "prevResult": prev}),
             "invalid gateways",
         ),
-        (json!({}), "prevResult required"),
+        (json!({}), "This plugin must be called as chained plugin"),
         (
             json!({"prevResult": {"cniVersion": "1.0.0"}}),
             "invalid prevResult",

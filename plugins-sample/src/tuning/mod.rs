@@ -78,11 +78,9 @@ pub struct Tuning;
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
 fn previous(req: &Req) -> Result<Result100, BoxError> {
-    let prev = req.config.prev_result.as_ref().ok_or_else(|| {
-        Error::new(Code::INVALID_NETWORK_CONFIG, "Required prevResult missing")
-            .with_details("tuning must be chained after an interface plugin")
-    })?;
-    Ok(prev.to_current()?)
+    Ok(req
+        .prev_result_or("Required prevResult missing")?
+        .into_owned())
 }
 
 /// Code 7 for the first sysctl `netns` does not have.

@@ -57,6 +57,9 @@ pub struct Vrf;
 
 type Req<'a> = Request<'a, NetConf<Fields>>;
 
+/// The reference's words for ADD and CHECK without a previous result.
+const NOT_CHAINED: &str = "missing prevResult from earlier plugin";
+
 /// `vrfname`, validated: code 7 naming it.
 fn vrfname<'a>(req: &'a Req) -> Result<&'a str, Error> {
     let name = req.config.plugin.vrfname.as_str();
@@ -76,9 +79,7 @@ impl Plugin for Vrf {
 
     fn add(&self, req: &Req) -> Result<Reply, BoxError> {
         let name = vrfname(req)?;
-        let prev = req.config.prev_result.clone().ok_or_else(|| {
-            Error::invalid_config("prevResult", "missing prevResult from earlier plugin")
-        })?;
+        let prev = req.config.prev_result_or(NOT_CHAINED)?.clone();
         let table = req.config.plugin.table;
         Netns::of(req)?.run(|nl| enslave::add(nl, name, table, &req.ifname))?;
         Ok(prev.into())
@@ -95,13 +96,7 @@ impl Plugin for Vrf {
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
         let name = vrfname(req)?;
-        if req.config.prev_result.is_none() {
-            return Err(Error::invalid_config(
-                "prevResult",
-                "missing prevResult from earlier plugin",
-            )
-            .into());
-        }
+        req.config.prev_result_or(NOT_CHAINED)?;
         Netns::of(req)?.run(|nl| enslave::check(nl, name, &req.ifname))?;
         Ok(())
     }

@@ -22,7 +22,7 @@ fn bad_configuration_is_code_7_naming_the_field() {
         (json!({"vrfname": "a b"}), "invalid vrfname"),
         (
             json!({"vrfname": "blue", "prevResult": null}),
-            "invalid prevResult",
+            "missing prevResult from earlier plugin",
         ),
     ];
     for (fields, msg) in cases {
