@@ -41,6 +41,7 @@ pub mod podman;
 pub mod podman_drivers;
 pub mod sandbox;
 pub mod side_by_side;
+pub mod stand_in;
 
 mod binaries;
 mod cnitool;

@@ -4,15 +4,15 @@
 //! credentials. Each server is a thread of this test on 127.0.0.1 and a
 //! port of its own.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tests::stand_in::{read_request, StandIn};
 use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
@@ -38,94 +38,54 @@ enum Behaviour {
 
 /// A fake etcd endpoint, stopped when dropped.
 struct Fake {
-    port: u16,
+    server: StandIn,
     requests: Arc<AtomicUsize>,
     connections: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl Fake {
     fn start(behaviour: Behaviour) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
-        let port = listener.local_addr().expect("bound").port();
         let requests = Arc::new(AtomicUsize::new(0));
         let connections = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (r, c, s) = (requests.clone(), connections.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for stream in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                c.fetch_add(1, Ordering::SeqCst);
-                match behaviour {
-                    Behaviour::Hang => held.push(stream),
-                    _ => {
-                        let r = r.clone();
-                        std::thread::spawn(move || answer(stream, behaviour, &r));
-                    }
-                }
-            }
+        let (r, c) = (requests.clone(), connections.clone());
+        let server = StandIn::start(move |stream| {
+            c.fetch_add(1, Ordering::SeqCst);
+            answer(stream, behaviour, &r);
         });
         Fake {
-            port,
+            server,
             requests,
             connections,
-            stop,
-            thread: Some(thread),
         }
     }
 
     fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.endpoint()
     }
 }
 
 impl Drop for Fake {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop up, which then sees `stop`.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
         tests::etcd::forget_hints(&[self.endpoint()]);
     }
 }
 
-/// Serves the requests of one connection until the client closes it.
+/// Serves the requests of one connection until the client closes it;
+/// [`Behaviour::Hang`] holds it, reading nothing, until the client does.
 fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
+    if let Behaviour::Hang = behaviour {
+        // Blocks until the client closes the connection (or sends
+        // anything, which it would not before an answer).
+        let _ = (&stream).read(&mut [0u8; 1]);
+        return;
+    }
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut out = stream;
     loop {
-        let mut length = 0usize;
-        let mut line = String::new();
-        let mut path = String::new();
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if path.is_empty() {
-                path = line.split(' ').nth(1).unwrap_or("?").to_owned();
-            }
-            if let Some((k, v)) = line.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0u8; length];
-        if reader.read_exact(&mut body).is_err() {
+        let Some((head, body)) = read_request(&mut reader) else {
             return;
-        }
+        };
+        let path = head.split(' ').nth(1).unwrap_or("?").to_owned();
         requests.fetch_add(1, Ordering::SeqCst);
         let written = match behaviour {
             Behaviour::EmptyObject => write_json(&mut out, "200 OK", "{}"),
@@ -168,6 +128,7 @@ fn answer(stream: TcpStream, behaviour: Behaviour, requests: &AtomicUsize) {
                 let body = r#"{"error":"etcdserver: not capable","message":"etcdserver: not capable","code":9}"#;
                 write_json(&mut out, "412 Precondition Failed", body)
             }
+            // Held above.
             Behaviour::Hang => return,
         };
         if written.is_err() {
@@ -340,7 +301,7 @@ fn endpoints_that_never_answer_share_one_deadline() {
 #[test]
 fn credentials_in_an_endpoint_are_refused_never_sent_never_shown() {
     let fake = Fake::start(Behaviour::EmptyObject);
-    let url = format!("http://admin:hunter2@127.0.0.1:{}", fake.port);
+    let url = format!("http://admin:hunter2@127.0.0.1:{}", fake.server.port());
     let out = add(&[url], None);
     let e = error(&out);
     assert_eq!(e["code"], 7, "{e}");

@@ -4,17 +4,17 @@
 //! reports the address etcd holds for it, once, or fails with code 11
 //! holding nothing. The proxy is a thread of this test on 127.0.0.1.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
 use tests::etcd::Etcd;
+use tests::stand_in::{read_request, StandIn};
 use tests::StdoutJson;
 use tests::{plugin_bin_dir, run_plugin, RawOutput, FAKE_NETNS};
 
@@ -35,11 +35,9 @@ enum Loss {
 /// `loss` says; everything else is passed on and answered. Stopped when
 /// dropped.
 struct LossyProxy {
-    port: u16,
+    server: StandIn,
     /// Reservations lost so far.
     lost: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl LossyProxy {
@@ -47,31 +45,14 @@ impl LossyProxy {
         let upstream: u16 = (etcd.endpoint().rsplit(':').next())
             .and_then(|p| p.parse().ok())
             .expect("etcd's port");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
-        let port = listener.local_addr().expect("bound").port();
         let lost = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (l, s) = (lost.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let l = l.clone();
-                std::thread::spawn(move || relay(stream, upstream, loss, times, &l));
-            }
-        });
-        LossyProxy {
-            port,
-            lost,
-            stop,
-            thread: Some(thread),
-        }
+        let l = lost.clone();
+        let server = StandIn::start(move |stream| relay(stream, upstream, loss, times, &l));
+        LossyProxy { server, lost }
     }
 
     fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.endpoint()
     }
 
     fn lost(&self) -> usize {
@@ -81,11 +62,6 @@ impl LossyProxy {
 
 impl Drop for LossyProxy {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
         tests::etcd::forget_hints(&[self.endpoint()]);
     }
 }
@@ -97,30 +73,11 @@ impl Drop for LossyProxy {
 fn relay(client: TcpStream, upstream: u16, loss: Loss, times: usize, lost: &AtomicUsize) {
     let mut reader = BufReader::new(client.try_clone().expect("clone"));
     let mut out = client;
-    let (mut head, mut length) = (String::new(), 0usize);
-    loop {
-        let mut line = String::new();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if line == "\r\n" {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        head.push_str(&line);
-        if head.lines().count() == 1 {
-            head.push_str("connection: close\r\n");
-        }
-    }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
+    let Some((mut head, body)) = read_request(&mut reader) else {
         return;
-    }
+    };
+    let line_end = head.find("\r\n").map_or(head.len(), |at| at + 2);
+    head.insert_str(line_end, "connection: close\r\n");
     let lose = head.starts_with("POST /v3/kv/txn ")
         && is_reservation(&body)
         && lost
