@@ -246,7 +246,19 @@ fn bulk_fill(etcd: &Etcd) -> Vec<(String, Vec<u32>)> {
 /// An ADD through the store's API, as the plugin does it; the address,
 /// the bytes etcd answered and the requests made.
 fn add_through_store(etcd: &Etcd, node: &str, id: &str) -> (IpAddr, u64, u64) {
-    let conf = NetConf::from_value(conf(etcd, node, SUBNET, json!({}))).expect("conf");
+    add_through_store_in(etcd, node, id, SUBNET, json!({}))
+}
+
+/// [`add_through_store`] in `subnet`, with `store` keys added to the
+/// store section.
+fn add_through_store_in(
+    etcd: &Etcd,
+    node: &str,
+    id: &str,
+    subnet: &str,
+    store: Value,
+) -> (IpAddr, u64, u64) {
+    let conf = NetConf::from_value(conf(etcd, node, subnet, store)).expect("conf");
     let cfg = IpamConfig::from_conf(&conf).expect("ipam");
     let store_cfg = EtcdStore::config(IpamConfig::section(&conf).unwrap()).expect("store");
     let mut store = EtcdStore::open(NETWORK, &store_cfg, Access::Create)
@@ -406,6 +418,49 @@ fn an_add_on_a_node_with_blocks_is_one_read_and_one_reservation() {
         "the index with the hinted block's keys, then the reservation"
     );
     assert_eq!(checked_layout(&etcd).len(), 2);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_node_borrowing_again_reads_its_lender_with_its_index_one_read_and_one_reservation() {
+    let etcd = Etcd::start();
+    // Two blocks of 16: node-a's and node-b's; then node-a borrows.
+    let add = |node: &str, id: &str| {
+        add_through_store_in(&etcd, node, id, "10.99.0.0/27", json!({"blockSize": 28}))
+    };
+    let (first, _, _) = add("node-a", "a-0");
+    add("node-b", "b-0");
+    let own = checked_layout(&etcd)[&first].clone();
+    let mut borrowing = Vec::new();
+    for k in 1..40 {
+        let (ip, _, sent) = add("node-a", &format!("a-{k}"));
+        if checked_layout(&etcd)[&ip] != own {
+            borrowing.push((ip, sent));
+        }
+        if borrowing.len() == 4 {
+            break;
+        }
+    }
+    let sent: Vec<u64> = borrowing.iter().map(|(_, sent)| *sent).collect();
+    assert!(
+        sent[0] > 2,
+        "the first borrowing ADD looks for a lender: {sent:?}"
+    );
+    assert_eq!(
+        &sent[1..],
+        &[2, 2, 2],
+        "then its index with the lender's keys, and the reservation"
+    );
+    let layout = checked_layout(&etcd);
+    for (ip, _) in &borrowing {
+        assert_ne!(layout[ip], own, "{ip} in node-b's block");
+        assert_eq!(
+            etcd.keys(&format!("{ROOT}nodes/node-a/borrowed/{ip}"))
+                .len(),
+            1,
+            "{ip} in node-a's index"
+        );
+    }
 }
 
 #[test]

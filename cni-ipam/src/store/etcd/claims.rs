@@ -36,6 +36,11 @@ impl EtcdStore {
         // then another is claimed, a bounded number of times.
         for _ in 0..MAX_CLAIMS_PER_ADD {
             if free_in(&pool, &state.held) > 0 {
+                // The node's own blocks serve again: no lender of this set
+                // to read ahead.
+                if self.lender.is_some_and(|b| !b.pool(&set).is_empty()) {
+                    self.remember_lender(None);
+                }
                 return Ok(pool);
             }
             match self.claim(&set, state)? {
@@ -64,7 +69,7 @@ impl EtcdStore {
         set: &RangeSet,
         state: &mut State,
     ) -> Result<Option<Block>, Error> {
-        let owners = format!("{}owners/", self.root);
+        let owners = self.owners_prefix();
         // Every block owned (as many owners as the sets have blocks,
         // counted once per read, when a claim is first needed): no claim,
         // and no listing of the owners.

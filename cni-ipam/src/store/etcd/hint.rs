@@ -10,10 +10,17 @@
 //! hint is written anew. A hint that cannot be read or written (no
 //! `/run`, a read-only file system, not root) is no hint.
 //!
+//! A node that borrows (its blocks full, no block free) also remembers
+//! the block it last borrowed from, the *lender*: its first request then
+//! reads that block's keys and the count of claimed blocks too, so that
+//! a borrowing ADD is that request and its reservation, as any other.
+//!
 //! One file per network and node under [`HINT_DIR`] (a tmpfs: gone at a
 //! reboot, as the node's containers are), named by a hash of the store's
 //! key prefix and node, holding the endpoints it was read from on its
-//! first line and a block name per line after it. It is replaced whole
+//! first line, a block name per line after it, and `lender <block>` on
+//! the last line when there is one (a version without lenders reads such
+//! a hint as no hint). It is replaced whole
 //! (a temporary file renamed over it), so concurrent plugins of one node
 //! read one writer's hint or another's, never a mix; it is removed when
 //! the node's index lists no block. A plugin killed between writing and
@@ -38,6 +45,14 @@ const MAX_HINT_BYTES: u64 = 4096;
 /// Most entries of [`HINT_DIR`] looked at when sweeping partial hints.
 const MAX_SWEPT: usize = 4096;
 
+/// What a hint says: the node's blocks and the block it last borrowed
+/// from.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Hinted {
+    pub(super) blocks: Vec<Block>,
+    pub(super) lender: Option<Block>,
+}
+
 /// The hint of one network's node.
 #[derive(Debug)]
 pub(super) struct Hint {
@@ -58,30 +73,45 @@ impl Hint {
         }
     }
 
-    /// The blocks the hint names; none when there is no usable hint.
-    pub(super) fn blocks(&self, sizes: Sizes) -> Vec<Block> {
+    /// What the hint says; nothing when there is no usable hint.
+    pub(super) fn read(&self, sizes: Sizes) -> Hinted {
         let Ok(file) = fs::File::open(&self.path) else {
-            return Vec::new();
+            return Hinted::default();
         };
         let mut text = String::new();
         if file.take(MAX_HINT_BYTES).read_to_string(&mut text).is_err() {
-            return Vec::new();
+            return Hinted::default();
         }
         let mut lines = text.lines();
         if lines.next() != Some(self.endpoints.as_str()) {
-            return Vec::new();
+            return Hinted::default();
         }
-        let blocks: Result<Vec<Block>, _> = lines.map(|name| Block::parse(name, sizes)).collect();
-        match blocks {
-            Ok(blocks) if blocks.len() <= MAX_HINTED => blocks,
-            _ => Vec::new(),
+        let mut hinted = Hinted::default();
+        for line in lines {
+            let (list, name) = match line.strip_prefix("lender ") {
+                Some(name) if hinted.lender.is_none() => (None, name),
+                Some(_) => return Hinted::default(),
+                None => (Some(&mut hinted.blocks), line),
+            };
+            let Ok(b) = Block::parse(name, sizes) else {
+                return Hinted::default();
+            };
+            match list {
+                Some(blocks) => blocks.push(b),
+                None => hinted.lender = Some(b),
+            }
+        }
+        match hinted.blocks.len() {
+            1..=MAX_HINTED => hinted,
+            _ => Hinted::default(),
         }
     }
 
-    /// Remembers `blocks` (sorted) as the node's; forgets the hint when
-    /// there are none or too many. Failures are ignored: a hint saves a
-    /// round trip, its absence costs one.
-    pub(super) fn remember(&self, blocks: &[Block]) {
+    /// Remembers `blocks` (sorted) as the node's and `lender` as the block
+    /// it last borrowed from; forgets the hint when there are no blocks or
+    /// too many. Failures are ignored: a hint saves a round trip, its
+    /// absence costs one.
+    pub(super) fn remember(&self, blocks: &[Block], lender: Option<Block>) {
         if blocks.is_empty() || blocks.len() > MAX_HINTED {
             let _ = fs::remove_file(&self.path);
             return;
@@ -89,6 +119,10 @@ impl Hint {
         let mut text = self.endpoints.clone();
         for b in blocks {
             text.push('\n');
+            text.push_str(&b.name());
+        }
+        if let Some(b) = lender {
+            text.push_str("\nlender ");
             text.push_str(&b.name());
         }
         self.sweep_partial();
@@ -150,19 +184,31 @@ mod tests {
     fn a_hint_is_read_back_only_from_the_same_endpoints_and_forgotten_with_its_last_block() {
         let endpoints = ["http://127.0.0.1:2379".to_string()];
         let hint = Hint::new(&unique_root(), "node-a", &endpoints);
-        let blocks = [block("10.96.0.0"), block("10.96.0.64")];
-        hint.remember(&blocks);
-        assert_eq!(hint.blocks(SIZES), blocks);
+        let blocks = vec![block("10.96.0.0"), block("10.96.0.64")];
+        hint.remember(&blocks, None);
+        let only_blocks = Hinted {
+            blocks: blocks.clone(),
+            lender: None,
+        };
+        assert_eq!(hint.read(SIZES), only_blocks);
+        hint.remember(&blocks, Some(block("10.96.1.0")));
+        let lender = Some(block("10.96.1.0"));
+        assert_eq!(hint.read(SIZES), Hinted { blocks, lender });
         let elsewhere = Hint::new(&unique_root(), "node-a", &["http://10.0.0.1:2379".into()]);
-        assert!(elsewhere.blocks(SIZES).is_empty(), "another cluster's");
+        assert_eq!(
+            elsewhere.read(SIZES),
+            Hinted::default(),
+            "another cluster's"
+        );
         let other_sizes = Sizes { v4: 24, v6: 120 };
-        assert!(
-            hint.blocks(other_sizes).is_empty(),
+        assert_eq!(
+            hint.read(other_sizes),
+            Hinted::default(),
             "blocks of another size"
         );
-        hint.remember(&[]);
+        hint.remember(&[], lender);
         assert!(!hint.path.exists());
-        assert!(hint.blocks(SIZES).is_empty());
+        assert_eq!(hint.read(SIZES), Hinted::default());
     }
 
     #[test]
@@ -177,11 +223,11 @@ mod tests {
         for partial in [&dead, &live, &others] {
             fs::write(partial, "half a hint").unwrap();
         }
-        hint.remember(&[block("10.97.0.0")]);
+        hint.remember(&[block("10.97.0.0")], None);
         assert!(!dead.exists(), "a gone writer's partial file is swept");
         assert!(live.exists(), "a running writer's is not");
         assert!(others.exists(), "nor another hint's");
-        assert_eq!(hint.blocks(SIZES), [block("10.97.0.0")]);
+        assert_eq!(hint.read(SIZES).blocks, [block("10.97.0.0")]);
         for path in [&live, &others, &hint.path] {
             let _ = fs::remove_file(path);
         }

@@ -84,7 +84,12 @@ impl EtcdStore {
     }
 
     pub(super) fn owner_key(&self, b: Block) -> String {
-        format!("{}owners/{}", self.root, b.name())
+        format!("{}{}", self.owners_prefix(), b.name())
+    }
+
+    /// `<root>owners/`, every claimed block's owner.
+    pub(super) fn owners_prefix(&self) -> String {
+        format!("{}owners/", self.root)
     }
 
     pub(super) fn block_prefix(&self, b: Block) -> String {

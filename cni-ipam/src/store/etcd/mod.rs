@@ -22,7 +22,11 @@
 //! blocks counts nothing that grows with the cluster. Borrowing counts
 //! the keys of the blocks (`count_only`, 60 per request, from a random
 //! block, at most 4,096) and reads the keys of the first with room: never
-//! every reservation.
+//! every reservation. That block becomes the node's *lender* in its hint:
+//! the next ADD's first request also reads the lender's keys and counts
+//! the owners, so that while the lender has room a borrowing ADD is that
+//! request and the reservation, as any other (six requests before); the
+//! lender is forgotten once the node's own blocks serve again.
 //!
 //! **STATUS** reads the node's index and two counts (`blocks/`, `ips/`):
 //! a range set offering more addresses than the network holds keys has
@@ -255,6 +259,13 @@ pub struct EtcdStore {
     /// The blocks the node's index lists, as last read or changed by this
     /// store (sorted): what the hint is kept to.
     listed: Vec<Block>,
+    /// The block the node last borrowed from, as the hint says or this
+    /// store changed it: what the hint keeps beside `listed`.
+    lender: Option<Block>,
+    /// The lender, when the last read read its keys (into the state, its
+    /// reservations placed as borrowed): a borrowing ADD takes from it
+    /// without looking further while it has room.
+    lender_read: Option<Block>,
 }
 
 /// What a read of [`Store::read`]'s second request asks for.
@@ -292,6 +303,8 @@ impl Store for EtcdStore {
         Ok(Some(EtcdStore {
             hint: Hint::new(&root, &node, &cfg.endpoints),
             listed: Vec::new(),
+            lender: None,
+            lender_read: None,
             // An ADD has one deadline in all; DEL, GC and STATUS one per
             // request (a DEL must finish its work, and is retried anyway).
             client: Client::new(
@@ -344,9 +357,14 @@ impl Store for EtcdStore {
         self.counts.clear();
         let serializable = !self.linearizable;
         // 1. The node's index, whether the old layout holds anything, and
-        // the blocks the node's hint names (their owner and every key).
+        // the blocks the node's hint names (their owner and every key);
+        // for an ADD of a node that borrows, its lender's keys and the
+        // count of claimed blocks (what a claim would count first).
         let old = self.old_prefix();
-        let hinted = self.hint.blocks(self.sizes);
+        let hint = self.hint.read(self.sizes);
+        let hinted = hint.blocks;
+        self.lender = hint.lender;
+        let lender = (hint.lender).filter(|b| self.access == Access::Create && !hinted.contains(b));
         let mut first = vec![
             Read::prefix(&self.node_prefix()).serializable(serializable),
             Read::prefix(&old).count().serializable(serializable),
@@ -356,17 +374,36 @@ impl Store for EtcdStore {
                 .into_iter()
                 .map(|(_, r)| r),
         );
-        let mut ranges = self.read_txn(first)?.into_iter();
+        if let Some(b) = lender {
+            first.push(Read::prefix(&self.block_prefix(b)).serializable(serializable));
+            first.push(
+                Read::prefix(&self.owners_prefix())
+                    .count()
+                    .serializable(serializable),
+            );
+        }
+        let mut ranges = self.read_txn(first)?;
+        let lender_ranges = ranges.split_off(ranges.len().min(2 + 2 * hinted.len()));
+        let mut ranges = ranges.into_iter();
         let (Some(index), Some(old_count)) = (ranges.next(), ranges.next()) else {
             return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
         };
         let index = Index::parse(self, index.kvs, &mut state);
         let old_count = old_count.count;
         self.owner_count = None;
+        self.lender_read = None;
         // 2. The node's blocks, unless the hint named them all, and its
-        // borrowed addresses, in that order.
+        // borrowed addresses (but those in the lender, read already), in
+        // that order.
         let mut listed = index.blocks.clone();
         listed.sort();
+        if let (Some(b), [keys, owners]) = (lender, lender_ranges.as_slice()) {
+            if !listed.contains(&b) {
+                self.owner_count = Some(owners.count);
+                self.lender_read = Some(b);
+                self.lent_reservations(b, &keys.kvs, &mut state);
+            }
+        }
         let mut answers = Vec::new();
         let mut asks = Vec::new();
         if listed == hinted {
@@ -376,11 +413,14 @@ impl Store for EtcdStore {
                 .map(|(t, _)| t);
             answers.extend(tags.zip(ranges));
         } else {
-            self.hint.remember(&listed);
+            self.hint.remember(&listed, self.lender);
             asks = self.block_reads(&listed, serializable);
         }
         self.listed = listed;
         for (ip, b) in &index.borrowed {
+            if self.lender_read == Some(*b) {
+                continue;
+            }
             let key = Read::key(&self.ip_key(*b, *ip)).serializable(serializable);
             asks.push((Ask::Borrowed(*ip, *b), key));
         }
@@ -746,7 +786,34 @@ impl EtcdStore {
             self.listed.push(b);
             self.listed.sort();
         }
-        self.hint.remember(&self.listed);
+        self.hint.remember(&self.listed, self.lender);
+    }
+
+    /// Keeps the hint's lender to `lender` (the block a borrowing ADD
+    /// took from; none once the node's own blocks serve again).
+    fn remember_lender(&mut self, lender: Option<Block>) {
+        if self.lender != lender {
+            self.lender = lender;
+            self.hint.remember(&self.listed, lender);
+        }
+    }
+
+    /// The reservations of block `b`, which another node owns, read whole
+    /// (`kvs`): into `state`, each placed as borrowed (those of this node
+    /// are: its index lists them so).
+    fn lent_reservations(&mut self, b: Block, kvs: &[(String, Vec<u8>)], state: &mut State) {
+        let prefix = self.block_prefix(b);
+        for (key, value) in kvs {
+            let ip = key
+                .strip_prefix(&prefix)
+                .and_then(|ip| ip.parse::<IpAddr>().ok())
+                .filter(|ip| b.contains(*ip));
+            if let Some(ip) = ip.filter(|ip| !self.places.contains_key(ip)) {
+                let r = self.reservation(ip, value, key, &mut state.skipped);
+                self.places.insert(ip, Place::Borrowed(b));
+                state.held.push(r);
+            }
+        }
     }
 
     /// The reads of blocks `blocks` (sorted): each one's owner, then its

@@ -69,6 +69,13 @@ impl EtcdStore {
             mine: &owned,
             skip_mine: true,
         };
+        // The lender, read with the node's index, while it has room.
+        if let Some(b) = self.lender_read {
+            let pool = b.pool(set);
+            if free_in(&pool, &state.held) > 0 {
+                return Ok(pool);
+            }
+        }
         let serializable = !self.linearizable;
         // A block counted with room may fill before its keys are read:
         // then another, from another place.
@@ -93,6 +100,7 @@ impl EtcdStore {
             state.held.extend(found);
             let pool = b.pool(set);
             if free_in(&pool, &state.held) > 0 {
+                self.remember_lender(Some(b));
                 return Ok(pool);
             }
         }
@@ -118,7 +126,7 @@ impl EtcdStore {
         // the old layout's keys (none once upgraded).
         let [index, claimed, old_count] = self.read_all([
             Read::prefix(&self.node_prefix()).keys_only(),
-            Read::prefix(&format!("{}owners/", self.root)).count(),
+            Read::prefix(&self.owners_prefix()).count(),
             Read::prefix(&self.old_prefix()).count(),
         ])?;
         let mut ignored = State::default();
