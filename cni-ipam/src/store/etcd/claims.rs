@@ -10,7 +10,7 @@ use super::answer::Response;
 use super::blocks::{block_count, candidates, capacity, Block};
 use super::txn::{Compare, Op, Read, Txn};
 use super::EtcdStore;
-use crate::range::{bits, from_bits, Range, RangeSet};
+use crate::range::{bits, from_bits, Range, RangeIter, RangeSet};
 use crate::store::{Access, Reservation, Skipped, State, Store};
 
 /// Most blocks an ADD claims (each found full of addresses held outside
@@ -52,11 +52,13 @@ impl EtcdStore {
             return Ok(pool);
         }
         let borrowed = self.borrow(&set, state)?;
-        // The search starts at a random address of the block borrowed
-        // from: its owner hands out its addresses in order, and other
-        // borrowers may have chosen the same block, so that the first
-        // free address is the one most likely lost to a race.
-        if let (Some(slot), Some(start)) = (state.last_reserved.get_mut(i), random_in(&borrowed)) {
+        // The search starts just before a free address of the block
+        // borrowed from, drawn at random: its owner hands out its
+        // addresses in order, and other borrowers may have chosen the
+        // same block, so that its first free address is the one most
+        // likely lost to a race.
+        let start = start_before_random_free(&borrowed, &state.held);
+        if let (Some(slot), Some(start)) = (state.last_reserved.get_mut(i), start) {
             *slot = Some(start);
         }
         Ok(borrowed)
@@ -201,6 +203,34 @@ pub(super) fn free_in(pool: &[Range], held: &[Reservation]) -> u128 {
     capacity(pool).saturating_sub(used)
 }
 
+/// The address before one of `pool`'s free addresses (not `held`, not a
+/// gateway) drawn at random, in the order a search goes
+/// ([`crate::range::RangeIter`], wrapping), so that a search starting
+/// after it finds that address first. Drawn among the free addresses,
+/// not among all: in a nearly full block, a random start followed by
+/// the next free address sends every start within a run of held ones to
+/// the same address, and borrowers racing for the block lose to each
+/// other. A pool too large to list draws any address ([`random_in`]).
+fn start_before_random_free(pool: &[Range], held: &[Reservation]) -> Option<IpAddr> {
+    const MOST_LISTED: usize = 4096;
+    let set = RangeSet {
+        ranges: pool.to_vec(),
+        field: String::new(),
+    };
+    let order: Vec<IpAddr> = RangeIter::new(&set, None).take(MOST_LISTED + 1).collect();
+    if order.len() > MOST_LISTED {
+        return random_in(pool);
+    }
+    let held: HashSet<IpAddr> = held.iter().map(|r| r.ip).collect();
+    let gateways: HashSet<IpAddr> = pool.iter().map(|r| r.gateway).collect();
+    let free: Vec<usize> = (order.iter().enumerate())
+        .filter(|(_, ip)| !held.contains(ip) && !gateways.contains(ip))
+        .map(|(at, _)| at)
+        .collect();
+    let pick = *free.get(super::scan::random() as usize % free.len().max(1))?;
+    Some(order[(pick + order.len() - 1) % order.len()])
+}
+
 /// An address of `pool` drawn at random (see [`super::scan::random`]).
 fn random_in(pool: &[Range]) -> Option<IpAddr> {
     let sizes: Vec<u128> = (pool.iter())
@@ -223,4 +253,47 @@ pub(super) fn stable_hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Owner;
+
+    fn held(last_octets: impl IntoIterator<Item = u8>) -> Vec<Reservation> {
+        (last_octets.into_iter())
+            .map(|o| Reservation {
+                ip: IpAddr::from([10, 0, 0, o]),
+                owner: Owner::Container(format!("c{o}")),
+                local: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_borrowing_search_starts_just_before_a_free_address_drawn_at_random() {
+        let pool = [Range {
+            subnet: "10.0.0.0/24".parse().unwrap(),
+            start: IpAddr::from([10, 0, 0, 0]),
+            end: IpAddr::from([10, 0, 0, 15]),
+            gateway: IpAddr::from([10, 0, 0, 1]),
+        }];
+        // Free: .7 and .12 (.1 is the gateway).
+        let taken = held((0..16).filter(|o| ![1, 7, 12].contains(o)));
+        let mut starts = HashSet::new();
+        for _ in 0..64 {
+            starts.insert(start_before_random_free(&pool, &taken).unwrap());
+        }
+        let want = HashSet::from([IpAddr::from([10, 0, 0, 6]), IpAddr::from([10, 0, 0, 11])]);
+        assert_eq!(starts, want, "each free address drawn, nothing else");
+        // The first address free: the search wraps from the last.
+        let taken = held((1..16).filter(|o| *o != 1));
+        assert_eq!(
+            start_before_random_free(&pool, &taken),
+            Some(IpAddr::from([10, 0, 0, 15]))
+        );
+        // Nothing free: no start.
+        let taken = held((0..16).filter(|o| *o != 1));
+        assert_eq!(start_before_random_free(&pool, &taken), None);
+    }
 }
