@@ -461,6 +461,24 @@ fn a_node_borrowing_again_reads_its_lender_with_its_index_one_read_and_one_reser
             "{ip} in node-a's index"
         );
     }
+    let hint = hint_naming(&etcd, &own).expect("node-a's hint");
+    let lender = format!("lender {}", layout[&borrowing[0].0]);
+    let text = std::fs::read_to_string(&hint).unwrap();
+    assert!(text.lines().any(|l| l == lender), "{text}");
+    // A container of node-a's own block goes: the next ADD is served
+    // there, and the lender is forgotten.
+    let (ip, _) = layout.iter().find(|(_, b)| **b == own).expect("one");
+    let key = format!("{ROOT}blocks/{own}/{ip}");
+    let (_, value) = etcd.get_prefix(&key).pop().expect("its reservation");
+    let record: Value = serde_json::from_str(&value).unwrap();
+    let id = record["containerID"].as_str().unwrap();
+    let conf_a = conf(&etcd, "node-a", "10.99.0.0/27", json!({"blockSize": 28}));
+    let del = run("DEL", id, &conf_a);
+    assert_eq!(del.exit_code, 0, "{del:?}");
+    let (again, _, _) = add("node-a", "a-again");
+    assert_eq!(checked_layout(&etcd)[&again], own);
+    let text = std::fs::read_to_string(&hint).unwrap();
+    assert!(!text.contains("lender"), "{text}");
 }
 
 #[test]

@@ -86,23 +86,18 @@ impl Hint {
         if lines.next() != Some(self.endpoints.as_str()) {
             return Hinted::default();
         }
-        let mut hinted = Hinted::default();
-        for line in lines {
-            let (list, name) = match line.strip_prefix("lender ") {
-                Some(name) if hinted.lender.is_none() => (None, name),
-                Some(_) => return Hinted::default(),
-                None => (Some(&mut hinted.blocks), line),
-            };
-            let Ok(b) = Block::parse(name, sizes) else {
-                return Hinted::default();
-            };
-            match list {
-                Some(blocks) => blocks.push(b),
-                None => hinted.lender = Some(b),
-            }
+        // The lender, if any, is the last line.
+        let mut lines: Vec<&str> = lines.collect();
+        let lender = lines.last().and_then(|l| l.strip_prefix("lender "));
+        if lender.is_some() {
+            lines.pop();
         }
-        match hinted.blocks.len() {
-            1..=MAX_HINTED => hinted,
+        let blocks: Result<Vec<Block>, _> = lines.iter().map(|n| Block::parse(n, sizes)).collect();
+        let lender = lender.map(|n| Block::parse(n, sizes)).transpose();
+        match (blocks, lender) {
+            (Ok(blocks), Ok(lender)) if (1..=MAX_HINTED).contains(&blocks.len()) => {
+                Hinted { blocks, lender }
+            }
             _ => Hinted::default(),
         }
     }
