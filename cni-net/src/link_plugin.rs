@@ -354,6 +354,11 @@ pub struct Expected {
     pub ipam: Option<String>,
     /// The MTU the link must have.
     pub mtu: Option<u32>,
+    /// The words a missing `prevResult` is answered with (code 7), a
+    /// drop-in's being its reference plugin's (vlan's "vlan: Required
+    /// prevResult missing"); `None`: the SDK's
+    /// ([`Request::prev_result`]).
+    pub missing_prev_result: Option<&'static str>,
 }
 
 impl Plan {
@@ -364,6 +369,7 @@ impl Plan {
             settings: Some(self.kind),
             ipam: self.ipam.clone(),
             mtu: self.mtu.filter(|_| check_mtu),
+            missing_prev_result: None,
         }
     }
 }
@@ -376,7 +382,10 @@ pub fn check<F>(req: &Request<NetConf<F>>, plan: &Expected) -> Result<(), BoxErr
     if let Some(ipam) = &plan.ipam {
         cni_invoke::delegate_check(ipam, req)?;
     }
-    let prev = req.prev_result()?;
+    let prev = match plan.missing_prev_result {
+        Some(words) => req.prev_result_or(words)?,
+        None => req.prev_result()?,
+    };
     let mut inside = netns.socket()?;
     let link = crate::check_interface(&mut inside, &prev, &req.ifname, &req.sandbox())
         .map_err(|e| e.with_code(Code::INTERNAL))?;

@@ -77,6 +77,7 @@ impl Plugin for Dummy {
             settings: None,
             ipam: Some(ipam(req)?),
             mtu: None,
+            missing_prev_result: Some("dummy: Required prevResult missing"),
         };
         link_plugin::check(req, &expected)
     }

@@ -139,6 +139,7 @@ impl Plugin for Ipvlan {
             settings: Some(mode(req)?),
             ipam: req.config.ipam_plugin().map(str::to_owned),
             mtu: None,
+            missing_prev_result: Some("Required prevResult missing"),
         };
         link_plugin::check(req, &expected)
     }

@@ -35,7 +35,7 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/macvlan`.
 
-use cni_net::link_plugin::{self, Plan};
+use cni_net::link_plugin::{self, Expected, Plan};
 use cni_net::{MacvlanMode, Netns, SublinkKind};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::conventions::{requested_mac, MacPrecedence};
@@ -120,7 +120,11 @@ impl Plugin for Macvlan {
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
-        link_plugin::check(req, &plan(req)?.expected(false))
+        let expected = Expected {
+            missing_prev_result: Some("required prevResult missing"),
+            ..plan(req)?.expected(false)
+        };
+        link_plugin::check(req, &expected)
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {

@@ -245,6 +245,7 @@ impl Plugin for Tap {
             settings: None,
             ipam: req.config.ipam_plugin().map(str::to_owned),
             mtu: None,
+            missing_prev_result: Some("Required prevResult missing"),
         };
         link_plugin::check(req, &expected)
     }

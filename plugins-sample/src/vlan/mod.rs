@@ -29,7 +29,7 @@
 //!
 //! Go: containernetworking/plugins `plugins/main/vlan`.
 
-use cni_net::link_plugin::{self, Plan};
+use cni_net::link_plugin::{self, Expected, Plan};
 use cni_net::{Netns, SublinkKind, VlanId};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Error, NetConf};
@@ -102,7 +102,11 @@ impl Plugin for Vlan {
     }
 
     fn check(&self, req: &Req) -> Result<(), BoxError> {
-        link_plugin::check(req, &plan(req)?.expected(true))
+        let expected = Expected {
+            missing_prev_result: Some("vlan: Required prevResult missing"),
+            ..plan(req)?.expected(true)
+        };
+        link_plugin::check(req, &expected)
     }
 
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
