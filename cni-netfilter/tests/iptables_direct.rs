@@ -461,3 +461,145 @@ fn rules_iptables_wrote_are_deleted_directly_as_iptables_d_deletes_them() {
         assert!(after.contains(&spec), "{family}: its twin is left: {after}");
     }
 }
+
+/// A pod's rules in a burst: its own chain in `nat`, entered from the
+/// shared `CNI-HOSTPORT-DNAT` by its comment, and two `CNI-FORWARD`
+/// rules naming its own address.
+fn pod(w: u8) -> Vec<Transaction> {
+    let id = format!("pod-{w}");
+    let chain = format!("CNI-DN-{id}");
+    let addr = net(&format!("10.217.10.{}/32", w + 2));
+    let mut nat = Transaction::new(Table::new(Family::Ip, "nat"));
+    nat.ensure_chain(Chain::new(chain.clone()))
+        .ensure_rule(
+            Rule::new(chain.clone())
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPort(8080))
+                .then(Action::Dnat {
+                    addr: addr.addr(),
+                    port: Some(80),
+                }),
+        )
+        .ensure_rule(
+            Rule::new("CNI-HOSTPORT-DNAT")
+                .matching(Match::Protocol(Protocol::Tcp))
+                .comment(format!("dnat name: \"net\" id: \"{id}\""))
+                .then(Action::Jump(chain)),
+        );
+    let mut filter = Transaction::new(Table::new(Family::Ip, "filter"));
+    filter
+        .ensure_rule(
+            Rule::new("CNI-FORWARD")
+                .matching(Match::destination(addr))
+                .matching(Match::CtState(vec![CtState::Related, CtState::Established]))
+                .then(Action::Accept),
+        )
+        .ensure_rule(
+            Rule::new("CNI-FORWARD")
+                .matching(Match::source(addr))
+                .then(Action::Accept),
+        );
+    vec![nat, filter]
+}
+
+/// How many lines of `saved` are exactly `line`.
+fn lines_equal(saved: &str, line: &str) -> usize {
+    saved.lines().filter(|l| *l == line).count()
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_burst_of_first_adds_and_dels_lands_each_shared_rule_once_and_loses_no_pods_rule() {
+    // A node whose nat and filter tables exist (another tool's chain in
+    // each) but hold none of CNI's chains yet, and twelve pods' first
+    // ADDs at once: while the shared chains are missing the direct path
+    // declines and the restores take turns making them; the pods' own
+    // chains and rules then go through nf_tables beside one another, and
+    // every other pod deletes its own again (one batch each) while the
+    // rest still write. Counted with strace here: about 14 restores and
+    // 16 saves for the 48 ADD transactions.
+    let ns = netns("direct-burst");
+    let mut other = Vec::new();
+    for table in ["nat", "filter"] {
+        let mut tx = Transaction::new(Table::new(Family::Ip, table));
+        tx.ensure_chain(Chain::new("OTHER-TOOL"));
+        other.push(tx);
+    }
+    laid_by_restore(&ns, &other);
+    let writers = 12u8;
+    let start = std::sync::Barrier::new(usize::from(writers));
+    std::thread::scope(|scope| {
+        for w in 0..writers {
+            let (ns, start) = (&ns, &start);
+            scope.spawn(move || {
+                ns.run(|_| {
+                    let mut backend = IptablesBackend::new();
+                    start.wait();
+                    for tx in shared(Family::Ip).iter().chain(&pod(w)) {
+                        backend.apply(tx)?;
+                    }
+                    if w % 2 == 0 {
+                        let [nat, filter] = <[Transaction; 2]>::try_from(pod(w)).unwrap();
+                        let rules: Vec<Rule> = filter
+                            .ops()
+                            .iter()
+                            .filter_map(|op| match op {
+                                Op::EnsureRule { rule, .. } => Some(rule.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        assert!(
+                            backend.delete_expected(filter.table(), &rules)?,
+                            "writer {w}: its rules were there to delete"
+                        );
+                        let chain = format!("CNI-DN-pod-{w}");
+                        let removed = backend.remove_chains_directly(
+                            nat.table(),
+                            &[(&chain, "CNI-HOSTPORT-DNAT")],
+                        )?;
+                        assert!(removed, "writer {w}: its chain removed through nf_tables");
+                    }
+                    Ok::<_, BoxError>(())
+                })
+                .unwrap_or_else(|e| panic!("writer {w}: {e}"));
+            });
+        }
+    });
+    let (nat, filter) = (
+        saved(&ns, Family::Ip, "nat"),
+        saved(&ns, Family::Ip, "filter"),
+    );
+    for (saved, line) in [
+        (&nat, "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"),
+        (&nat, "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"),
+        (&nat, "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ"),
+        (&nat, "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE"),
+        (&filter, "-A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD"),
+        (&filter, "-A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN"),
+    ] {
+        assert_eq!(lines_equal(saved, line), 1, "once: {line}\n{nat}\n{filter}");
+    }
+    for w in 0..writers {
+        let held = usize::from(w % 2 == 1);
+        let addr = format!("10.217.10.{}/32", w + 2);
+        assert_eq!(
+            lines_equal(&filter, &format!("-A CNI-FORWARD -s {addr} -j ACCEPT")),
+            held,
+            "writer {w}:\n{filter}"
+        );
+        assert_eq!(
+            lines_equal(&nat, &format!(":CNI-DN-pod-{w} -")),
+            held,
+            "writer {w}:\n{nat}"
+        );
+        let entries = nat
+            .lines()
+            .filter(|l| {
+                l.starts_with("-A CNI-HOSTPORT-DNAT") && l.ends_with(&format!("-j CNI-DN-pod-{w}"))
+            })
+            .count();
+        assert_eq!(entries, held, "writer {w}'s entry rule:\n{nat}");
+    }
+    assert_eq!(lines_equal(&nat, ":OTHER-TOOL -"), 1, "{nat}");
+    assert_eq!(lines_equal(&filter, ":OTHER-TOOL -"), 1, "{filter}");
+}
