@@ -172,32 +172,21 @@ fn attachment(family: Family, id: &str) -> Vec<Transaction> {
         );
     }
     let mut filter = Transaction::new(Table::new(family, "filter"));
-    filter
-        .ensure_rule(
-            Rule::new("CNI-FORWARD")
-                .matching(Match::destination(host_addr))
-                .matching(Match::CtState(vec![CtState::Related, CtState::Established]))
-                .then(Action::Accept),
-        )
-        .ensure_rule(
-            Rule::new("CNI-FORWARD")
-                .matching(Match::source(host_addr))
-                .then(Action::Accept),
-        )
-        .ensure_rule(
-            Rule::new("CNI-FORWARD")
-                .matching(Match::source(host_addr))
-                .matching(Match::InInterface {
-                    name: "cni-podman1".into(),
-                    negate: false,
-                })
-                .matching(Match::OutInterface {
-                    name: "cni-podman1".into(),
-                    negate: true,
-                })
-                .matching(Match::CtState(vec![CtState::New, CtState::Invalid]))
-                .then(Action::Drop),
-        );
+    let [back, out] = accepted(host_addr);
+    filter.ensure_rule(back).ensure_rule(out).ensure_rule(
+        Rule::new("CNI-FORWARD")
+            .matching(Match::source(host_addr))
+            .matching(Match::InInterface {
+                name: "cni-podman1".into(),
+                negate: false,
+            })
+            .matching(Match::OutInterface {
+                name: "cni-podman1".into(),
+                negate: true,
+            })
+            .matching(Match::CtState(vec![CtState::New, CtState::Invalid]))
+            .then(Action::Drop),
+    );
     vec![nat, filter]
 }
 
@@ -487,19 +476,24 @@ fn pod(w: u8) -> Vec<Transaction> {
                 .then(Action::Jump(chain)),
         );
     let mut filter = Transaction::new(Table::new(Family::Ip, "filter"));
-    filter
-        .ensure_rule(
-            Rule::new("CNI-FORWARD")
-                .matching(Match::destination(addr))
-                .matching(Match::CtState(vec![CtState::Related, CtState::Established]))
-                .then(Action::Accept),
-        )
-        .ensure_rule(
-            Rule::new("CNI-FORWARD")
-                .matching(Match::source(addr))
-                .then(Action::Accept),
-        );
+    for rule in accepted(addr) {
+        filter.ensure_rule(rule);
+    }
     vec![nat, filter]
+}
+
+/// The firewall's two `CNI-FORWARD` rules accepting an address's traffic:
+/// replies to it, and what it sends.
+fn accepted(addr: IpNetwork) -> [Rule; 2] {
+    [
+        Rule::new("CNI-FORWARD")
+            .matching(Match::destination(addr))
+            .matching(Match::CtState(vec![CtState::Related, CtState::Established]))
+            .then(Action::Accept),
+        Rule::new("CNI-FORWARD")
+            .matching(Match::source(addr))
+            .then(Action::Accept),
+    ]
 }
 
 /// How many lines of `saved` are exactly `line`.
@@ -539,24 +533,16 @@ fn a_burst_of_first_adds_and_dels_lands_each_shared_rule_once_and_loses_no_pods_
                         backend.apply(tx)?;
                     }
                     if w % 2 == 0 {
-                        let [nat, filter] = <[Transaction; 2]>::try_from(pod(w)).unwrap();
-                        let rules: Vec<Rule> = filter
-                            .ops()
-                            .iter()
-                            .filter_map(|op| match op {
-                                Op::EnsureRule { rule, .. } => Some(rule.clone()),
-                                _ => None,
-                            })
-                            .collect();
+                        let filter = Table::new(Family::Ip, "filter");
+                        let addr = net(&format!("10.217.10.{}/32", w + 2));
                         assert!(
-                            backend.delete_expected(filter.table(), &rules)?,
+                            backend.delete_expected(&filter, &accepted(addr))?,
                             "writer {w}: its rules were there to delete"
                         );
                         let chain = format!("CNI-DN-pod-{w}");
-                        let removed = backend.remove_chains_directly(
-                            nat.table(),
-                            &[(&chain, "CNI-HOSTPORT-DNAT")],
-                        )?;
+                        let nat = Table::new(Family::Ip, "nat");
+                        let removed = backend
+                            .remove_chains_directly(&nat, &[(&chain, "CNI-HOSTPORT-DNAT")])?;
                         assert!(removed, "writer {w}: its chain removed through nf_tables");
                     }
                     Ok::<_, BoxError>(())

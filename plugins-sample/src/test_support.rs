@@ -18,3 +18,14 @@ pub fn assert_add_refused<P: Plugin>(plugin: &P, stdin: String, fields: &Value, 
         "{fields}: {err:?}"
     );
 }
+
+/// `out` (a CHECK without `prevResult`) is refused with code 7 and
+/// exactly `words`, the reference plugin's.
+pub fn assert_prev_result_missing(out: &cni_skel::Outcome, words: &str) {
+    let err = out.error().expect("CHECK without prevResult is refused");
+    assert_eq!(
+        (err.code, err.msg.as_str()),
+        (Code::INVALID_NETWORK_CONFIG, words),
+        "CHECK without prevResult answers in the reference's words"
+    );
+}

@@ -49,14 +49,9 @@ fn a_dummy_is_made_with_ipams_addresses_or_refused_naming_the_driver() {
             let mut with_prev = c.clone();
             with_prev["prevResult"] = result;
             assert_eq!(run("CHECK", &with_prev).error(), None);
-            let err = run("CHECK", &c).error().unwrap();
-            assert_eq!(
-                (err.code, err.msg.as_str()),
-                (
-                    Code::INVALID_NETWORK_CONFIG,
-                    "dummy: Required prevResult missing"
-                ),
-                "CHECK without prevResult answers in the reference's words"
+            crate::test_support::assert_prev_result_missing(
+                &run("CHECK", &c),
+                "dummy: Required prevResult missing",
             );
         }
         Some(err) => {

@@ -87,11 +87,9 @@ fn an_ipvlan_is_made_or_refused_naming_the_missing_support_and_nothing_is_left()
             let mut with_prev = c.clone();
             with_prev["prevResult"] = add.json();
             assert_eq!(run("CHECK", &with_prev).error(), None);
-            let err = run("CHECK", &c).error().unwrap();
-            assert_eq!(
-                (err.code, err.msg.as_str()),
-                (Code::INVALID_NETWORK_CONFIG, "Required prevResult missing"),
-                "CHECK without prevResult answers in the reference's words"
+            crate::test_support::assert_prev_result_missing(
+                &run("CHECK", &c),
+                "Required prevResult missing",
             );
             with_prev["mode"] = "l2".into();
             let err = run("CHECK", &with_prev).error().unwrap();

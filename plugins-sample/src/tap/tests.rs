@@ -148,11 +148,9 @@ fn with_owner_and_group_a_vnet_hdr_tap_persists_with_the_mac_and_mtu_asked() {
     let mut with_prev = c.clone();
     with_prev["prevResult"] = result;
     assert_eq!(run(&host, &container, "CHECK", &with_prev).error(), None);
-    let err = run(&host, &container, "CHECK", &c).error().unwrap();
-    assert_eq!(
-        (err.code, err.msg.as_str()),
-        (Code::INVALID_NETWORK_CONFIG, "Required prevResult missing"),
-        "CHECK without prevResult answers in the reference's words"
+    crate::test_support::assert_prev_result_missing(
+        &run(&host, &container, "CHECK", &c),
+        "Required prevResult missing",
     );
     for _ in 0..2 {
         assert_eq!(run(&host, &container, "DEL", &c).error(), None);

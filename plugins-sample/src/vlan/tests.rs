@@ -83,14 +83,9 @@ fn a_vlan_is_made_or_refused_naming_8021q_and_nothing_is_left() {
             let mut with_prev = c.clone();
             with_prev["prevResult"] = add.json();
             assert_eq!(run("CHECK", &with_prev).error(), None);
-            let err = run("CHECK", &c).error().unwrap();
-            assert_eq!(
-                (err.code, err.msg.as_str()),
-                (
-                    Code::INVALID_NETWORK_CONFIG,
-                    "vlan: Required prevResult missing"
-                ),
-                "CHECK without prevResult answers in the reference's words"
+            crate::test_support::assert_prev_result_missing(
+                &run("CHECK", &c),
+                "vlan: Required prevResult missing",
             );
             with_prev["vlanId"] = 101.into();
             let err = run("CHECK", &with_prev).error().unwrap();
