@@ -259,6 +259,17 @@ impl NftBackend {
     }
 
     fn run(&mut self, tx: &Transaction, commit: bool) -> Result<(), FilterError> {
+        self.run_echoed(tx, commit, None)
+    }
+
+    /// [`NftBackend::run`], each rule added echoed into `echoed` when
+    /// given (the payloads of the kernel's `NEWRULE` notifications).
+    fn run_echoed(
+        &mut self,
+        tx: &Transaction,
+        commit: bool,
+        mut echoed: Option<&mut Vec<Vec<u8>>>,
+    ) -> Result<(), FilterError> {
         plan::validate(tx)?;
         let lists = tx.ops().iter().any(|op| {
             matches!(
@@ -285,11 +296,19 @@ impl NftBackend {
             } else {
                 None
             };
-            let batch = self.new_batch(genid, commit, |nft, batch| plan::build(nft, tx, batch))?;
+            let echo = echoed.is_some();
+            let batch = self.new_batch(genid, commit, |nft, batch| match echo {
+                true => plan::build(nft, tx, batch.echoing_rules()),
+                false => plan::build(nft, tx, batch),
+            })?;
             if batch.described.is_empty() {
                 return Ok(());
             }
-            let Some(refusal) = self.socket.send_batch(&batch)? else {
+            let sent = match echoed.as_deref_mut() {
+                Some(echoed) => self.socket.send_batch_echoed(&batch, echoed)?,
+                None => self.socket.send_batch(&batch)?,
+            };
+            let Some(refusal) = sent else {
                 return Ok(());
             };
             if refusal.index == 0 && refusal.errno == ERESTART {
@@ -376,7 +395,148 @@ impl Backend for NftBackend {
     }
 }
 
+/// A rule a batch added, as the kernel echoed it back: its chain, its
+/// handle (which names it in its table until it is deleted) and its
+/// comment. What [`NftBackend::apply_recording`] answers, and what
+/// [`NftBackend::delete_recorded`] deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedRule {
+    /// The chain it was added to.
+    pub chain: String,
+    /// The kernel's handle of the rule.
+    pub handle: u64,
+    /// Its comment, if it has one.
+    pub comment: Option<String>,
+}
+
+/// The most rules [`NftBackend::apply_recording`] has echoed back: each
+/// echo is about 500 bytes queued on the socket at once, and echoes past
+/// its receive buffer would be lost (and could hide the batch's answer).
+pub const MAX_RECORDED_RULES: usize = 64;
+
 impl NftBackend {
+    /// Applies `tx` as [`Backend::apply`] does, and answers the rules it
+    /// added as the kernel echoed them back (`NLM_F_ECHO`), in order, with
+    /// their handles; `None` when `tx` adds more than
+    /// [`MAX_RECORDED_RULES`] (then applied without echoes) or when an
+    /// echo did not come back.
+    ///
+    /// What it is for: a chain of a thousand pods' rules is found rule
+    /// by rule only by dumping it whole (the kernel dumps each rule's
+    /// expressions); a plugin that keeps the handles of what its ADD
+    /// added deletes exactly those at DEL ([`NftBackend::delete_recorded`])
+    /// without the dump.
+    ///
+    /// Go: none; knftables' `Run` does not ask for echoes.
+    pub fn apply_recording(
+        &mut self,
+        tx: &Transaction,
+    ) -> Result<Option<Vec<AddedRule>>, FilterError> {
+        let adds = tx
+            .ops()
+            .iter()
+            .filter(|op| matches!(op, Op::AddRule(_) | Op::AddNftRule { .. }))
+            .count();
+        if adds > MAX_RECORDED_RULES {
+            self.run(tx, true)?;
+            return Ok(None);
+        }
+        let mut echoed = Vec::new();
+        self.run_echoed(tx, true, Some(&mut echoed))?;
+        let wanted = tx.table().name.as_bytes();
+        let mut added = Vec::with_capacity(echoed.len());
+        for payload in &echoed {
+            let [table, chain, handle, udata] = nla::find(payload, [1, 2, 3, 7])?;
+            if table.map(nla::text) != Some(wanted) {
+                continue;
+            }
+            let (Some(chain), Some(handle)) = (chain, handle) else {
+                return Err(nla::malformed("an echoed rule without its chain or handle"));
+            };
+            added.push(AddedRule {
+                chain: nla::string(chain)?,
+                handle: nla::number(handle)?,
+                comment: udata.and_then(comment_of),
+            });
+        }
+        Ok((added.len() == adds).then_some(added))
+    }
+
+    /// Deletes `rules` of `table` in one batch when each is still there
+    /// with comment `comment`: `Ok(true)` once deleted; `Ok(false)`,
+    /// having changed nothing, when one is gone or carries another comment
+    /// (a handle recorded before the table was made again names another
+    /// rule), or when the ruleset changed between the look and the batch.
+    /// The caller then deletes by comment ([`Op::DeleteRulesByComment`]).
+    ///
+    /// Each rule is looked at alone (`NFT_MSG_GETRULE` of its handle, no
+    /// dump) and the batch is tied to the generation read before the
+    /// looks, so a rule deleted or replaced meanwhile fails it whole.
+    pub fn delete_recorded(
+        &mut self,
+        table: &Table,
+        rules: &[AddedRule],
+        comment: &str,
+    ) -> Result<bool, FilterError> {
+        if rules.is_empty() {
+            return Ok(true);
+        }
+        let genid = self
+            .socket
+            .generation()
+            .map_err(|source| FilterError::Kernel {
+                op: "read",
+                object: "the ruleset generation".into(),
+                source,
+            })?;
+        for rule in rules {
+            let mut attrs = Attrs::default();
+            attrs.str(1, &table.name);
+            attrs.str(2, &rule.chain);
+            attrs.u64(3, rule.handle);
+            let object = || format!("rule {} of chain {table} {}", rule.handle, rule.chain);
+            let listed = self.socket.answer(
+                Kind::GetRule.message_type(),
+                super::message::NLM_F_REQUEST,
+                super::message::nfproto(table.family),
+                &attrs.buf,
+            );
+            let payload = match listed {
+                Ok(Some(payload)) => payload,
+                // Gone (ENOENT), or its chain or table is.
+                Ok(None) => return Ok(false),
+                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => {
+                    return Ok(false)
+                }
+                Err(source) => {
+                    return Err(FilterError::Kernel {
+                        op: "list",
+                        object: object(),
+                        source,
+                    })
+                }
+            };
+            let [udata] = nla::find(&payload, [7])?;
+            if udata.and_then(comment_bytes) != Some(comment.as_bytes()) {
+                return Ok(false);
+            }
+        }
+        let batch = self.new_batch(Some(genid), true, |_, mut batch| {
+            for rule in rules {
+                let object = format!("chain {table} {} (handle {})", rule.chain, rule.handle);
+                let req = super::message::del_rule(table, &rule.chain, rule.handle);
+                batch.push(req, "delete rule of", object)?;
+            }
+            Ok(batch)
+        })?;
+        match self.socket.send_batch(&batch)? {
+            None => Ok(true),
+            // A past generation (ERESTART), or a rule gone meanwhile: the
+            // batch changed nothing.
+            Some(_) => Ok(false),
+        }
+    }
+
     /// Sends `requests` (each with what it does and to what, for errors)
     /// as one batch, tied to no generation: `Ok(None)` when the kernel
     /// applied it, else the refused request's place (1 for the first, 0

@@ -17,6 +17,8 @@ const NFNL_BATCH_GENID: u16 = 1;
 pub(crate) const NLM_F_REQUEST: u16 = 0x1;
 pub(crate) const NLM_F_ACK: u16 = 0x4;
 pub(crate) const NLM_F_DUMP: u16 = 0x300;
+/// Asks the kernel to send what it did back to the requester.
+const NLM_F_ECHO: u16 = 0x8;
 const NLM_F_EXCL: u16 = 0x200;
 const NLM_F_CREATE: u16 = 0x400;
 const NLM_F_APPEND: u16 = 0x800;
@@ -293,6 +295,9 @@ pub(crate) struct Batch {
     pub(crate) described: Vec<(&'static str, String)>,
     /// Where the last request's header starts in `bytes`.
     last: Option<usize>,
+    /// Whether each rule added asks the kernel to echo it back once
+    /// committed (`NLM_F_ECHO`): the rule as added, with its handle.
+    echo_rules: bool,
 }
 
 impl Batch {
@@ -318,7 +323,15 @@ impl Batch {
             begin,
             described: Vec::new(),
             last: None,
+            echo_rules: false,
         }
+    }
+
+    /// This batch, each rule it adds from now on echoed back by the kernel
+    /// as it commits ([`NftSocket::send_batch_echoed`](super::socket::NftSocket::send_batch_echoed)).
+    pub(crate) fn echoing_rules(mut self) -> Batch {
+        self.echo_rules = true;
+        self
     }
 
     /// Adds a request, described for errors as `op object`; one with an
@@ -338,10 +351,14 @@ impl Batch {
         }
         let seq = self.begin.wrapping_add(self.described.len() as u32 + 1);
         self.last = Some(self.bytes.len());
+        let echo = match self.echo_rules && req.kind == Kind::NewRule {
+            true => NLM_F_ECHO,
+            false => 0,
+        };
         encode(
             &mut self.bytes,
             req.kind.message_type(),
-            NLM_F_REQUEST | req.flags,
+            NLM_F_REQUEST | req.flags | echo,
             seq,
             nfproto(req.family),
             0,

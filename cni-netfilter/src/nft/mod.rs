@@ -27,6 +27,7 @@ mod keys;
 pub(crate) mod message;
 pub(crate) mod nla;
 mod plan;
+mod record;
 pub(crate) mod socket;
 mod spare;
 pub(crate) mod udata;
@@ -34,7 +35,8 @@ pub(crate) mod udata;
 #[cfg(test)]
 mod tests;
 
-pub use backend::NftBackend;
+pub use backend::{AddedRule, NftBackend, MAX_RECORDED_RULES};
+pub use record::{Recorded, RuleRecord, RECORD_DIR};
 
 /// Whether `listed`, a rule's expressions as the kernel lists them, are
 /// `rule` as this backend writes it in `family`

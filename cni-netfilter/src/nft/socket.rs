@@ -160,6 +160,19 @@ impl NftSocket {
     /// error before the kernel saw the batch (a send that fails) changed
     /// nothing either.
     pub(crate) fn send_batch(&mut self, batch: &Batch) -> Result<Option<Refusal>, FilterError> {
+        self.send_batch_echoed(batch, &mut Vec::new())
+    }
+
+    /// [`send_batch`](Self::send_batch), keeping in `echoed` the payload
+    /// of each rule the kernel echoed back (a `NEWRULE` notification for
+    /// each request of the batch that asked with `NLM_F_ECHO`: the rule
+    /// as added, with its handle). The kernel sends them as it commits,
+    /// before the batch's acknowledgement.
+    pub(crate) fn send_batch_echoed(
+        &mut self,
+        batch: &Batch,
+        echoed: &mut Vec<Vec<u8>>,
+    ) -> Result<Option<Refusal>, FilterError> {
         let send = |source: io::Error| FilterError::Kernel {
             op: "send",
             object: format!("an nf_tables batch of {} bytes", batch.bytes.len()),
@@ -198,6 +211,12 @@ impl NftSocket {
                     })
                 }
             };
+            let new_rule = Kind::NewRule.message_type();
+            for reply in replies.iter().filter(|r| r.kind == new_rule) {
+                if (reply.seq.wrapping_sub(batch.begin) as usize) <= last {
+                    echoed.push(reply.payload.clone());
+                }
+            }
             for reply in replies.iter().filter(|r| r.kind == NLMSG_ERROR) {
                 let index = reply.seq.wrapping_sub(batch.begin) as usize;
                 if index > last {
@@ -321,7 +340,7 @@ impl NftSocket {
     /// Sends one request and reads until the kernel answers it: the
     /// payload of its reply, `None` for an acknowledgement, or the errno
     /// of its refusal. Each wait is bounded by [`RECEIVE_DEADLINE`].
-    fn answer(
+    pub(crate) fn answer(
         &mut self,
         message_type: u16,
         flags: u16,

@@ -1,0 +1,348 @@
+//! [`RuleRecord`]: the handles of the rules an owner (a container) added,
+//! kept in a small file so its DEL deletes them without dumping chains
+//! that hold every other pod's rules too.
+//!
+//! One file per network namespace, group (a network) and owner:
+//! `/run/cni/nft-rules/<namespace inode>/<group>/<owner>`, a line per
+//! rule (`ip cni_hostport hostports 131`), and a line `adding <pid>`
+//! while an ADD is between its mark and its record. Why the mark: an ADD
+//! killed after its batch committed and before it recorded the handles
+//! leaves rules no record names; the mark it left makes the DEL delete
+//! by comment, as without a record. `/run` is where the rules' lifetime
+//! ends too: a reboot clears both.
+//!
+//! A handle names a rule only while its table lives; a record read after
+//! the table was made again may name another rule, so a deletion from a
+//! record checks each rule's comment first
+//! ([`NftBackend::delete_recorded`](super::NftBackend::delete_recorded)).
+//! Updates are a new file renamed over the old one, under an advisory
+//! lock on the group's directory held only for that.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use nix::fcntl::{Flock, FlockArg};
+
+use super::AddedRule;
+use crate::netns_id::NetnsId;
+use crate::{Family, Table};
+
+/// Where records are kept, a directory per network namespace inode.
+pub const RECORD_DIR: &str = "/run/cni/nft-rules";
+/// The most a record file may hold: far above [`super::MAX_RECORDED_RULES`]
+/// lines, a bound on what a corrupt file makes us read.
+const MAX_RECORD_BYTES: u64 = 64 << 10;
+/// How long a writer waits for the group's lock, whose holders only read
+/// a small file and rename one: past it, one is stuck.
+const LOCK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One owner's record in one group of one network namespace.
+#[derive(Debug, Clone)]
+pub struct RuleRecord {
+    dir: PathBuf,
+    owner: String,
+}
+
+/// What a record holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// An ADD marked the record and has not recorded what it added: it
+    /// may have added rules the record does not name.
+    pub pending: bool,
+    /// The rules recorded: family, table name and the rule (no comment).
+    pub rules: Vec<(Family, String, AddedRule)>,
+}
+
+impl Recorded {
+    /// The recorded rules of `table`.
+    pub fn of_table(&self, table: &Table) -> Vec<AddedRule> {
+        (self.rules.iter())
+            .filter(|(family, name, _)| *family == table.family && *name == table.name)
+            .map(|(_, _, rule)| rule.clone())
+            .collect()
+    }
+}
+
+impl RuleRecord {
+    /// The record of `owner` in `group`, in the calling thread's network
+    /// namespace; `None` when either name cannot be a file name or the
+    /// namespace cannot be read.
+    pub fn here(group: &str, owner: &str) -> Option<RuleRecord> {
+        let netns = NetnsId::of_thread()?;
+        let dir = PathBuf::from(RECORD_DIR).join(netns.ino().to_string());
+        RuleRecord::in_dir(dir, group, owner)
+    }
+
+    /// The record of `owner` in `group` under `dir` (tests use their own).
+    pub fn in_dir(dir: impl Into<PathBuf>, group: &str, owner: &str) -> Option<RuleRecord> {
+        let fit = |name: &str| {
+            !name.is_empty()
+                && name.len() <= 200
+                && name != "."
+                && name != ".."
+                && !name.starts_with('.')
+                && !name.contains(['/', '\0', '\n'])
+        };
+        (fit(group) && fit(owner)).then(|| RuleRecord {
+            dir: dir.into().join(group),
+            owner: owner.to_string(),
+        })
+    }
+
+    /// The owners that have a record in this record's group.
+    pub fn owners(&self) -> io::Result<Vec<String>> {
+        let mut owners = Vec::new();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(owners),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let name = entry?.file_name();
+            if let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) {
+                owners.push(name.to_string());
+            }
+        }
+        Ok(owners)
+    }
+
+    /// The same group's record of `owner`.
+    pub fn of(&self, owner: &str) -> RuleRecord {
+        RuleRecord {
+            dir: self.dir.clone(),
+            owner: owner.to_string(),
+        }
+    }
+
+    /// Marks the record before an ADD's batch: until
+    /// [`RuleRecord::finish`] the record is pending.
+    pub fn begin(&self) -> io::Result<()> {
+        let mark = format!("adding {}", std::process::id());
+        self.update(|lines| lines.push(mark))
+    }
+
+    /// Records what the ADD's batch added to `table` and drops its mark.
+    pub fn finish(&self, table: &Table, added: &[AddedRule]) -> io::Result<()> {
+        let mark = format!("adding {}", std::process::id());
+        self.update(|lines| {
+            if let Some(at) = lines.iter().position(|l| *l == mark) {
+                lines.remove(at);
+            }
+            for rule in added {
+                let (family, name) = (table.family, &table.name);
+                lines.push(format!("{family} {name} {} {}", rule.chain, rule.handle));
+            }
+        })
+    }
+
+    /// What the record holds; `None` when there is none. A line it cannot
+    /// read makes it pending: whatever wrote it, the rules are then found
+    /// by comment.
+    pub fn read(&self) -> io::Result<Option<Recorded>> {
+        let Some(lines) = self.lines()? else {
+            return Ok(None);
+        };
+        let mut recorded = Recorded::default();
+        for line in &lines {
+            match parse(line) {
+                Some(rule) => recorded.rules.push(rule),
+                None => recorded.pending = true,
+            }
+        }
+        Ok(Some(recorded))
+    }
+
+    /// Removes the record, and the group's directory once it is empty.
+    pub fn remove(&self) -> io::Result<()> {
+        let _turn = match self.lock() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            turn => turn?,
+        };
+        match fs::remove_file(self.path()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        // Another owner's record keeps it (ENOTEMPTY), and another group
+        // keeps the namespace's.
+        if fs::remove_dir(&self.dir).is_ok() {
+            if let Some(netns) = self.dir.parent() {
+                let _ = fs::remove_dir(netns);
+            }
+        }
+        Ok(())
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join(&self.owner)
+    }
+
+    fn lines(&self) -> io::Result<Option<Vec<String>>> {
+        use std::io::Read;
+        let file = match fs::File::open(self.path()) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut text = String::new();
+        file.take(MAX_RECORD_BYTES).read_to_string(&mut text)?;
+        Ok(Some(text.lines().map(str::to_string).collect()))
+    }
+
+    /// Rewrites the record with `change` made to its lines: a new file
+    /// renamed over the old, under the group directory's lock.
+    fn update(&self, change: impl FnOnce(&mut Vec<String>)) -> io::Result<()> {
+        let _turn = self.lock_made()?;
+        let mut lines = self.lines()?.unwrap_or_default();
+        change(&mut lines);
+        let temporary = self
+            .dir
+            .join(format!(".{}.{}", self.owner, std::process::id()));
+        let mut file = fs::File::create(&temporary)?;
+        for line in &lines {
+            writeln!(file, "{line}")?;
+        }
+        drop(file);
+        fs::rename(&temporary, self.path())
+    }
+
+    /// [`RuleRecord::lock`] of the group's directory, made if missing:
+    /// a directory the last owner's [`RuleRecord::remove`] took away
+    /// between the making and the lock is made again.
+    fn lock_made(&self) -> io::Result<Flock<fs::File>> {
+        use std::os::unix::fs::MetadataExt;
+        let mut tries = 0;
+        loop {
+            fs::create_dir_all(&self.dir)?;
+            let locked = match self.lock() {
+                Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 3 => None,
+                locked => Some(locked?),
+            };
+            if let Some(locked) = locked {
+                let here = fs::metadata(&self.dir).map(|m| (m.dev(), m.ino()));
+                let held = locked.metadata().map(|m| (m.dev(), m.ino()))?;
+                match here {
+                    Ok(here) if here == held => return Ok(locked),
+                    Err(e) if tries >= 3 => return Err(e),
+                    _ if tries >= 3 => {
+                        return Err(io::Error::other("the record's directory keeps going"))
+                    }
+                    _ => {}
+                }
+            }
+            tries += 1;
+        }
+    }
+
+    /// The group directory's advisory lock, held while the returned
+    /// handle lives: only file reads and a rename happen under it.
+    fn lock(&self) -> io::Result<Flock<fs::File>> {
+        let started = std::time::Instant::now();
+        let mut dir = fs::File::open(&self.dir)?;
+        loop {
+            match Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
+                Ok(locked) => return Ok(locked),
+                Err((back, nix::errno::Errno::EWOULDBLOCK))
+                    if started.elapsed() < LOCK_DEADLINE =>
+                {
+                    dir = back;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err((_, e)) => return Err(io::Error::from(e)),
+            }
+        }
+    }
+}
+
+/// One rule's line: family, table, chain, handle.
+fn parse(line: &str) -> Option<(Family, String, AddedRule)> {
+    let mut words = line.split(' ');
+    let family = match words.next()? {
+        "ip" => Family::Ip,
+        "ip6" => Family::Ip6,
+        "inet" => Family::Inet,
+        "bridge" => Family::Bridge,
+        _ => return None,
+    };
+    let (table, chain) = (words.next()?, words.next()?);
+    let handle = words.next()?.parse().ok()?;
+    if words.next().is_some() || table.is_empty() || chain.is_empty() {
+        return None;
+    }
+    let rule = AddedRule {
+        chain: chain.to_string(),
+        handle,
+        comment: None,
+    };
+    Some((family, table.to_string(), rule))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(chain: &str, handle: u64) -> AddedRule {
+        AddedRule {
+            chain: chain.into(),
+            handle,
+            comment: None,
+        }
+    }
+
+    #[test]
+    fn a_record_is_pending_from_its_mark_until_its_rules_are_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
+        assert_eq!(record.read().unwrap(), None);
+        record.begin().unwrap();
+        let pending = record.read().unwrap().unwrap();
+        assert!(pending.pending && pending.rules.is_empty());
+        let table = Table::new(Family::Ip, "cni_hostport");
+        record
+            .finish(&table, &[rule("hostports", 7), rule("masquerading", 9)])
+            .unwrap();
+        let v6 = Table::new(Family::Ip6, "cni_hostport");
+        record.begin().unwrap();
+        record.finish(&v6, &[rule("hostports", 3)]).unwrap();
+        let done = record.read().unwrap().unwrap();
+        assert!(!done.pending, "{done:?}");
+        assert_eq!(
+            done.of_table(&table),
+            [rule("hostports", 7), rule("masquerading", 9)]
+        );
+        assert_eq!(done.of_table(&v6), [rule("hostports", 3)]);
+        assert_eq!(record.owners().unwrap(), ["ctr-1"]);
+        record.remove().unwrap();
+        assert_eq!(record.read().unwrap(), None);
+        assert!(!dir.path().join("net").exists(), "the empty group is gone");
+    }
+
+    #[test]
+    fn a_line_that_is_not_a_rule_makes_the_record_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
+        fs::create_dir_all(dir.path().join("net")).unwrap();
+        for odd in [
+            "ip cni_hostport hostports",
+            "ip t c 12 extra",
+            "ipx t c 1",
+            "ip t c -1",
+        ] {
+            fs::write(dir.path().join("net/ctr-1"), format!("ip t c 1\n{odd}\n")).unwrap();
+            let read = record.read().unwrap().unwrap();
+            assert!(read.pending, "{odd:?}");
+            assert_eq!(read.rules.len(), 1, "{odd:?}");
+        }
+    }
+
+    #[test]
+    fn names_that_cannot_be_one_file_have_no_record() {
+        for (group, owner) in [("", "c"), ("n", ""), ("a/b", "c"), ("n", ".."), ("n", ".c")] {
+            assert!(
+                RuleRecord::in_dir("/tmp", group, owner).is_none(),
+                "{group:?} {owner:?}"
+            );
+        }
+    }
+}

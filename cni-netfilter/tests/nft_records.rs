@@ -1,0 +1,88 @@
+//! Rules added with their handles echoed back (`apply_recording`) and
+//! deleted by those handles (`delete_recorded`): exactly the owner's, and
+//! nothing when a handle names a rule that is not the owner's any more.
+//! Needs root.
+
+mod common;
+
+use cni_netfilter::nft::{AddedRule, MAX_RECORDED_RULES};
+use cni_netfilter::{Action, Backend, Chain, Family, Match, Protocol, Rule, Table, Transaction};
+use common::{netns, with_nft};
+
+/// Table `records` with chain `c` and a rule per `(owner, port)`.
+fn rules(table: &Table, owners: &[(&str, u16)]) -> Transaction {
+    let mut tx = Transaction::new(table.clone());
+    tx.ensure_table().ensure_chain(Chain::new("c"));
+    for (owner, port) in owners {
+        tx.add_rule(
+            Rule::new("c")
+                .matching(Match::Protocol(Protocol::Tcp))
+                .matching(Match::DestinationPort(*port))
+                .then(Action::Accept)
+                .comment(*owner),
+        );
+    }
+    tx
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn rules_recorded_at_add_are_deleted_by_handle_and_a_handle_of_another_rule_deletes_nothing() {
+    let ns = netns("nft-records");
+    let table = Table::new(Family::Ip, "records");
+    with_nft(&ns, |nft| {
+        let added = (nft.apply_recording(&rules(&table, &[("a", 1), ("b", 2), ("a", 3)]))?)
+            .expect("every rule echoed back");
+        let listed = nft.list_rules(&table, "c")?;
+        let handles = |rules: &[AddedRule]| rules.iter().map(|r| r.handle).collect::<Vec<_>>();
+        let listed_handles: Vec<u64> = (listed.iter())
+            .map(|r| match r.handle {
+                cni_netfilter::RuleHandle::Nft(h) => h,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            handles(&added),
+            listed_handles,
+            "the handles the kernel lists"
+        );
+        let comments: Vec<_> = added.iter().map(|r| r.comment.as_deref()).collect();
+        assert_eq!(comments, [Some("a"), Some("b"), Some("a")]);
+        let (a, b): (Vec<_>, Vec<_>) =
+            (added.into_iter()).partition(|r| r.comment.as_deref() == Some("a"));
+
+        // b's rule recorded under a's name: nothing is deleted.
+        assert!(!nft.delete_recorded(&table, &[a[0].clone(), b[0].clone()], "a")?);
+        assert_eq!(nft.list_rules(&table, "c")?.len(), 3);
+        assert!(nft.delete_recorded(&table, &a, "a")?, "a's two rules");
+        let left = nft.list_rules(&table, "c")?;
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].comment.as_deref(), Some("b"));
+        assert!(
+            !nft.delete_recorded(&table, &a, "a")?,
+            "gone: nothing to do by handle"
+        );
+
+        // The table made again: its handles start over, so b's recorded
+        // handle now names x's rule, which stays.
+        let mut drop = Transaction::new(table.clone());
+        drop.delete_table();
+        nft.apply(&drop)?;
+        let again = (nft.apply_recording(&rules(&table, &[("x", 1), ("x", 2), ("x", 3)]))?)
+            .expect("echoed");
+        assert!(
+            handles(&again).contains(&b[0].handle),
+            "a handle reused: {again:?} {b:?}"
+        );
+        assert!(!nft.delete_recorded(&table, &b, "b")?);
+        assert_eq!(nft.list_rules(&table, "c")?.len(), 3);
+
+        // More rules than are echoed: applied, not recorded.
+        let owners: Vec<(&str, u16)> = (0..=MAX_RECORDED_RULES as u16)
+            .map(|p| ("y", 100 + p))
+            .collect();
+        assert_eq!(nft.apply_recording(&rules(&table, &owners))?, None);
+        assert_eq!(nft.list_rules(&table, "c")?.len(), 3 + owners.len());
+        Ok(())
+    });
+}
