@@ -241,9 +241,10 @@ impl Mapper for NftablesMapper {
         nftables::check(&mut self.0, setup, container_id, container)
     }
 
-    /// Both families' tables, one batch each.
-    fn unforward(&mut self, _setup: &Setup, container_id: &str) -> Result<(), MapError> {
-        nftables::unforward(&mut self.0, container_id).map_err(|e| {
+    /// Both families' tables, one batch each; by the ADD's record when
+    /// there is one.
+    fn unforward(&mut self, setup: &Setup, container_id: &str) -> Result<(), MapError> {
+        nftables::unforward_recorded(&mut self.0, &setup.network, container_id).map_err(|e| {
             let mut err = Error::from(e);
             err.msg = format!("error deleting nftables rules: {}", err.msg);
             MapError::Failed(err)

@@ -184,7 +184,8 @@ impl Plugin for Portmap {
     /// GC collects the iptables layout whatever the configured backend:
     /// the rules may come from another configuration or version. The
     /// nftables layout cannot say whose network a rule is (see the module
-    /// docs).
+    /// docs): of it, only the records of containers `valid` does not keep
+    /// go ([`nftables::forget_stale_records`]).
     fn gc(&self, req: &Req) -> Result<(), BoxError> {
         let valid = req.valid_attachments()?;
         if valid == ValidAttachments::Unspecified {
@@ -193,6 +194,7 @@ impl Plugin for Portmap {
         // Read for its errors too: a configuration ADD would refuse is
         // refused.
         let setup = Setup::read(&req.config, &req.ifname, cni_netfilter::choose)?;
+        nftables::forget_stale_records(&setup.network, |id| valid.keeps_container(id));
         IptablesMapper::default().gc(&setup.network, &valid)?;
         Ok(())
     }

@@ -36,7 +36,7 @@ fn a_stale_udp_flow_to_a_mapped_port_is_forgotten_on_add() {
 /// Runs GC in `host` for the network `pmtest`, configured with
 /// `backend`, with `cni.dev/valid-attachments` set to `valid` (left out
 /// when `None`).
-fn gc_in(host: &TempNetns, backend: &str, valid: Option<Value>) {
+pub(super) fn gc_in(host: &TempNetns, backend: &str, valid: Option<Value>) {
     let mut c =
         json!({"cniVersion": "1.1.0", "name": "pmtest", "type": "portmap", "backend": backend});
     if let Some(valid) = valid {

@@ -6,6 +6,7 @@
 mod host;
 mod layout;
 mod many;
+mod records;
 mod traffic;
 
 use std::process::Command;
