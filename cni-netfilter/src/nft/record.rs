@@ -118,13 +118,19 @@ impl RuleRecord {
     /// Marks the record before an ADD's batch: until
     /// [`RuleRecord::finish`] the record is pending.
     pub fn begin(&self) -> io::Result<()> {
-        let mark = format!("adding {}", std::process::id());
-        self.update(|lines| lines.push(mark))
+        // Appended under the lock: no read and no rename, and no rewrite
+        // of another process's can drop it.
+        let _turn = self.lock_made()?;
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(self.path())?;
+        file.write_all(format!("{}\n", mark()).as_bytes())
     }
 
     /// Records what the ADD's batch added to `table` and drops its mark.
     pub fn finish(&self, table: &Table, added: &[AddedRule]) -> io::Result<()> {
-        let mark = format!("adding {}", std::process::id());
+        let mark = mark();
         self.update(|lines| {
             if let Some(at) = lines.iter().position(|l| *l == mark) {
                 lines.remove(at);
@@ -185,25 +191,28 @@ impl RuleRecord {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut text = String::new();
+        // Room for a few dozen lines: one read, then the end.
+        let mut text = String::with_capacity(4096);
         file.take(MAX_RECORD_BYTES).read_to_string(&mut text)?;
         Ok(Some(text.lines().map(str::to_string).collect()))
     }
 
     /// Rewrites the record with `change` made to its lines: a new file
     /// renamed over the old, under the group directory's lock.
+    ///
+    /// The directory is there: the caller's mark keeps it from being
+    /// removed ([`RuleRecord::remove`] takes only an empty one).
     fn update(&self, change: impl FnOnce(&mut Vec<String>)) -> io::Result<()> {
-        let _turn = self.lock_made()?;
+        let _turn = self.lock()?;
         let mut lines = self.lines()?.unwrap_or_default();
         change(&mut lines);
-        let temporary = self
-            .dir
-            .join(format!(".{}.{}", self.owner, std::process::id()));
-        let mut file = fs::File::create(&temporary)?;
+        let temporary = self.dir.join(format!(".{}.{}", self.owner, pid()));
+        let mut text = String::new();
         for line in &lines {
-            writeln!(file, "{line}")?;
+            text.push_str(line);
+            text.push('\n');
         }
-        drop(file);
+        fs::write(&temporary, text)?;
         fs::rename(&temporary, self.path())
     }
 
@@ -253,6 +262,18 @@ impl RuleRecord {
             }
         }
     }
+}
+
+/// This process's mark: `adding <pid>`.
+fn mark() -> String {
+    format!("adding {}", pid())
+}
+
+/// The process id, asked of the kernel once (each `getpid` is a system
+/// call, and an ADD names it three times).
+fn pid() -> u32 {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
 }
 
 /// One rule's line: family, table, chain, handle.
