@@ -170,6 +170,16 @@ impl RuleRecord {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
+        // A writer killed between its new file and the rename left it.
+        let unfinished = format!(".{}.", self.owner);
+        for entry in fs::read_dir(&self.dir)?.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let pid = name.strip_prefix(unfinished.as_str());
+            if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
         // Another owner's record keeps it (ENOTEMPTY), and another group
         // keeps the namespace's.
         if fs::remove_dir(&self.dir).is_ok() {
@@ -334,6 +344,8 @@ mod tests {
         );
         assert_eq!(done.of_table(&v6), [rule("hostports", 3)]);
         assert_eq!(record.owners().unwrap(), ["ctr-1"]);
+        // A writer killed between its new file and the rename.
+        fs::write(dir.path().join("net/.ctr-1.4242"), "ip t c 1\n").unwrap();
         record.remove().unwrap();
         assert_eq!(record.read().unwrap(), None);
         assert!(!dir.path().join("net").exists(), "the empty group is gone");
