@@ -98,8 +98,8 @@ fn gc_removes_only_the_unlisted_attachments_of_its_network_and_nothing_without_a
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn gc_of_another_network_keeps_the_nftables_mappings_whose_network_it_cannot_tell() {
     let host = TempNetns::new("pm-gc-nft").unwrap();
-    let add = |id: &str, address: &str, port: u16| {
-        let c = conf(json!({
+    let elsewhere = |address: &str, port: u16| {
+        conf(json!({
             "name": "elsewhere",
             "backend": "nftables",
             "runtimeConfig": {"portMappings": [
@@ -108,11 +108,18 @@ fn gc_of_another_network_keeps_the_nftables_mappings_whose_network_it_cannot_tel
             "prevResult": {"cniVersion": "1.0.0",
                 "interfaces": [{"name": "eth0", "sandbox": "/var/run/netns/x"}],
                 "ips": [{"address": address, "interface": 0}]}
-        }));
-        assert_eq!(run_in(&host, "ADD", id, &c).exit_code, 0);
+        }))
     };
-    add("ctr-a", "10.88.0.5/16", 8080);
-    add("ctr-c", "fd00::7/64", 8082);
+    let pods = [
+        ("ctr-a", "10.88.0.5/16", 8080),
+        ("ctr-c", "fd00::7/64", 8082),
+    ];
+    for (id, address, port) in pods {
+        assert_eq!(
+            run_in(&host, "ADD", id, &elsewhere(address, port)).exit_code,
+            0
+        );
+    }
     let ruleset = || exec_in(&host, "nft", &["list", "ruleset"]);
     let before = ruleset();
     assert!(before.contains("comment \"ctr-a\""), "{before}");
@@ -123,6 +130,19 @@ fn gc_of_another_network_keeps_the_nftables_mappings_whose_network_it_cannot_tel
         before,
         "another network's pods keep their mappings"
     );
+    // And their records: their DELs find their rules by handle.
+    for (id, address, port) in pods {
+        let recorded = host.run(move |_| {
+            Ok::<_, cni_net::NetError>(cni_netfilter::nft::RuleRecord::here("elsewhere", id))
+        });
+        let recorded = recorded.unwrap().unwrap().read().unwrap();
+        assert!(recorded.is_some_and(|r| !r.pending), "{id}'s record");
+        assert_eq!(
+            run_in(&host, "DEL", id, &elsewhere(address, port)).exit_code,
+            0
+        );
+    }
+    assert!(!ruleset().contains("comment \"ctr-"), "{}", ruleset());
 }
 
 #[test]
