@@ -86,3 +86,56 @@ fn rules_recorded_at_add_are_deleted_by_handle_and_a_handle_of_another_rule_dele
         Ok(())
     });
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn deletions_by_record_in_a_burst_each_delete_by_handle_beside_other_writers() {
+    // Each owner's batch is tied to the generation of its looks, and a
+    // burst commits between them: the looks and the batch are made again,
+    // so each deletion still goes by handle (true), never falls back.
+    let ns = netns("nft-records-burst");
+    let table = Table::new(Family::Ip, "records");
+    let owners: Vec<String> = (0..12).map(|i| format!("pod-{i}")).collect();
+    let recorded: Vec<Vec<AddedRule>> = owners
+        .iter()
+        .enumerate()
+        .map(|(i, owner)| {
+            let port = 1000 + 10 * i as u16;
+            let tx = rules(
+                &table,
+                &[(owner, port), (owner, port + 1), (owner, port + 2)],
+            );
+            with_nft(&ns, |nft| Ok(nft.apply_recording(&tx)?.expect("echoed")))
+        })
+        .collect();
+    let start = std::sync::Barrier::new(owners.len() + 1);
+    std::thread::scope(|scope| {
+        for (owner, rules) in owners.iter().zip(&recorded) {
+            let (ns, table, start) = (&ns, &table, &start);
+            scope.spawn(move || {
+                let deleted = with_nft(ns, |nft| {
+                    start.wait();
+                    Ok(nft.delete_recorded(table, rules, owner)?)
+                });
+                assert!(deleted, "{owner}: deleted by handle");
+            });
+        }
+        // Another writer adding rules all along.
+        let (ns, table, start) = (&ns, &table, &start);
+        scope.spawn(move || {
+            with_nft(ns, |nft| {
+                start.wait();
+                for port in 0..24 {
+                    nft.apply(&rules(table, &[("other", 5000 + port)]))?;
+                }
+                Ok(())
+            })
+        });
+    });
+    with_nft(&ns, |nft| {
+        let left = nft.list_rules(&table, "c")?;
+        assert_eq!(left.len(), 24, "only the other writer's rules");
+        assert!(left.iter().all(|r| r.comment.as_deref() == Some("other")));
+        Ok(())
+    });
+}

@@ -466,12 +466,14 @@ impl NftBackend {
     /// with comment `comment`: `Ok(true)` once deleted; `Ok(false)`,
     /// having changed nothing, when one is gone or carries another comment
     /// (a handle recorded before the table was made again names another
-    /// rule), or when the ruleset changed between the look and the batch.
+    /// rule).
     /// The caller then deletes by comment ([`Op::DeleteRulesByComment`]).
     ///
     /// Each rule is looked at alone (`NFT_MSG_GETRULE` of its handle, no
     /// dump) and the batch is tied to the generation read before the
-    /// looks, so a rule deleted or replaced meanwhile fails it whole.
+    /// looks, so a rule deleted or replaced meanwhile fails it whole; when
+    /// only another writer's commit came between (a burst), the looks and
+    /// the batch are made again after a short random pause, for up to 10 s.
     pub fn delete_recorded(
         &mut self,
         table: &Table,
@@ -481,20 +483,59 @@ impl NftBackend {
         if rules.is_empty() {
             return Ok(true);
         }
-        let genid = self
-            .socket
-            .generation()
-            .map_err(|source| FilterError::Kernel {
-                op: "read",
-                object: "the ruleset generation".into(),
-                source,
+        let started = std::time::Instant::now();
+        let mut attempt: u32 = 0;
+        loop {
+            let genid = self
+                .socket
+                .generation()
+                .map_err(|source| FilterError::Kernel {
+                    op: "read",
+                    object: "the ruleset generation".into(),
+                    source,
+                })?;
+            if !self.all_commented(table, rules, comment)? {
+                return Ok(false);
+            }
+            let batch = self.new_batch(Some(genid), true, |_, mut batch| {
+                for rule in rules {
+                    let object = format!("chain {table} {} (handle {})", rule.chain, rule.handle);
+                    let req = super::message::del_rule(table, &rule.chain, rule.handle);
+                    batch.push(req, "delete rule of", object)?;
+                }
+                Ok(batch)
             })?;
+            match self.socket.send_batch(&batch)? {
+                None => return Ok(true),
+                // Another writer committed since the looks (every pod's
+                // ADD and DEL in a burst): look again, as `run` lists again.
+                Some(refusal) if refusal.index == 0 && refusal.errno == ERESTART => {
+                    attempt += 1;
+                    let pause = pause(attempt);
+                    if started.elapsed() + pause > RETRY_DEADLINE {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(pause);
+                }
+                // A rule gone meanwhile: the batch changed nothing.
+                Some(_) => return Ok(false),
+            }
+        }
+    }
+
+    /// Whether each of `rules` is in `table` with comment `comment`, each
+    /// looked at by its handle (`NFT_MSG_GETRULE`, no dump).
+    fn all_commented(
+        &mut self,
+        table: &Table,
+        rules: &[AddedRule],
+        comment: &str,
+    ) -> Result<bool, FilterError> {
         for rule in rules {
             let mut attrs = Attrs::default();
             attrs.str(1, &table.name);
             attrs.str(2, &rule.chain);
             attrs.u64(3, rule.handle);
-            let object = || format!("rule {} of chain {table} {}", rule.handle, rule.chain);
             let listed = self.socket.answer(
                 Kind::GetRule.message_type(),
                 super::message::NLM_F_REQUEST,
@@ -503,15 +544,15 @@ impl NftBackend {
             );
             let payload = match listed {
                 Ok(Some(payload)) => payload,
-                // Gone (ENOENT), or its chain or table is.
                 Ok(None) => return Ok(false),
+                // Gone, or its chain or table is.
                 Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => {
                     return Ok(false)
                 }
                 Err(source) => {
                     return Err(FilterError::Kernel {
                         op: "list",
-                        object: object(),
+                        object: format!("rule {} of chain {table} {}", rule.handle, rule.chain),
                         source,
                     })
                 }
@@ -521,20 +562,7 @@ impl NftBackend {
                 return Ok(false);
             }
         }
-        let batch = self.new_batch(Some(genid), true, |_, mut batch| {
-            for rule in rules {
-                let object = format!("chain {table} {} (handle {})", rule.chain, rule.handle);
-                let req = super::message::del_rule(table, &rule.chain, rule.handle);
-                batch.push(req, "delete rule of", object)?;
-            }
-            Ok(batch)
-        })?;
-        match self.socket.send_batch(&batch)? {
-            None => Ok(true),
-            // A past generation (ERESTART), or a rule gone meanwhile: the
-            // batch changed nothing.
-            Some(_) => Ok(false),
-        }
+        Ok(true)
     }
 
     /// Sends `requests` (each with what it does and to what, for errors)
