@@ -307,8 +307,8 @@ fn unforward_family(
     backend.apply(&tx)
 }
 
-/// GC's part here: the records of `network`'s containers that `valid`
-/// does not keep (their rules stay, as the module docs say GC leaves the
+/// GC's part here: the records of `network`'s containers that `keeps`
+/// refuses (their rules stay, as the module docs say GC leaves the
 /// nftables layout alone).
 pub fn forget_stale_records(network: &str, keeps: impl Fn(&str) -> bool) {
     let Some(any) = RuleRecord::here(network, "gc") else {
