@@ -424,16 +424,19 @@ fn an_add_on_a_node_with_blocks_is_one_read_and_one_reservation() {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_node_borrowing_again_reads_its_lender_with_its_index_one_read_and_one_reservation() {
     let etcd = Etcd::start();
-    // Two blocks of 16: node-a's and node-b's; then node-a borrows.
+    // Two blocks of 16: node-lends-to's and node-lender's; then
+    // node-lends-to borrows. Node names of this test's own: a node's hint
+    // file is named by the network's root and the node, which every test
+    // here shares.
     let add = |node: &str, id: &str| {
         add_through_store_in(&etcd, node, id, "10.99.0.0/27", json!({"blockSize": 28}))
     };
-    let (first, _, _) = add("node-a", "a-0");
-    add("node-b", "b-0");
+    let (first, _, _) = add("node-lends-to", "a-0");
+    add("node-lender", "b-0");
     let own = checked_layout(&etcd)[&first].clone();
     let mut borrowing = Vec::new();
     for k in 1..40 {
-        let (ip, _, sent) = add("node-a", &format!("a-{k}"));
+        let (ip, _, sent) = add("node-lends-to", &format!("a-{k}"));
         if checked_layout(&etcd)[&ip] != own {
             borrowing.push((ip, sent));
         }
@@ -453,29 +456,34 @@ fn a_node_borrowing_again_reads_its_lender_with_its_index_one_read_and_one_reser
     );
     let layout = checked_layout(&etcd);
     for (ip, _) in &borrowing {
-        assert_ne!(layout[ip], own, "{ip} in node-b's block");
+        assert_ne!(layout[ip], own, "{ip} in node-lender's block");
         assert_eq!(
-            etcd.keys(&format!("{ROOT}nodes/node-a/borrowed/{ip}"))
+            etcd.keys(&format!("{ROOT}nodes/node-lends-to/borrowed/{ip}"))
                 .len(),
             1,
-            "{ip} in node-a's index"
+            "{ip} in node-lends-to's index"
         );
     }
-    let hint = hint_naming(&etcd, &own).expect("node-a's hint");
+    let hint = hint_naming(&etcd, &own).expect("node-lends-to's hint");
     let lender = format!("lender {}", layout[&borrowing[0].0]);
     let text = std::fs::read_to_string(&hint).unwrap();
     assert!(text.lines().any(|l| l == lender), "{text}");
-    // A container of node-a's own block goes: the next ADD is served
+    // A container of node-lends-to's own block goes: the next ADD is served
     // there, and the lender is forgotten.
     let (ip, _) = layout.iter().find(|(_, b)| **b == own).expect("one");
     let key = format!("{ROOT}blocks/{own}/{ip}");
     let (_, value) = etcd.get_prefix(&key).pop().expect("its reservation");
     let record: Value = serde_json::from_str(&value).unwrap();
     let id = record["containerID"].as_str().unwrap();
-    let conf_a = conf(&etcd, "node-a", "10.99.0.0/27", json!({"blockSize": 28}));
+    let conf_a = conf(
+        &etcd,
+        "node-lends-to",
+        "10.99.0.0/27",
+        json!({"blockSize": 28}),
+    );
     let del = run("DEL", id, &conf_a);
     assert_eq!(del.exit_code, 0, "{del:?}");
-    let (again, _, _) = add("node-a", "a-again");
+    let (again, _, _) = add("node-lends-to", "a-again");
     assert_eq!(checked_layout(&etcd)[&again], own);
     let text = std::fs::read_to_string(&hint).unwrap();
     assert!(!text.contains("lender"), "{text}");
@@ -485,30 +493,31 @@ fn a_node_borrowing_again_reads_its_lender_with_its_index_one_read_and_one_reser
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_hint_naming_another_nodes_block_hands_out_none_of_its_addresses() {
     let etcd = Etcd::start();
-    let (a, _, _) = add_through_store(&etcd, "node-a", "a-1");
-    let (b, _, _) = add_through_store(&etcd, "node-b", "b-1");
+    let (a, _, _) = add_through_store(&etcd, "node-hint-a", "a-1");
+    let (b, _, _) = add_through_store(&etcd, "node-hint-b", "b-1");
     let layout = checked_layout(&etcd);
     let (block_a, block_b) = (layout[&a].clone(), layout[&b].clone());
     assert_ne!(block_a, block_b);
-    // node-b's hint rewritten by hand to name node-a's block: what the
-    // index lists decides, so node-b reads its own block again.
-    let hint = hint_naming(&etcd, &block_b).expect("node-b's hint");
+    // node-hint-b's hint rewritten by hand to name node-hint-a's block:
+    // what the index lists decides, so node-hint-b reads its own block
+    // again. (Node names of this test's own: see the lender test.)
+    let hint = hint_naming(&etcd, &block_b).expect("node-hint-b's hint");
     std::fs::write(&hint, format!("{}\n{block_a}", etcd.endpoint())).unwrap();
     let mut requests = Vec::new();
     for k in 2..6 {
-        let (ip, _, sent) = add_through_store(&etcd, "node-b", &format!("b-{k}"));
+        let (ip, _, sent) = add_through_store(&etcd, "node-hint-b", &format!("b-{k}"));
         requests.push(sent);
         assert_eq!(
             checked_layout(&etcd)[&ip],
             block_b,
-            "{ip} of node-b's block"
+            "{ip} of node-hint-b's block"
         );
     }
     assert_eq!(requests[0], 3, "the stale hint costs one more read, once");
     assert_eq!(
         &requests[1..],
         &[2, 2, 2],
-        "then the hint is node-b's again"
+        "then the hint is node-hint-b's again"
     );
     assert_eq!(checked_layout(&etcd).len(), 6, "no address twice");
 }
