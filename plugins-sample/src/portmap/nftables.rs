@@ -252,23 +252,15 @@ pub fn check(
     Ok(())
 }
 
-/// DEL: the container's rules in both families' tables, one batch each;
-/// nothing when they are absent.
-///
-/// Go: `portMapperNFTables.unforwardPorts`.
-pub fn unforward(backend: &mut dyn Backend, container_id: &str) -> Result<(), FilterError> {
-    for ip in IpFamily::BOTH {
-        unforward_family(backend, ip, container_id)?;
-    }
-    Ok(())
-}
-
-/// DEL as [`unforward`] does it, but a family whose rules `network`'s
+/// DEL: the container's rules in both families' tables, one batch each,
+/// nothing when they are absent; a family whose rules `network`'s
 /// record of the container names (all of them, each still there with
 /// the container's comment) has them deleted by handle, without dumping
 /// the chains; a family the record names no rule of is left alone. No
 /// record, a pending one (an ADD's mark) or a rule not as recorded: by
 /// comment. The record goes last.
+///
+/// Go: `portMapperNFTables.unforwardPorts` (by comment only).
 pub fn unforward_recorded(
     nft: &mut NftBackend,
     network: &str,
