@@ -383,7 +383,7 @@ pub(crate) fn link_message(index: u32) -> LinkMessage {
     msg
 }
 
-fn link_of(reply: &RouteNetlinkMessage) -> Option<Link> {
+pub(crate) fn link_of(reply: &RouteNetlinkMessage) -> Option<Link> {
     let RouteNetlinkMessage::NewLink(msg) = reply else {
         return None;
     };

@@ -1,6 +1,7 @@
 //! The rtnetlink socket and its request/reply loop.
 
 use std::io;
+use std::ops::ControlFlow;
 
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
@@ -110,6 +111,50 @@ impl Netlink {
         message: RouteNetlinkMessage,
         flags: u16,
     ) -> io::Result<(Vec<RouteNetlinkMessage>, bool)> {
+        let mut replies = Vec::new();
+        let (interrupted, _) = self.exchange_with(message, flags, |reply| {
+            replies.push(reply);
+            ControlFlow::Continue(())
+        })?;
+        Ok((replies, interrupted))
+    }
+
+    /// A dump whose replies `visit` reads one by one, until it answers
+    /// `Break`: then reading stops, and so does the socket, which is why
+    /// this takes it by value (the kernel's half-read dump ends when the
+    /// socket closes; reading it to its end would cost what stopping
+    /// saves). A dump that a concurrent change interrupted is read again
+    /// from the start unless `visit` stopped it. `None` when `visit` read
+    /// every reply without stopping.
+    pub(crate) fn dump_until<B>(
+        mut self,
+        message: RouteNetlinkMessage,
+        mut visit: impl FnMut(RouteNetlinkMessage) -> ControlFlow<B>,
+    ) -> io::Result<Option<B>> {
+        retry_interrupted(|| {
+            let mut found = None;
+            let (interrupted, stopped) =
+                self.exchange_with(message.clone(), NLM_F_DUMP, |reply| match visit(reply) {
+                    ControlFlow::Break(b) => {
+                        found = Some(b);
+                        ControlFlow::Break(())
+                    }
+                    ControlFlow::Continue(()) => ControlFlow::Continue(()),
+                })?;
+            Ok((found, interrupted && !stopped))
+        })
+    }
+
+    /// Sends one request and hands each reply to `visit` until the ACK,
+    /// the end of a dump, or `visit`'s `Break`; answers whether the dump
+    /// was interrupted and whether `visit` stopped it (the rest of the
+    /// answer then stays unread on the socket).
+    fn exchange_with(
+        &mut self,
+        message: RouteNetlinkMessage,
+        flags: u16,
+        mut visit: impl FnMut(RouteNetlinkMessage) -> ControlFlow<()>,
+    ) -> io::Result<(bool, bool)> {
         self.sequence = self.sequence.wrapping_add(1);
         let mut packet =
             NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(message));
@@ -120,7 +165,6 @@ impl Netlink {
         packet.serialize(&mut buf);
         self.socket.send(&buf, 0)?;
 
-        let mut replies = Vec::new();
         let mut interrupted = false;
         loop {
             self.buffer.clear();
@@ -147,12 +191,17 @@ impl Netlink {
                 }
                 interrupted |= reply.header.flags & NLM_F_DUMP_INTR != 0;
                 match reply.payload {
-                    NetlinkPayload::Done(_) => return Ok((replies, interrupted)),
+                    NetlinkPayload::Done(_) => return Ok((interrupted, false)),
                     NetlinkPayload::Error(e) if e.code.is_none() => {
-                        return Ok((replies, interrupted))
+                        return Ok((interrupted, false))
                     }
                     NetlinkPayload::Error(e) => return Err(e.to_io()),
-                    NetlinkPayload::InnerMessage(m) => replies.push(m),
+                    NetlinkPayload::InnerMessage(m) => {
+                        let stop = visit(m).is_break();
+                        if stop {
+                            return Ok((interrupted, true));
+                        }
+                    }
                     _ => {}
                 }
             }

@@ -64,3 +64,38 @@ fn port_vlans_are_set_and_listed_or_refused_by_kernels_without_vlan_filtering() 
         }
     }
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_bridge_has_a_port_besides_the_named_ones_only_when_one_of_its_own_is_not_named() {
+    let tmp = temp("ports");
+    let (mut nl, br0, _) = bridge_with_port(&tmp);
+    // Another bridge's port, and links of no bridge, never count.
+    let br1 = nl.ensure_bridge("br1", None).unwrap().index;
+    let other = tmp.add_veth("other0", "other1", None).unwrap();
+    nl.set_master(other.index, Some(br1)).unwrap();
+    let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    let fresh = || tmp.socket().unwrap();
+    assert!(!fresh().has_port_besides(br0, &names(&["port0"])).unwrap());
+    assert!(fresh().has_port_besides(br0, &names(&[])).unwrap());
+    assert!(fresh().has_port_besides(br0, &names(&["port1"])).unwrap());
+    assert!(!fresh().has_port_besides(br1, &names(&["other0"])).unwrap());
+    // Ports enough for the kernel's answer to span several datagrams:
+    // the one port not named is found wherever it falls.
+    let mut all = names(&["port0"]);
+    for i in 0..40 {
+        let port = tmp
+            .add_veth(&format!("p{i}"), &format!("q{i}"), None)
+            .unwrap();
+        nl.set_master(port.index, Some(br0)).unwrap();
+        all.push(format!("p{i}"));
+    }
+    assert!(!fresh().has_port_besides(br0, &all).unwrap());
+    for unnamed in ["p0", "p20", "p39", "port0"] {
+        let except: Vec<String> = all.iter().filter(|n| *n != unnamed).cloned().collect();
+        assert!(fresh().has_port_besides(br0, &except).unwrap(), "{unnamed}");
+    }
+    // A bridge without ports.
+    let empty = nl.ensure_bridge("br2", None).unwrap().index;
+    assert!(!fresh().has_port_besides(empty, &[]).unwrap());
+}

@@ -167,11 +167,7 @@ fn vacated(bridge: &str, ours: &[String]) -> Result<bool, NetError> {
     if link.kind != Some(LinkKind::Bridge) {
         return Ok(false);
     }
-    Ok(nl
-        .links()?
-        .iter()
-        .filter(|l| l.master == Some(link.index))
-        .all(|l| ours.contains(&l.name)))
+    Ok(!nl.has_port_besides(link.index, ours)?)
 }
 
 /// Removes the rules and records of the recorded attachments that `valid`
