@@ -175,8 +175,29 @@ impl Deref for TempNetns {
     }
 }
 
+/// Directories where the SDK keeps state per network namespace, a
+/// subdirectory named by the namespace's inode in each: cni-netfilter's
+/// rule records (`cni_netfilter::nft::RECORD_DIR`, which a test of that
+/// crate checks is listed here). A [`TempNetns`] removes its own when
+/// dropped ([`remove_namespace_state`]): a test that ends with rules in place would leave them behind,
+/// and a later namespace may get the same inode.
+pub const NAMESPACE_STATE_DIRS: &[&str] = &["/run/cni/nft-rules"];
+
+/// Removes what [`NAMESPACE_STATE_DIRS`] keep for the namespace mounted
+/// at `netns` (before it goes: its inode names the state). What a test
+/// kit's namespace does when dropped.
+pub fn remove_namespace_state(netns: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = std::fs::metadata(netns) {
+        for dir in NAMESPACE_STATE_DIRS {
+            let _ = std::fs::remove_dir_all(Path::new(dir).join(meta.ino().to_string()));
+        }
+    }
+}
+
 impl Drop for TempNetns {
     fn drop(&mut self) {
+        remove_namespace_state(self.netns.path());
         unmount(self.netns.path());
     }
 }

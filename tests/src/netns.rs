@@ -166,6 +166,9 @@ impl Drop for NetNs {
         {
             delete_host_link(link);
         }
+        // As cni_net::testing::TempNetns does: the SDK's state kept for
+        // this namespace (its rule records) goes with it.
+        cni_net::testing::remove_namespace_state(self.path().as_ref());
         let out = ip(&["netns", "del", &self.name]);
         if !out.success() {
             eprintln!("warning: `ip netns del {}` failed: {out:?}", self.name);
