@@ -139,3 +139,112 @@ fn deletions_by_record_in_a_burst_each_delete_by_handle_beside_other_writers() {
         Ok(())
     });
 }
+
+/// The destination ports of the rules with comment `comment`, in order,
+/// as `nft -j` lists them.
+fn ports_of(ns: &cni_net::testing::TempNetns, comment: &str) -> Vec<u64> {
+    let ruleset = common::ruleset(ns);
+    let mut ports = Vec::new();
+    for rule in common::rules(&ruleset) {
+        if rule["comment"] != comment {
+            continue;
+        }
+        for expr in rule["expr"].as_array().unwrap() {
+            if expr["match"]["left"]["payload"]["field"] == "dport" {
+                ports.push(expr["match"]["right"].as_u64().unwrap());
+            }
+        }
+    }
+    ports
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_owners_rules_are_replaced_and_deleted_by_its_record_and_by_comment_without_one() {
+    use cni_netfilter::nft::{OwnedRules, RuleRecord};
+    use cni_netfilter::CommentMatch;
+    let ns = netns("nft-owned");
+    let table = Table::new(Family::Inet, "owned");
+    let group = "owned-test";
+    let owned = |who: &str| {
+        let found_by = CommentMatch::Prefix(format!("{who} "));
+        OwnedRules::here(group, who, format!("{who} rule"), found_by)
+    };
+    // An ADD as the firewall's: replaces the owner's earlier rules.
+    let add = |nft: &mut cni_netfilter::nft::NftBackend, who: &str, ports: &[u16]| {
+        let mut owner = owned(who);
+        owner.begin()?;
+        let mut tx = Transaction::new(table.clone());
+        tx.ensure_table().ensure_chain(Chain::new("c"));
+        owner.delete_earlier(nft, &mut tx, &["c"])?;
+        for port in ports {
+            tx.add_rule(
+                Rule::new("c")
+                    .matching(Match::Protocol(Protocol::Tcp))
+                    .matching(Match::DestinationPort(*port))
+                    .then(Action::Accept)
+                    .comment(format!("{who} rule")),
+            );
+        }
+        owner.apply(nft, &tx, true)
+    };
+    with_nft(&ns, |nft| {
+        add(nft, "a", &[1, 2])?;
+        add(nft, "b", &[3])?;
+        add(nft, "a", &[4])?;
+        assert_eq!(ports_of(&ns, "a rule"), [4], "a's earlier rules replaced");
+        assert_eq!(ports_of(&ns, "b rule"), [3]);
+        let record = RuleRecord::here(group, "a")
+            .unwrap()
+            .read()
+            .unwrap()
+            .unwrap();
+        assert!(!record.pending);
+        assert_eq!(record.of_table(&table).len(), 1, "{record:?}");
+
+        // Rules of an owner without a record (the reference's): a DEL
+        // finds them by comment.
+        nft.apply(&rules(&table, &[("c rule", 5), ("c rule", 6)]))?;
+        owned("c").delete(nft, &table, &["c"])?;
+        assert_eq!(ports_of(&ns, "c rule"), Vec::<u64>::new());
+
+        // An ADD killed after its mark: the next ADD deletes by comment.
+        RuleRecord::here(group, "b").unwrap().begin().unwrap();
+        nft.apply(&rules(&table, &[("b rule", 7)]))?;
+        add(nft, "b", &[8])?;
+        assert_eq!(ports_of(&ns, "b rule"), [8]);
+        let record = RuleRecord::here(group, "b")
+            .unwrap()
+            .read()
+            .unwrap()
+            .unwrap();
+        assert!(!record.pending, "made afresh: {record:?}");
+
+        // The table made again: a's recorded handle may name b's rule
+        // now, which its DEL leaves, deleting a's by comment.
+        let mut drop = Transaction::new(table.clone());
+        drop.delete_table();
+        nft.apply(&drop)?;
+        nft.apply(&rules(&table, &[("b rule", 9), ("a rule", 10)]))?;
+        owned("a").delete(nft, &table, &["c"])?;
+        owned("a").forget();
+        assert_eq!(ports_of(&ns, "b rule"), [9]);
+        assert_eq!(ports_of(&ns, "a rule"), Vec::<u64>::new());
+        assert_eq!(RuleRecord::here(group, "a").unwrap().read().unwrap(), None);
+
+        // GC forgets the records of owners it does not keep.
+        OwnedRules::forget_unkept(group, |owner| owner == "a");
+        assert_eq!(RuleRecord::here(group, "b").unwrap().read().unwrap(), None);
+        let owners = RuleRecord::group_here(group).unwrap().owners().unwrap();
+        assert!(owners.is_empty(), "{owners:?}");
+        Ok(())
+    });
+}
+
+#[test]
+fn a_test_namespace_takes_its_records_with_it() {
+    assert!(
+        cni_net::testing::NAMESPACE_STATE_DIRS.contains(&cni_netfilter::nft::RECORD_DIR),
+        "cni_net::testing::TempNetns removes the records of its namespace"
+    );
+}

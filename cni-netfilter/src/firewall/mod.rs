@@ -29,7 +29,10 @@
 //!   - `cni_forward`: per container address `ip daddr ADDRESS ct state
 //!     established,related accept` and `ip saddr ADDRESS accept`, with the
 //!     attachment's comment (hashes of network and attachment, then a
-//!     readable tail, as the reference's nftables masquerading comments);
+//!     readable tail, as the reference's nftables masquerading comments),
+//!     and their handles recorded ([`crate::nft::OwnedRules`], group
+//!     `firewall:NETWORK`), so that DEL and a repeated ADD delete them by
+//!     handle rather than dumping a chain that holds every pod's rules;
 //!   - `isolation_stage_1`: per bridge `iifname BR oifname != BR jump
 //!     isolation_stage_2` (and with `isolated`, `iifname BR oifname BR
 //!     drop`); `isolation_stage_2`: `oifname BR drop`; each with a comment

@@ -4,8 +4,8 @@
 use cni_types::{IpNetwork, ValidAttachments};
 
 use super::{IngressPolicy, Rules};
-use crate::masquerade::names::{instance_hash, nft_comment};
-use crate::masquerade::nftables::unkept_rules;
+use crate::masquerade::names::nft_comment;
+use crate::masquerade::nftables::{attachment_rules, forget_unkept_records, unkept_rules};
 use crate::masquerade::Attachment;
 use crate::nft::NftBackend;
 use crate::{
@@ -20,6 +20,8 @@ const ADMIN: &str = "admin";
 const ACCEPTS: &str = "cni_forward";
 const STAGE_1: &str = "isolation_stage_1";
 const STAGE_2: &str = "isolation_stage_2";
+/// The records' name for this layout.
+const LAYOUT: &str = "firewall";
 
 /// Our table, `inet cni_plugins_firewall`, with its comment.
 pub fn table() -> Table {
@@ -97,8 +99,10 @@ fn isolation_rules(bridge: &str, policy: IngressPolicy) -> Vec<Rule> {
 /// missing (a bridge may carry networks of both policies, as under
 /// iptables). One batch.
 pub(super) fn add(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError> {
-    let mut nft = NftBackend::open()?;
     let at = &rules.attachment;
+    let mut owned = attachment_rules(LAYOUT, at);
+    owned.begin()?;
+    let mut nft = NftBackend::open()?;
     let mut tx = Transaction::new(table());
     let forward = BaseChain::new(ChainType::Filter, Hook::Forward, priority::FILTER);
     tx.ensure_table()
@@ -118,7 +122,7 @@ pub(super) fn add(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError
             tx.add_rule(rule);
         }
     }
-    tx.delete_rules_by_comment(ACCEPTS, CommentMatch::Prefix(instance_hash(at)));
+    owned.delete_earlier(&mut nft, &mut tx, &[ACCEPTS])?;
     for net in rules.addresses {
         for rule in address_rules(net, at) {
             tx.add_rule(rule);
@@ -132,7 +136,7 @@ pub(super) fn add(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError
             }
         }
     }
-    nft.apply(&tx)
+    owned.apply(&mut nft, &tx, true)
 }
 
 /// Fails naming the first chain or rule that is missing.
@@ -187,14 +191,20 @@ fn unisolate(tx: &mut Transaction, bridge: &str) {
 /// Deletes the attachment's rules (found by comment: no addresses
 /// needed) and, given a bridge, its isolation rules.
 pub(super) fn del(at: Option<&Attachment>, bridge: Option<&str>) -> Result<(), FilterError> {
-    let mut tx = Transaction::new(table());
-    if let Some(at) = at {
-        tx.delete_rules_by_comment(ACCEPTS, CommentMatch::Prefix(instance_hash(at)));
+    let mut nft = NftBackend::open()?;
+    let owned = at.map(|at| attachment_rules(LAYOUT, at));
+    if let Some(owned) = &owned {
+        owned.delete(&mut nft, &table(), &[ACCEPTS])?;
     }
     if let Some(bridge) = bridge {
+        let mut tx = Transaction::new(table());
         unisolate(&mut tx, bridge);
+        nft.apply(&tx)?;
     }
-    NftBackend::open()?.apply(&tx)
+    if let Some(owned) = &owned {
+        owned.forget();
+    }
+    Ok(())
 }
 
 /// Deletes the rules of `network`'s attachments that `valid` does not
@@ -207,6 +217,7 @@ pub(super) fn gc(
     let mut nft = NftBackend::open()?;
     let mut tx = Transaction::new(table());
     if let ValidAttachments::List(list) = valid {
+        forget_unkept_records(LAYOUT, network, list);
         for rule in unkept_rules(&mut nft, &table(), ACCEPTS, network, list)? {
             tx.delete_rule(rule);
         }

@@ -38,6 +38,12 @@
 //! - [`check`] exists: CHECK can verify the rules (the reference's CHECK
 //!   does not look at them).
 //! - A comment cut to 128 bytes is cut at a character boundary.
+//! - nftables: the handles of an attachment's rules are recorded
+//!   ([`crate::nft::OwnedRules`], group `masquerade:NETWORK`), and its
+//!   DEL and a repeated ADD delete them by handle; the reference dumps
+//!   `masq_checks`, every pod's rules, each time. Without a record (the
+//!   reference's rules, a killed ADD's) they are found by comment, as the
+//!   reference finds them.
 //! - [`gc`] collects the iptables layout too, from its comments, which
 //!   name network and container; the reference collects only nftables
 //!   rules, so a pod masqueraded under iptables whose DEL never came

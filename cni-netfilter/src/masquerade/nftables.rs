@@ -7,7 +7,7 @@ use cni_types::{IpNetwork, ValidAttachments};
 
 use super::names::{instance_hash, network_hash, nft_comment};
 use super::Attachment;
-use crate::nft::NftBackend;
+use crate::nft::{NftBackend, OwnedRules};
 use crate::{
     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, FilterError, Hook, Match,
     Rule, Table, Transaction,
@@ -17,6 +17,8 @@ use crate::{
 pub const TABLE: &str = "cni_plugins_masquerade";
 /// The chain of the per-address rules.
 pub const CHECKS: &str = "masq_checks";
+/// The records' name for this layout ([`attachment_rules`]).
+const LAYOUT: &str = "masquerade";
 
 /// The reference's table, with its comment.
 pub fn table() -> Table {
@@ -37,6 +39,8 @@ pub fn table() -> Table {
 /// Go: plugins `ip.setupIPMasqNFTablesWithInterface`.
 pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), FilterError> {
     let comment = nft_comment(at);
+    let mut owned = attachment_rules(LAYOUT, at);
+    owned.begin()?;
     let mut nft = NftBackend::open()?;
     let mut tx = Transaction::new(table());
     let postrouting = BaseChain::new(ChainType::Nat, Hook::Postrouting, priority::SRCNAT);
@@ -52,7 +56,7 @@ pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), Filt
             tx.add_rule(rule);
         }
     }
-    tx.delete_rules_by_comment(CHECKS, CommentMatch::Prefix(instance_hash(at)));
+    owned.delete_earlier(&mut nft, &mut tx, &[CHECKS])?;
     for net in addresses {
         let subnet = net.subnet();
         let host = IpNetwork::host(net.addr());
@@ -64,7 +68,7 @@ pub(super) fn setup(addresses: &[IpNetwork], at: &Attachment) -> Result<(), Filt
                 .comment(comment.clone()),
         );
     }
-    nft.apply(&tx)
+    owned.apply(&mut nft, &tx, true)
 }
 
 /// `postrouting`'s rules, as the reference writes them: multicast
@@ -86,9 +90,10 @@ fn postrouting_rules() -> [Rule; 3] {
 ///
 /// Go: plugins `ip.teardownIPMasqNFTablesWithInterface`.
 pub(super) fn teardown(at: &Attachment) -> Result<(), FilterError> {
-    let mut tx = Transaction::new(table());
-    tx.delete_rules_by_comment(CHECKS, CommentMatch::Prefix(instance_hash(at)));
-    NftBackend::open()?.apply(&tx)
+    let owned = attachment_rules(LAYOUT, at);
+    owned.delete(&mut NftBackend::open()?, &table(), &[CHECKS])?;
+    owned.forget();
+    Ok(())
 }
 
 /// Fails unless the attachment has a rule per address and the chains
@@ -126,6 +131,7 @@ pub(super) fn gc(network: &str, valid: &ValidAttachments) -> Result<(), FilterEr
     let ValidAttachments::List(list) = valid else {
         return Ok(());
     };
+    forget_unkept_records(LAYOUT, network, list);
     let mut nft = NftBackend::open()?;
     let mut tx = Transaction::new(table());
     for rule in unkept_rules(&mut nft, &table(), CHECKS, network, list)? {
@@ -161,4 +167,38 @@ pub(crate) fn unkept_rules(
     let mut rules = nft.find_rules(table, chain, &ours)?;
     rules.retain(|rule| !rule.comment.as_ref().is_some_and(|c| kept.contains(c)));
     Ok(rules)
+}
+
+/// An attachment's rules under `layout` (`"masquerade"`, `"firewall"`):
+/// each commented [`nft_comment`], recorded in the group
+/// `LAYOUT:NETWORK` under the attachment's [`instance_hash`] (a network
+/// name has no `:`, so no portmap group is one of these), found by that
+/// hash when the record cannot say. The reference keeps no record: it
+/// finds them by the hash alone, with a dump of the chain.
+pub(crate) fn attachment_rules(layout: &str, at: &Attachment) -> OwnedRules {
+    let hash = instance_hash(at);
+    let group = format!("{layout}:{}", at.network);
+    OwnedRules::here(
+        &group,
+        &hash,
+        nft_comment(at),
+        CommentMatch::Prefix(hash.clone()),
+    )
+}
+
+/// GC: forgets the records of `network`'s attachments under `layout`
+/// that `kept` does not list.
+pub(crate) fn forget_unkept_records(layout: &str, network: &str, kept: &[cni_types::Attachment]) {
+    let kept: Vec<String> = (kept.iter())
+        .map(|a| {
+            instance_hash(&Attachment {
+                network,
+                ifname: &a.ifname,
+                container_id: &a.container_id,
+            })
+        })
+        .collect();
+    OwnedRules::forget_unkept(&format!("{layout}:{network}"), |owner| {
+        kept.iter().any(|k| k == owner)
+    });
 }

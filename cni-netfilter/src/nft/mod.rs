@@ -26,6 +26,7 @@ mod expr;
 mod keys;
 pub(crate) mod message;
 pub(crate) mod nla;
+mod owned;
 mod plan;
 mod record;
 pub(crate) mod socket;
@@ -36,7 +37,8 @@ pub(crate) mod udata;
 mod tests;
 
 pub use backend::{AddedRule, NftBackend, MAX_RECORDED_RULES};
-pub use record::{Recorded, RuleRecord, RECORD_DIR};
+pub use owned::OwnedRules;
+pub use record::{RecordGroup, Recorded, RuleRecord, RECORD_DIR};
 
 /// Whether `listed`, a rule's expressions as the kernel lists them, are
 /// `rule` as this backend writes it in `family`

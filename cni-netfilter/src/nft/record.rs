@@ -8,7 +8,9 @@
 //! while an ADD is between its mark and its record. Why the mark: an ADD
 //! killed after its batch committed and before it recorded the handles
 //! leaves rules no record names; the mark it left makes the DEL delete
-//! by comment, as without a record. `/run` is where the rules' lifetime
+//! by comment, as without a record. An owner's first ADD needs none
+//! ([`OwnedRules::begin`](super::OwnedRules::begin)): killed, it leaves
+//! no record, and the DEL goes by comment the same. `/run` is where the rules' lifetime
 //! ends too: a reboot clears both.
 //!
 //! A handle names a rule only while its table lives; a record read after
@@ -74,6 +76,12 @@ impl RuleRecord {
         RuleRecord::in_dir(dir, group, owner)
     }
 
+    /// The records of `group` in the calling thread's network namespace
+    /// (GC's view: every owner's); `None` as for [`RuleRecord::here`].
+    pub fn group_here(group: &str) -> Option<RecordGroup> {
+        RuleRecord::here(group, "any").map(|r| r.group())
+    }
+
     /// The record of `owner` in `group` under `dir` (tests use their own).
     pub fn in_dir(dir: impl Into<PathBuf>, group: &str, owner: &str) -> Option<RuleRecord> {
         let fit = |name: &str| {
@@ -90,28 +98,10 @@ impl RuleRecord {
         })
     }
 
-    /// The owners that have a record in this record's group.
-    pub fn owners(&self) -> io::Result<Vec<String>> {
-        let mut owners = Vec::new();
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(owners),
-            Err(e) => return Err(e),
-        };
-        for entry in entries {
-            let name = entry?.file_name();
-            if let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) {
-                owners.push(name.to_string());
-            }
-        }
-        Ok(owners)
-    }
-
-    /// The same group's record of `owner`.
-    pub fn of(&self, owner: &str) -> RuleRecord {
-        RuleRecord {
+    /// This record's group.
+    pub fn group(&self) -> RecordGroup {
+        RecordGroup {
             dir: self.dir.clone(),
-            owner: owner.to_string(),
         }
     }
 
@@ -129,10 +119,19 @@ impl RuleRecord {
     }
 
     /// Records what the ADD's batch added to `table` and drops its mark.
-    pub fn finish(&self, table: &Table, added: &[AddedRule]) -> io::Result<()> {
+    /// `afresh`: the rules of `table` recorded before, and the marks of
+    /// earlier ADDs, go too (the ADD deleted those rules: see
+    /// [`OwnedRules::apply`](super::OwnedRules::apply)).
+    pub fn finish(&self, table: &Table, added: &[AddedRule], afresh: bool) -> io::Result<()> {
         let mark = mark();
         self.update(|lines| {
-            if let Some(at) = lines.iter().position(|l| *l == mark) {
+            if afresh {
+                lines.retain(|l| {
+                    parse(l).is_some_and(|(family, name, _)| {
+                        family != table.family || name != table.name
+                    })
+                });
+            } else if let Some(at) = lines.iter().position(|l| *l == mark) {
                 lines.remove(at);
             }
             for rule in added {
@@ -207,13 +206,11 @@ impl RuleRecord {
         Ok(Some(text.lines().map(str::to_string).collect()))
     }
 
-    /// Rewrites the record with `change` made to its lines: a new file
-    /// renamed over the old, under the group directory's lock.
-    ///
-    /// The directory is there: the caller's mark keeps it from being
-    /// removed ([`RuleRecord::remove`] takes only an empty one).
+    /// Rewrites the record with `change` made to its lines (a record made
+    /// when there is none): a new file renamed over the old, under the
+    /// group directory's lock.
     fn update(&self, change: impl FnOnce(&mut Vec<String>)) -> io::Result<()> {
-        let _turn = self.lock()?;
+        let _turn = self.lock_made()?;
         let mut lines = self.lines()?.unwrap_or_default();
         change(&mut lines);
         let temporary = self.dir.join(format!(".{}.{}", self.owner, pid()));
@@ -270,6 +267,39 @@ impl RuleRecord {
                 }
                 Err((_, e)) => return Err(io::Error::from(e)),
             }
+        }
+    }
+}
+
+/// The records of one group in one network namespace: GC's view.
+#[derive(Debug, Clone)]
+pub struct RecordGroup {
+    dir: PathBuf,
+}
+
+impl RecordGroup {
+    /// The owners that have a record in this group.
+    pub fn owners(&self) -> io::Result<Vec<String>> {
+        let mut owners = Vec::new();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(owners),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let name = entry?.file_name();
+            if let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) {
+                owners.push(name.to_string());
+            }
+        }
+        Ok(owners)
+    }
+
+    /// This group's record of `owner`.
+    pub fn of(&self, owner: &str) -> RuleRecord {
+        RuleRecord {
+            dir: self.dir.clone(),
+            owner: owner.to_string(),
         }
     }
 }
@@ -331,11 +361,15 @@ mod tests {
         assert!(pending.pending && pending.rules.is_empty());
         let table = Table::new(Family::Ip, "cni_hostport");
         record
-            .finish(&table, &[rule("hostports", 7), rule("masquerading", 9)])
+            .finish(
+                &table,
+                &[rule("hostports", 7), rule("masquerading", 9)],
+                false,
+            )
             .unwrap();
         let v6 = Table::new(Family::Ip6, "cni_hostport");
         record.begin().unwrap();
-        record.finish(&v6, &[rule("hostports", 3)]).unwrap();
+        record.finish(&v6, &[rule("hostports", 3)], false).unwrap();
         let done = record.read().unwrap().unwrap();
         assert!(!done.pending, "{done:?}");
         assert_eq!(
@@ -343,12 +377,40 @@ mod tests {
             [rule("hostports", 7), rule("masquerading", 9)]
         );
         assert_eq!(done.of_table(&v6), [rule("hostports", 3)]);
-        assert_eq!(record.owners().unwrap(), ["ctr-1"]);
+        assert_eq!(record.group().owners().unwrap(), ["ctr-1"]);
         // A writer killed between its new file and the rename.
         fs::write(dir.path().join("net/.ctr-1.4242"), "ip t c 1\n").unwrap();
         record.remove().unwrap();
         assert_eq!(record.read().unwrap(), None);
         assert!(!dir.path().join("net").exists(), "the empty group is gone");
+    }
+
+    #[test]
+    fn a_record_made_afresh_holds_only_the_new_rules_of_its_table_and_no_earlier_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = RuleRecord::in_dir(dir.path(), "fw", "owner").unwrap();
+        let table = Table::new(Family::Inet, "cni_plugins_firewall");
+        let other = Table::new(Family::Ip, "elsewhere");
+        record.begin().unwrap();
+        record
+            .finish(&table, &[rule("cni_forward", 4)], false)
+            .unwrap();
+        record.begin().unwrap();
+        record.finish(&other, &[rule("c", 2)], false).unwrap();
+        // An earlier ADD killed after its mark, then this one.
+        fs::write(
+            dir.path().join("fw/owner"),
+            "inet cni_plugins_firewall cni_forward 4\nip elsewhere c 2\nadding 1\n",
+        )
+        .unwrap();
+        record.begin().unwrap();
+        record
+            .finish(&table, &[rule("cni_forward", 9)], true)
+            .unwrap();
+        let done = record.read().unwrap().unwrap();
+        assert!(!done.pending, "{done:?}");
+        assert_eq!(done.of_table(&table), [rule("cni_forward", 9)]);
+        assert_eq!(done.of_table(&other), [rule("c", 2)]);
     }
 
     #[test]

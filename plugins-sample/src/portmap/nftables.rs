@@ -15,7 +15,7 @@
 //!
 //! Where ours departs, on purpose: an ADD keeps the handles of the rules
 //! it added in a record file (`/run/cni/nft-rules/<namespace>/<network>/
-//! <container ID>`, [`RuleRecord`]) and its DEL deletes those, each
+//! <container ID>`, [`OwnedRules`]) and its DEL deletes those, each
 //! checked for the container's comment, without dumping `hostports` and
 //! `masquerading`, which on a node hold every pod's rules (a node of
 //! 1,000 pods' mappings: a 3,000-rule dump per DEL, bench/process/kind.sh).
@@ -25,7 +25,7 @@
 //!
 //! Go: plugins `plugins/meta/portmap/portmap_nftables.go`.
 
-use cni_netfilter::nft::{AddedRule, NftBackend, RuleRecord};
+use cni_netfilter::nft::{NftBackend, OwnedRules};
 use cni_netfilter::{
     priority, Action, Backend, BaseChain, Chain, ChainType, CommentMatch, Family, FilterError,
     Hook, Match, Rule, Table, Transaction,
@@ -96,36 +96,8 @@ pub fn forward_on(
     container_id: &str,
     container: IpNetwork,
 ) -> Result<(), FilterError> {
-    let record = match RuleRecord::here(&setup.network, container_id) {
-        Some(record) => match record.begin() {
-            Ok(()) => Some(record),
-            // No mark, so nothing recorded; an earlier record would then
-            // miss what this ADD adds: refused while one is there.
-            Err(e) => match record.read() {
-                Ok(None) => None,
-                _ => {
-                    return Err(FilterError::Busy {
-                        what: format!("the record of container {container_id}'s rules: {e}"),
-                    })
-                }
-            },
-        },
-        None => None,
-    };
-    let apply = |nft: &mut NftBackend, tx: &Transaction| match &record {
-        Some(record) => {
-            let added = nft.apply_recording(tx)?;
-            // Without every echo the mark stays: DEL deletes by comment.
-            if let Some(added) = added {
-                let mine: Vec<AddedRule> = (added.into_iter())
-                    .filter(|r| r.comment.as_deref() == Some(container_id))
-                    .collect();
-                let _ = record.finish(tx.table(), &mine);
-            }
-            Ok(())
-        }
-        None => nft.apply(tx),
-    };
+    let mut owned = owned(&setup.network, container_id);
+    owned.begin()?;
     let ip = container.family();
     let table = table(ip);
     let mut laid = setup.snat.then_some(MASQUERADING).into_iter();
@@ -140,11 +112,11 @@ pub fn forward_on(
     if present {
         let mut tx = Transaction::new(table);
         container_rules(setup, container_id, container, &mut tx);
-        if apply(nft, &tx).is_ok() {
+        if owned.apply(nft, &tx, false).is_ok() {
             return Ok(());
         }
     }
-    apply(nft, &forward(setup, container_id, container))
+    owned.apply(nft, &forward(setup, container_id, container), false)
 }
 
 /// The chains ADD lays afresh each time, with their rules: `hostports_all`
@@ -266,51 +238,30 @@ pub fn unforward_recorded(
     network: &str,
     container_id: &str,
 ) -> Result<(), FilterError> {
-    let record = RuleRecord::here(network, container_id);
-    let recorded = (record.as_ref())
-        .and_then(|r| r.read().ok().flatten())
-        .filter(|r| !r.pending);
+    let owned = owned(network, container_id);
     for ip in IpFamily::BOTH {
-        if let Some(recorded) = &recorded {
-            let rules = recorded.of_table(&table(ip));
-            if rules.is_empty() || nft.delete_recorded(&table(ip), &rules, container_id)? {
-                continue;
-            }
-        }
-        unforward_family(nft, ip, container_id)?;
+        owned.delete(
+            nft,
+            &table(ip),
+            &[HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING],
+        )?;
     }
-    if let Some(record) = record {
-        // One left behind is swept by GC; its handles are checked anyway.
-        let _ = record.remove();
-    }
+    owned.forget();
     Ok(())
 }
 
-/// One family's rules of the container, found by comment.
-fn unforward_family(
-    backend: &mut dyn Backend,
-    ip: IpFamily,
-    container_id: &str,
-) -> Result<(), FilterError> {
-    let mut tx = Transaction::new(table(ip));
-    for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING] {
-        tx.delete_rules_by_comment(chain, CommentMatch::Exact(container_id.to_string()));
-    }
-    backend.apply(&tx)
+/// The container's rules in `network`: recorded in the network's group,
+/// commented with the container ID.
+fn owned(network: &str, container_id: &str) -> OwnedRules {
+    let comment = CommentMatch::Exact(container_id.to_string());
+    OwnedRules::here(network, container_id, container_id, comment)
 }
 
 /// GC's part here: the records of `network`'s containers that `keeps`
 /// refuses (their rules stay, as the module docs say GC leaves the
 /// nftables layout alone).
 pub fn forget_stale_records(network: &str, keeps: impl Fn(&str) -> bool) {
-    let Some(any) = RuleRecord::here(network, "gc") else {
-        return;
-    };
-    for owner in any.owners().unwrap_or_default() {
-        if !keeps(&owner) {
-            let _ = any.of(&owner).remove();
-        }
-    }
+    OwnedRules::forget_unkept(network, keeps);
 }
 
 #[cfg(test)]
