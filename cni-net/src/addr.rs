@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use cni_types::IpNetwork;
+use cni_types::{IpFamily, IpNetwork};
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage, AddressScope};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
@@ -121,6 +121,32 @@ impl Netlink {
             .iter()
             .filter_map(address_of)
             .filter(|a| index.is_none_or(|i| a.index == i))
+            .collect())
+    }
+
+    /// The addresses of one family on link `index` (all links' when
+    /// `None`). The kernel dumps only that family: on a node whose bridge
+    /// has a hundred ports, the IPv4 question no longer reads every
+    /// port's IPv6 link-local address.
+    ///
+    /// Like `ip -4 addr show`; Go: `netlink.AddrList(link, FAMILY_V4)`.
+    pub fn family_addresses(
+        &mut self,
+        family: IpFamily,
+        index: Option<u32>,
+    ) -> Result<Vec<Address>, NetError> {
+        let mut msg = AddressMessage::default();
+        msg.header.family = match family {
+            IpFamily::V4 => AddressFamily::Inet,
+            IpFamily::V6 => AddressFamily::Inet6,
+        };
+        let replies = self
+            .dump(RouteNetlinkMessage::GetAddress(msg))
+            .map_err(NetError::kernel(Op::List, format!("{family} addresses")))?;
+        Ok(replies
+            .iter()
+            .filter_map(address_of)
+            .filter(|a| a.network.family() == family && index.is_none_or(|i| a.index == i))
             .collect())
     }
 

@@ -133,6 +133,32 @@ impl Netlink {
         }
     }
 
+    /// The link the kernel would send a packet to `ip` out of: its own
+    /// route lookup, policy rules and all, without listing a table (a
+    /// node's IPv6 table holds a route per bridge port). `None` when no
+    /// route leads there, or the route has no link.
+    ///
+    /// Like `ip route get IP`; Go: `netlink.RouteGet`.
+    pub fn route_to(&mut self, ip: IpAddr) -> Result<Option<u32>, NetError> {
+        let mut msg = RouteMessage::default();
+        msg.header.address_family = family(ip);
+        msg.header.destination_prefix_length = if ip.is_ipv4() { 32 } else { 128 };
+        msg.attributes
+            .push(RouteAttribute::Destination(route_address(ip)));
+        let replies = match self.get(RouteNetlinkMessage::GetRoute(msg)) {
+            Ok(replies) => replies,
+            Err(e) if unreachable(&e) => return Ok(None),
+            Err(e) => return Err(NetError::kernel(Op::List, format!("the route to {ip}"))(e)),
+        };
+        Ok(replies.iter().find_map(|reply| match reply {
+            RouteNetlinkMessage::NewRoute(route) => route.attributes.iter().find_map(|a| match a {
+                RouteAttribute::Oif(oif) => Some(*oif),
+                _ => None,
+            }),
+            _ => None,
+        }))
+    }
+
     /// The unicast routes of every table, both families.
     ///
     /// Go: `netlink.RouteListFiltered(.., RT_FILTER_TABLE)` with table 0.
@@ -262,4 +288,11 @@ fn route_of(reply: &RouteNetlinkMessage) -> Option<LiveRoute> {
     }
     live.route.dst = IpNetwork::new(dst, msg.header.destination_prefix_length)?;
     Some(live)
+}
+
+/// Whether a route lookup failed for want of a route.
+fn unreachable(e: &std::io::Error) -> bool {
+    use nix::errno::Errno;
+    let errno = e.raw_os_error().map(Errno::from_raw);
+    matches!(errno, Some(Errno::ENETUNREACH | Errno::EHOSTUNREACH))
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cni_net::testing::TempNetns;
 use cni_net::{Dad, Link, Netlink, MAIN_TABLE};
-use cni_types::{IpNetwork, Route};
+use cni_types::{IpFamily, IpNetwork, Route};
 
 fn net(s: &str) -> IpNetwork {
     s.parse().unwrap()
@@ -44,6 +44,54 @@ fn addresses_of_both_families_are_added_listed_and_deleted() {
         left.iter().all(|a| a.network != v4 && a.network != v6),
         "{left:?}"
     );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn one_familys_addresses_are_listed_of_one_link_or_of_all() {
+    let (_tmp, mut nl, link) = with_link("family");
+    let peer = nl.link("peer0").unwrap();
+    nl.add_address(link.index, net("10.77.0.2/24"), Dad::Skip)
+        .unwrap();
+    nl.add_address(link.index, net("fd00:77::2/64"), Dad::Skip)
+        .unwrap();
+    nl.add_address(peer.index, net("10.78.0.2/24"), Dad::Skip)
+        .unwrap();
+    let listed = |nl: &mut Netlink, family, index| -> Vec<IpNetwork> {
+        let found = nl.family_addresses(family, index).unwrap();
+        found.iter().map(|a| a.network).collect()
+    };
+    assert_eq!(
+        listed(&mut nl, IpFamily::V4, Some(link.index)),
+        [net("10.77.0.2/24")]
+    );
+    let all_v4 = listed(&mut nl, IpFamily::V4, None);
+    assert!(all_v4.contains(&net("10.78.0.2/24")), "{all_v4:?}");
+    assert!(all_v4.iter().all(|a| a.is_ipv4()), "{all_v4:?}");
+    let v6 = listed(&mut nl, IpFamily::V6, Some(link.index));
+    assert!(v6.contains(&net("fd00:77::2/64")), "{v6:?}");
+    assert!(v6.iter().all(|a| !a.is_ipv4()), "{v6:?}");
+    assert_eq!(
+        listed(&mut nl, IpFamily::V4, Some(peer.index)),
+        [net("10.78.0.2/24")]
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn the_route_to_an_address_names_the_link_the_kernel_would_use_or_none() {
+    let (_tmp, mut nl, link) = with_link("route-to");
+    let peer = nl.link("peer0").unwrap();
+    nl.add_address(link.index, net("10.77.0.2/24"), Dad::Skip)
+        .unwrap();
+    nl.add_address(peer.index, net("10.78.0.2/24"), Dad::Skip)
+        .unwrap();
+    let host = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    assert_eq!(nl.route_to(host("10.77.0.9")).unwrap(), Some(link.index));
+    assert_eq!(nl.route_to(host("10.78.0.9")).unwrap(), Some(peer.index));
+    // No default route in a test's namespace: nothing leads there.
+    assert_eq!(nl.route_to(host("203.0.113.7")).unwrap(), None);
+    assert_eq!(nl.route_to(host("2001:db8::7")).unwrap(), None);
 }
 
 #[test]

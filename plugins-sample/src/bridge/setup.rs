@@ -305,13 +305,13 @@ fn refuse_subnet_elsewhere(
     holder: &Link,
     gateways: &[IpNetwork],
 ) -> Result<(), Error> {
-    let addresses = host.addresses(None)?;
     for gw in gateways {
+        // One family's addresses: a node's bridge ports each carry an
+        // IPv6 link-local address that an IPv4 gateway need not read.
+        let addresses = host.family_addresses(gw.family(), None)?;
         let clash = addresses.iter().find(|a| {
             let net = a.network;
-            a.index != holder.index
-                && net.is_ipv4() == gw.is_ipv4()
-                && (net.contains(gw.addr()) || gw.contains(net.addr()))
+            a.index != holder.index && (net.contains(gw.addr()) || gw.contains(net.addr()))
         });
         if let Some(other) = clash {
             let name = match host.find_link(other.index)? {
@@ -344,11 +344,8 @@ fn ensure_address(
     gw: IpNetwork,
     force: bool,
 ) -> Result<(), BoxError> {
-    for live in host.addresses(Some(bridge.index))? {
+    for live in host.family_addresses(gw.family(), Some(bridge.index))? {
         let a = live.network;
-        if a.is_ipv4() != gw.is_ipv4() {
-            continue;
-        }
         if a == gw {
             return Ok(());
         }

@@ -67,15 +67,9 @@ fn enable_route_localnet(container: IpAddr) -> Result<(), Error> {
     })
 }
 
-/// The interface of the longest matching main-table route to `ip`.
+/// The interface the host routes `ip` through (the kernel's lookup).
 fn routable_host_interface(ip: IpAddr) -> Option<String> {
     let mut netlink = cni_net::Netlink::open().ok()?;
-    let routes = netlink.routes().ok()?;
-    let best = routes
-        .iter()
-        .filter(|r| r.route.table.is_none_or(|t| t == cni_net::MAIN_TABLE))
-        .filter(|r| r.route.dst.contains(ip))
-        .filter_map(|r| Some((r.route.dst.prefix(), r.oif?)))
-        .max_by_key(|(prefix, _)| *prefix)?;
-    netlink.link(best.1).ok().map(|link| link.name)
+    let oif = netlink.route_to(ip).ok()??;
+    netlink.link(oif).ok().map(|link| link.name)
 }
