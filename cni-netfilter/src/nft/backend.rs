@@ -3,6 +3,7 @@
 use super::message::{Batch, Kind};
 use super::nla::{self, Attrs};
 use super::plan;
+use super::retry::{Retry, RETRY_DEADLINE};
 use super::socket::{DumpError, NftSocket};
 use super::udata::{comment_bytes, comment_of};
 use crate::{
@@ -10,11 +11,6 @@ use crate::{
     Table, Transaction,
 };
 
-/// How long a transaction that depends on a listing is tried again while
-/// the ruleset keeps changing between the listing and the batch.
-pub(crate) const RETRY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
-/// The longest pause between two attempts.
-const MAX_PAUSE_MS: u64 = 32;
 /// `ERESTART`: the kernel's answer to a batch tied to a past generation.
 const ERESTART: i32 = 85;
 
@@ -280,8 +276,7 @@ impl NftBackend {
                     | Op::EnsureChain(_)
             )
         });
-        let started = std::time::Instant::now();
-        let mut attempt: u32 = 0;
+        let mut retry = Retry::new();
         loop {
             let genid = if lists {
                 Some(
@@ -314,20 +309,18 @@ impl NftBackend {
             if refusal.index == 0 && refusal.errno == ERESTART {
                 // Another writer committed since the listing: list again
                 // after a random pause, so writers that collided spread.
-                attempt += 1;
-                let pause = pause(attempt);
-                if started.elapsed() + pause > RETRY_DEADLINE {
-                    return Err(FilterError::Busy {
-                        what: format!(
-                            "the nftables ruleset changed under each of {attempt} attempts to \
-                             change table {} in {} s",
-                            tx.table(),
-                            RETRY_DEADLINE.as_secs()
-                        ),
-                    });
+                if retry.pause() {
+                    continue;
                 }
-                std::thread::sleep(pause);
-                continue;
+                return Err(FilterError::Busy {
+                    what: format!(
+                        "the nftables ruleset changed under each of {} attempts to change \
+                         table {} in {} s",
+                        retry.attempts(),
+                        tx.table(),
+                        RETRY_DEADLINE.as_secs()
+                    ),
+                });
             }
             // Index 0 is the batch itself (a past generation, no permission).
             let (op, object) = refusal
@@ -338,23 +331,6 @@ impl NftBackend {
             return Err(FilterError::kernel(op, object, refusal.errno));
         }
     }
-}
-
-/// A pause of 1 ms up to `2^attempt` ms (at most [`MAX_PAUSE_MS`]),
-/// drawn from the clock and the process id: no two processes that
-/// collided pause alike.
-fn pause(attempt: u32) -> std::time::Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let mut x = u64::from(nanos) ^ (u64::from(std::process::id()) << 32) | 1;
-    // xorshift64: enough to spread pauses, no dependency.
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    let span = (1u64 << attempt.min(6)).min(MAX_PAUSE_MS);
-    std::time::Duration::from_micros(1000 + x % (span * 1000))
 }
 
 impl Backend for NftBackend {
@@ -483,8 +459,7 @@ impl NftBackend {
         if rules.is_empty() {
             return Ok(true);
         }
-        let started = std::time::Instant::now();
-        let mut attempt: u32 = 0;
+        let mut retry = Retry::new();
         loop {
             let genid = self
                 .socket
@@ -510,12 +485,9 @@ impl NftBackend {
                 // Another writer committed since the looks (every pod's
                 // ADD and DEL in a burst): look again, as `run` lists again.
                 Some(refusal) if refusal.index == 0 && refusal.errno == ERESTART => {
-                    attempt += 1;
-                    let pause = pause(attempt);
-                    if started.elapsed() + pause > RETRY_DEADLINE {
+                    if !retry.pause() {
                         return Ok(false);
                     }
-                    std::thread::sleep(pause);
                 }
                 // A rule gone meanwhile: the batch changed nothing.
                 Some(_) => return Ok(false),

@@ -29,6 +29,7 @@ pub(crate) mod nla;
 mod owned;
 mod plan;
 mod record;
+mod retry;
 pub(crate) mod socket;
 mod spare;
 pub(crate) mod udata;

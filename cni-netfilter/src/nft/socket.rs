@@ -10,6 +10,7 @@ use nix::sys::socket::MsgFlags;
 
 use super::message::{encode, nfproto, Batch, Kind, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 use super::nla::{self, malformed, Attrs};
+use super::retry::Retry;
 use super::spare::{self, Spare};
 use crate::netns_id::NetnsId;
 use crate::{Family, FilterError};
@@ -18,9 +19,6 @@ const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 /// The kernel's flag on a dump that a concurrent change interrupted.
 const NLM_F_DUMP_INTR: u16 = 0x10;
-/// How often an interrupted dump is read again before giving up, as the
-/// reference's `netlinksafe` does for rtnetlink.
-const DUMP_ATTEMPTS: usize = 10;
 /// The most an nf_tables dump may bring: far above any CNI host's
 /// ruleset, and a bound on what a misbehaving peer makes us read.
 const MAX_DUMP_BYTES: usize = 64 << 20;
@@ -275,7 +273,8 @@ impl NftSocket {
     /// An nf_tables dump, each reply's payload (after the `nfgenmsg`)
     /// given to `visit` straight from the receive buffer, into a `T`
     /// begun afresh for each attempt: a dump that a concurrent change
-    /// interrupted is read again. Nothing is copied per message, so
+    /// interrupted is read again after a short random pause, for up to
+    /// 10 s ([`Retry`]), then `EINTR`. Nothing is copied per message, so
     /// listing a chain of thousands of rules costs no allocation but what
     /// `visit` keeps.
     pub(crate) fn dump<T: Default>(
@@ -308,7 +307,8 @@ impl NftSocket {
         limit: usize,
         mut visit: impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
     ) -> Result<T, DumpError> {
-        for _ in 0..DUMP_ATTEMPTS {
+        let mut retry = Retry::new();
+        loop {
             let seq = self.reserve(0);
             let mut request = Vec::new();
             let flags = NLM_F_REQUEST | NLM_F_DUMP;
@@ -318,10 +318,14 @@ impl NftSocket {
             if !self.collect(seq, limit, &mut |payload| visit(&mut found, payload))? {
                 return Ok(found);
             }
+            // Interrupted by another writer's commit (a burst commits
+            // every few milliseconds): read again once it has passed.
+            if !retry.pause() {
+                return Err(DumpError::Io(io::Error::from_raw_os_error(
+                    nix::errno::Errno::EINTR as i32,
+                )));
+            }
         }
-        Err(DumpError::Io(io::Error::from_raw_os_error(
-            nix::errno::Errno::EINTR as i32,
-        )))
     }
 
     /// Sends one request asking for an acknowledgement and waits for it
