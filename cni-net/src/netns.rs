@@ -151,6 +151,13 @@ impl Netns {
         })
     }
 
+    /// Whether the calling thread is in this namespace; false when either
+    /// cannot be read.
+    fn is_the_calling_threads(&self) -> bool {
+        let here = std::fs::metadata("/proc/thread-self/ns/net").map(|m| (m.dev(), m.ino()));
+        matches!((here, self.id()), (Ok(here), Ok(id)) if here == (id.dev, id.ino))
+    }
+
     /// Whether `other` is the same namespace (opened from any path).
     pub fn is_same(&self, other: &Netns) -> Result<bool, NetError> {
         Ok(self.id()? == other.id()?)
@@ -210,13 +217,20 @@ impl Netns {
         })
     }
 
-    /// Runs `f` on a new thread inside this namespace.
+    /// Runs `f` on a new thread inside this namespace, or on the calling
+    /// thread when it is in this namespace already (a thread costs its
+    /// stack's mapping and, on exit, a TLB flush on every CPU the process
+    /// runs on: a plugin writing its own namespace's sysctls paid that
+    /// for nothing).
     pub(crate) fn on_thread<T, E, F>(&self, f: F) -> Result<T, E>
     where
         F: FnOnce() -> Result<T, E> + Send,
         T: Send,
         E: From<NetError> + Send,
     {
+        if self.is_the_calling_threads() {
+            return f();
+        }
         let joined = std::thread::scope(|scope| {
             scope
                 .spawn(|| {

@@ -130,3 +130,27 @@ fn a_temporary_namespace_is_removed_on_drop_even_on_panic() {
     let path = seen.into_inner().unwrap().unwrap();
     assert!(!Path::new(&path).exists(), "{} removed", path.display());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn work_in_the_callers_own_namespace_runs_on_its_thread_and_other_work_does_not_move_it() {
+    let tmp = temp("own-thread");
+    let caller = std::thread::current().id();
+    let here = Netns::current().unwrap();
+    let (thread, inside) = here
+        .run(|nl| {
+            let inside = Netns::current()?.is_same(&here)?;
+            nl.link("lo")?;
+            Ok::<_, NetError>((std::thread::current().id(), inside))
+        })
+        .unwrap();
+    assert_eq!(thread, caller, "no thread of its own");
+    assert!(inside);
+    // Another namespace: a thread of its own, and the caller stays.
+    let other = tmp
+        .run(|_| Ok::<_, NetError>((std::thread::current().id(), Netns::current()?.id()?)))
+        .unwrap();
+    assert_ne!(other.0, caller);
+    assert_ne!(other.1, here.id().unwrap());
+    assert!(Netns::current().unwrap().is_same(&here).unwrap(), "the caller did not move");
+}
