@@ -298,6 +298,8 @@ pub(crate) struct Batch {
     /// Whether each rule added asks the kernel to echo it back once
     /// committed (`NLM_F_ECHO`): the rule as added, with its handle.
     echo_rules: bool,
+    /// How many requests ask for an echo.
+    pub(crate) echoes: usize,
 }
 
 impl Batch {
@@ -324,6 +326,7 @@ impl Batch {
             described: Vec::new(),
             last: None,
             echo_rules: false,
+            echoes: 0,
         }
     }
 
@@ -355,6 +358,7 @@ impl Batch {
             true => NLM_F_ECHO,
             false => 0,
         };
+        self.echoes += usize::from(echo != 0);
         encode(
             &mut self.bytes,
             req.kind.message_type(),

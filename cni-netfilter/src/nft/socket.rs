@@ -12,6 +12,7 @@ use super::message::{encode, nfproto, Batch, Kind, NLM_F_ACK, NLM_F_DUMP, NLM_F_
 use super::nla::{self, malformed, Attrs};
 use super::retry::Retry;
 use super::spare::{self, Spare};
+use super::MAX_RECORDED_RULES;
 use crate::netns_id::NetnsId;
 use crate::{Family, FilterError};
 
@@ -166,11 +167,25 @@ impl NftSocket {
     /// each request of the batch that asked with `NLM_F_ECHO`: the rule
     /// as added, with its handle). The kernel sends them as it commits,
     /// before the batch's acknowledgement.
+    ///
+    /// At most [`MAX_RECORDED_RULES`] echoes (a batch asking for more is
+    /// refused unsent): each is about 500 bytes queued at once, and only
+    /// while they fit the receive buffer is an overflow (`ENOBUFS`) sure
+    /// to mean a refusal, as [`send_batch`](Self::send_batch) reads it.
     pub(crate) fn send_batch_echoed(
         &mut self,
         batch: &Batch,
         echoed: &mut Vec<Vec<u8>>,
     ) -> Result<Option<Refusal>, FilterError> {
+        if batch.echoes > MAX_RECORDED_RULES {
+            return Err(FilterError::Unsupported {
+                backend: crate::BackendKind::Nftables,
+                what: format!(
+                    "echoes of {} rules in one batch (at most {MAX_RECORDED_RULES})",
+                    batch.echoes
+                ),
+            });
+        }
         let send = |source: io::Error| FilterError::Kernel {
             op: "send",
             object: format!("an nf_tables batch of {} bytes", batch.bytes.len()),

@@ -224,3 +224,24 @@ fn a_rule_jumps_to_a_chain_only_by_its_verdict() {
     assert!(!super::jumps_to(&data, "CNI-DN-1").unwrap());
     assert!(super::jumps_to(&jump[..jump.len() - 4], "CNI-DN-1").is_err());
 }
+
+/// What reading echoes relies on: no more of them than the receive
+/// buffer holds, or an overflow could hide the batch's answer.
+#[test]
+fn a_batch_asking_for_more_echoes_than_the_socket_holds_is_refused_unsent() {
+    use super::message::{new_rule, Batch};
+    use super::socket::NftSocket;
+    use super::MAX_RECORDED_RULES;
+
+    let mut socket = NftSocket::open().unwrap();
+    let table = Table::new(Family::Ip, "echoes");
+    let mut batch = Batch::new(socket.reserve(70), None).echoing_rules();
+    for _ in 0..=MAX_RECORDED_RULES {
+        let rule = new_rule(&table, "c", &[], None).unwrap();
+        batch.push(rule, "add rule to", "chain c".into()).unwrap();
+    }
+    let err = socket
+        .send_batch_echoed(&batch.finish(true), &mut Vec::new())
+        .unwrap_err();
+    assert!(err.to_string().contains("echoes of 65 rules"), "{err}");
+}
