@@ -152,5 +152,8 @@ fn work_in_the_callers_own_namespace_runs_on_its_thread_and_other_work_does_not_
         .unwrap();
     assert_ne!(other.0, caller);
     assert_ne!(other.1, here.id().unwrap());
-    assert!(Netns::current().unwrap().is_same(&here).unwrap(), "the caller did not move");
+    assert!(
+        Netns::current().unwrap().is_same(&here).unwrap(),
+        "the caller did not move"
+    );
 }
