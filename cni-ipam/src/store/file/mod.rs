@@ -43,10 +43,11 @@ mod config;
 mod format;
 mod lock;
 
+use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, DirEntryExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use cni_types::{Attachment, Error, Extra};
@@ -92,6 +93,9 @@ const MAX_RESERVATION: u64 = 4096;
 pub struct FileStore {
     dir: PathBuf,
     lock: Option<Flock<File>>,
+    /// ADD's reading of the reservations' owners, made before the lock:
+    /// under it, a file with the same inode is not read again.
+    owners_before: HashMap<IpAddr, (u64, Owner)>,
 }
 
 impl Store for FileStore {
@@ -110,12 +114,24 @@ impl Store for FileStore {
                     .mode(0o755)
                     .create(&dir)
                     .map_err(|e| Error::io("create", &dir, e))?;
-                FileStore::lock(dir).map(Some)
+                // Every reservation's content is read before the lock, so
+                // the lock is held for a listing, not for a read of every
+                // file (in a burst each ADD waits for the ones before it).
+                // ADD reads the owners only to find its own attachment's,
+                // which nothing else writes while it runs (the spec: no
+                // parallel operations for one container), and a file
+                // replaced since is read again.
+                let owners_before = owners_by_inode(&dir);
+                let mut store = FileStore::lock(dir)?;
+                store.owners_before = owners_before;
+                Ok(Some(store))
             }
             Access::Change | Access::Read => match fs::metadata(&dir) {
-                Ok(m) if m.is_dir() && access == Access::Read => {
-                    Ok(Some(FileStore { dir, lock: None }))
-                }
+                Ok(m) if m.is_dir() && access == Access::Read => Ok(Some(FileStore {
+                    dir,
+                    lock: None,
+                    owners_before: HashMap::new(),
+                })),
                 Ok(m) if m.is_dir() => FileStore::lock(dir).map(Some),
                 Ok(_) => Err(Error::io(
                     "open the directory",
@@ -260,6 +276,7 @@ impl FileStore {
         let store = FileStore {
             dir,
             lock: Some(lock),
+            owners_before: HashMap::new(),
         };
         store.remove_stale_temporaries();
         Ok(store)
@@ -290,8 +307,13 @@ impl FileStore {
                 });
                 Owner::Unknown(why)
             };
-            let owner = match entry.file_type() {
-                Ok(t) if t.is_file() => match read_entry(&entry.path(), MAX_RESERVATION) {
+            // The same file ADD read before taking the lock.
+            let read_before = (self.owners_before.get(&ip))
+                .filter(|(ino, _)| *ino == entry.ino())
+                .map(|(_, owner)| owner.clone());
+            let owner = match (entry.file_type(), read_before) {
+                (Ok(t), Some(owner)) if t.is_file() => owner,
+                (Ok(t), _) if t.is_file() => match read_entry(&entry.path(), MAX_RESERVATION) {
                     Ok(Content::Bytes(bytes)) => parse_owner(&bytes),
                     Ok(Content::TooLong) => {
                         Owner::Unknown(format!("longer than {MAX_RESERVATION} bytes"))
@@ -300,10 +322,10 @@ impl FileStore {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(e) => cannot_read(e),
                 },
-                Ok(t) if t.is_dir() => Owner::Unknown("a directory".to_owned()),
-                Ok(t) if t.is_symlink() => Owner::Unknown("a symbolic link".to_owned()),
-                Ok(_) => Owner::Unknown("not a regular file".to_owned()),
-                Err(e) => cannot_read(e),
+                (Ok(t), _) if t.is_dir() => Owner::Unknown("a directory".to_owned()),
+                (Ok(t), _) if t.is_symlink() => Owner::Unknown("a symbolic link".to_owned()),
+                (Ok(_), _) => Owner::Unknown("not a regular file".to_owned()),
+                (Err(e), _) => cannot_read(e),
             };
             out.push(Reservation::new(ip, owner));
         }
@@ -409,6 +431,35 @@ impl FileStore {
     }
 }
 
+/// The owners of the reservation files of `dir`, with their inodes;
+/// nothing for a file that cannot be read or names no owner (read again
+/// under the lock).
+fn owners_by_inode(dir: &Path) -> HashMap<IpAddr, (u64, Owner)> {
+    let mut owners = HashMap::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return owners;
+    };
+    for entry in entries.flatten() {
+        let Some(ip) = address_of(&entry) else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Ok(Content::Bytes(bytes)) = read_entry(&entry.path(), MAX_RESERVATION) {
+            // Not an owner (yet: a reference host-local writes its file
+            // after creating it, under the lock): read again under it.
+            match parse_owner(&bytes) {
+                Owner::Unknown(_) => {}
+                owner => {
+                    owners.insert(ip, (entry.ino(), owner));
+                }
+            }
+        }
+    }
+    owners
+}
+
 impl Drop for FileStore {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
@@ -419,5 +470,71 @@ impl Drop for FileStore {
                 Err((lock, _)) => std::mem::forget(lock),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(held: &[Reservation], ip: &str) -> Option<Owner> {
+        let ip: IpAddr = ip.parse().unwrap();
+        held.iter().find(|r| r.ip == ip).map(|r| r.owner.clone())
+    }
+
+    #[test]
+    fn an_add_lists_under_the_lock_what_changed_since_it_read_the_owners() {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().join("net");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("10.1.0.2"), "ctr-a\r\neth0").unwrap();
+        fs::write(dir.join("10.1.0.3"), "ctr-b\r\neth0").unwrap();
+        let ipam = serde_json::json!({"type": "ipam-file", "dataDir": data.path()});
+        let cfg = FileStore::config(ipam.as_object().unwrap()).unwrap();
+        let mut store = FileStore::open("net", &cfg, Access::Create)
+            .unwrap()
+            .unwrap();
+        // Between the early reading and the lock: one released, one
+        // reserved, one written after its creation (a reference
+        // host-local writes the file it created).
+        fs::remove_file(dir.join("10.1.0.3")).unwrap();
+        fs::write(dir.join("10.1.0.4"), "ctr-d\r\neth0").unwrap();
+        let held = store.read(1).unwrap().held;
+        let attachment = |id: &str| {
+            Some(Owner::Attachment(Attachment {
+                container_id: id.into(),
+                ifname: "eth0".into(),
+            }))
+        };
+        assert_eq!(owner(&held, "10.1.0.2"), attachment("ctr-a"));
+        assert_eq!(owner(&held, "10.1.0.3"), None);
+        assert_eq!(owner(&held, "10.1.0.4"), attachment("ctr-d"));
+        assert_eq!(held.len(), 2);
+    }
+
+    #[test]
+    fn a_file_that_named_no_owner_when_read_early_is_read_again_under_the_lock() {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().join("net");
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("10.1.0.5");
+        fs::write(&path, "").unwrap();
+        let ipam = serde_json::json!({"type": "ipam-file", "dataDir": data.path()});
+        let cfg = FileStore::config(ipam.as_object().unwrap()).unwrap();
+        let mut store = FileStore::open("net", &cfg, Access::Create)
+            .unwrap()
+            .unwrap();
+        // The same file (inode), written since its creation.
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"ctr-e\r\neth0"))
+            .unwrap();
+        let held = store.read(1).unwrap().held;
+        let want = Owner::Attachment(Attachment {
+            container_id: "ctr-e".into(),
+            ifname: "eth0".into(),
+        });
+        assert_eq!(owner(&held, "10.1.0.5"), Some(want));
     }
 }
