@@ -9,9 +9,10 @@
 //! **Blocks.** The network's ranges are cut into aligned blocks of the
 //! configured size. A node claims a free block and hands out addresses
 //! from its own blocks only, so an ADD reads its node's keys, never the
-//! network's: one request of a bounded size (the node's index, and the
-//! keys of the blocks the node's hint names, `hint.rs`; a second when the
-//! index lists other blocks than the hint) and the reservation, whatever
+//! network's: one request of a bounded size (`read.rs`: the node's index,
+//! and the keys of the blocks the node's hint names, `hint.rs`; a second
+//! when the index lists other blocks than the hint) and the reservation
+//! (`reserve.rs`), whatever
 //! the number of nodes and reservations. When its blocks are full it
 //! claims another (passing over blocks known full); when no block is
 //! free it borrows an address of another node's block, unless
@@ -172,8 +173,10 @@ mod config;
 pub(crate) mod fuzzing;
 mod hint;
 mod keys;
+mod read;
 mod reclaim;
 mod records;
+mod reserve;
 mod scan;
 mod txn;
 mod upgrade;
@@ -184,18 +187,16 @@ use std::time::{Duration, Instant};
 
 use cni_types::{Attachment, Code, Error, Extra};
 
-use self::answer::{Outcome, Range, Response};
 pub use self::blocks::NotABlock;
 use self::blocks::{Block, Sizes};
-use self::client::{not_etcd, Client};
+use self::client::Client;
 pub use self::config::{EtcdConfig, DEFAULT_BLOCK_SIZE_V4, DEFAULT_BLOCK_SIZE_V6, DEFAULT_PREFIX};
 use self::hint::Hint;
 pub use self::hint::HINT_DIR;
-use self::keys::Index;
 pub use self::reclaim::{reclaim_node_of, Reclaimed};
-use self::txn::{Compare, Op, Read, Txn};
+use self::txn::{Compare, Op, Txn};
 use crate::range::RangeSet;
-use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
+use crate::store::{Access, Assigned, Owner, Reservation, Reserved, State, Store};
 
 /// The longest one request to etcd takes, connecting and answering,
 /// across all the endpoints it tries.
@@ -268,17 +269,6 @@ pub struct EtcdStore {
     lender_read: Option<Block>,
 }
 
-/// What a read of [`Store::read`]'s second request asks for.
-#[derive(Debug, Clone, Copy)]
-enum Ask {
-    /// The owner of the node's block.
-    Owner(Block),
-    /// The keys under the node's block.
-    Keys(Block),
-    /// The reservation of an address the node borrowed, in its block.
-    Borrowed(IpAddr, Block),
-}
-
 /// Where a reservation's key is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -349,164 +339,7 @@ impl Store for EtcdStore {
     }
 
     fn read(&mut self, sets: usize) -> Result<State, Error> {
-        let mut state = State {
-            last_reserved: vec![None; sets],
-            ..State::default()
-        };
-        self.places.clear();
-        self.counts.clear();
-        let serializable = !self.linearizable;
-        // 1. The node's index, whether the old layout holds anything, and
-        // the blocks the node's hint names (their owner and every key);
-        // for an ADD of a node that borrows, its lender's keys and the
-        // count of claimed blocks (what a claim would count first).
-        let old = self.old_prefix();
-        let hint = self.hint.read(self.sizes);
-        let hinted = hint.blocks;
-        self.lender = hint.lender;
-        let lender = (hint.lender).filter(|b| self.access == Access::Create && !hinted.contains(b));
-        let mut first = vec![
-            Read::prefix(&self.node_prefix()).serializable(serializable),
-            Read::prefix(&old).count().serializable(serializable),
-        ];
-        first.extend(
-            self.block_reads(&hinted, serializable)
-                .into_iter()
-                .map(|(_, r)| r),
-        );
-        if let Some(b) = lender {
-            first.push(Read::prefix(&self.block_prefix(b)).serializable(serializable));
-            first.push(
-                Read::prefix(&self.owners_prefix())
-                    .count()
-                    .serializable(serializable),
-            );
-        }
-        let mut ranges = self.read_txn(first)?;
-        let lender_ranges = ranges.split_off(ranges.len().min(2 + 2 * hinted.len()));
-        let mut ranges = ranges.into_iter();
-        let (Some(index), Some(old_count)) = (ranges.next(), ranges.next()) else {
-            return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
-        };
-        let index = Index::parse(self, index.kvs, &mut state);
-        let old_count = old_count.count;
-        self.owner_count = None;
-        self.lender_read = None;
-        // 2. The node's blocks, unless the hint named them all, and its
-        // borrowed addresses (but those in the lender, read already), in
-        // that order.
-        let mut listed = index.blocks.clone();
-        listed.sort();
-        if let (Some(b), [keys, owners]) = (lender, lender_ranges.as_slice()) {
-            if !listed.contains(&b) {
-                self.owner_count = Some(owners.count);
-                self.lender_read = Some(b);
-                self.lent_reservations(b, &keys.kvs, &mut state);
-            }
-        }
-        let mut answers = Vec::new();
-        let mut asks = Vec::new();
-        if listed == hinted {
-            let tags = self
-                .block_reads(&hinted, serializable)
-                .into_iter()
-                .map(|(t, _)| t);
-            answers.extend(tags.zip(ranges));
-        } else {
-            self.hint.remember(&listed, self.lender);
-            asks = self.block_reads(&listed, serializable);
-        }
-        self.listed = listed;
-        for (ip, b) in &index.borrowed {
-            if self.lender_read == Some(*b) {
-                continue;
-            }
-            let key = Read::key(&self.ip_key(*b, *ip)).serializable(serializable);
-            asks.push((Ask::Borrowed(*ip, *b), key));
-        }
-        if !asks.is_empty() {
-            answers.extend(self.read_each(asks)?);
-        }
-        self.owned.clear();
-        for (ask, range) in answers {
-            match ask {
-                Ask::Owner(b) => match range.kvs.first() {
-                    Some((_, v)) if self.is_mine(v) => self.owned.push(b),
-                    other => state.skipped.push(Skipped {
-                        entry: format!("etcd key {}", self.owner_key(b)),
-                        why: format!(
-                            "listed as this node's block, but owned by {}; its reservations \
-                             are taken",
-                            other.map_or("nobody".to_owned(), |(_, v)| {
-                                String::from_utf8_lossy(v).into_owned()
-                            })
-                        ),
-                    }),
-                },
-                Ask::Keys(b) => {
-                    let found = self.block_reservations(b, range.kvs, &mut state);
-                    self.counts.insert(b, found);
-                }
-                Ask::Borrowed(ip, b) => {
-                    if let Some((key, value)) = range.kvs.first() {
-                        // Also in one of the node's blocks when it was
-                        // moved there from the layout before blocks: held
-                        // once, released with its index key.
-                        let first = !self.places.contains_key(&ip);
-                        self.places.insert(ip, Place::Borrowed(b));
-                        if first {
-                            let r = self.reservation(ip, value, key, &mut state.skipped);
-                            state.held.push(r);
-                        }
-                    }
-                }
-            }
-        }
-        // 3. The layout before blocks, while it holds anything.
-        if old_count > 0 {
-            let listed = self.client.range_prefix_paged(&old, self.linearizable)?;
-            let listed = match self.access {
-                Access::Read => listed,
-                _ => self.migrate_old(listed, &mut state)?,
-            };
-            for (key, value) in listed {
-                let Some(ip) = key.strip_prefix(&old) else {
-                    continue;
-                };
-                let Ok(ip) = ip.parse::<IpAddr>() else {
-                    state.skipped.push(Skipped {
-                        entry: format!("etcd key {key}"),
-                        why: "not named by an address".to_owned(),
-                    });
-                    continue;
-                };
-                if self.places.contains_key(&ip) {
-                    continue;
-                }
-                let r = self.reservation(ip, &value, &key, &mut state.skipped);
-                self.places.insert(ip, Place::Old);
-                state.held.push(r);
-            }
-        }
-        for r in &self.seen {
-            if !self.places.contains_key(&r.ip) {
-                state.held.push(r.clone());
-            }
-        }
-        for (set, ip) in index.last {
-            if let Some(slot) = state.last_reserved.get_mut(set) {
-                *slot = Some(ip);
-            }
-        }
-        // 4. Where new addresses may come from; a block claimed when the
-        // node's are full.
-        if self.sets.len() == sets {
-            state.pools = vec![None; sets];
-            for i in 0..sets {
-                state.pools[i] = Some(self.pool(i, &mut state)?);
-            }
-        }
-        Ok(state)
+        self.read_state(sets)
     }
 
     fn held_addresses(&mut self) -> Result<Vec<IpAddr>, Error> {
@@ -523,96 +356,7 @@ impl Store for EtcdStore {
     }
 
     fn reserve(&mut self, new: &[Assigned], attachment: &Attachment) -> Result<Reserved, Error> {
-        let Some(first) = new.first() else {
-            return Ok(Reserved::Done);
-        };
-        let value = self.value(&attachment.container_id, Some(&attachment.ifname));
-        let mut txn = Txn::new(Vec::new(), Vec::new());
-        // What the reservation writes that names it: each address's key,
-        // and its `borrowed` index key outside the node's blocks.
-        let mut written = Vec::with_capacity(new.len());
-        for a in new {
-            let b = Block::of(a.ip, self.sizes);
-            let key = self.ip_key(b, a.ip);
-            txn.compare.push(Compare::Absent(key.clone()));
-            txn.compare.push(Compare::Absent(self.old_key(a.ip)));
-            txn.success.push(Op::put(&key, &value));
-            let owned = self.owned.contains(&b);
-            let borrowed = (!owned).then(|| self.borrowed_key(a.ip));
-            if owned {
-                (txn.compare).push(Compare::holds(&self.owner_key(b), &self.owner_value()));
-            }
-            if let Some(borrowed) = &borrowed {
-                txn.success.push(Op::put(borrowed, &b.name()));
-            }
-            written.push((key.clone(), borrowed));
-            txn.success
-                .push(Op::put(&self.last_key(a.set), &a.ip.to_string()));
-            // On failure, the same transaction reads what stood in the
-            // way, to name it without another round trip: three reads per
-            // address, in this order.
-            txn.failure.extend(
-                [key, self.old_key(a.ip), self.owner_key(b)].map(|k| Op::Range(Read::key(&k))),
-            );
-        }
-        let outcome = match self.reserve_txn(&txn) {
-            Ok(outcome) => outcome,
-            Err(e) => return Err(self.withdraw(&written, &value, e)),
-        };
-        // One response per read, each a range ([`Client::txn`] checks).
-        let ranges: Vec<Range> = (outcome.responses.into_iter())
-            .filter_map(Response::into_range)
-            .collect();
-        // Failed because every address already holds this attachment's
-        // value: a sending whose answer was lost was applied (or a
-        // repeated ADD met its own reservation). The addresses are its.
-        let applied_before = || {
-            !ranges.is_empty()
-                && (ranges.chunks_exact(3)).all(|reads| {
-                    reads[0]
-                        .kvs
-                        .first()
-                        .is_some_and(|(_, v)| *v == value.as_bytes())
-                })
-        };
-        if outcome.succeeded || applied_before() {
-            for a in new {
-                let b = Block::of(a.ip, self.sizes);
-                if let Some(n) = self.counts.get_mut(&b) {
-                    *n += 1;
-                }
-            }
-            return Ok(Reserved::Done);
-        }
-        self.linearizable = true;
-        for (a, reads) in new.iter().zip(ranges.chunks_exact(3)) {
-            let [held, old, owner] = reads else {
-                continue;
-            };
-            let b = Block::of(a.ip, self.sizes);
-            if let Some((key, value)) = held.kvs.iter().chain(&old.kvs).next() {
-                let r = self.reservation(a.ip, value, key, &mut Vec::new());
-                self.seen.push(r);
-                return Ok(Reserved::Taken(a.ip));
-            }
-            if self.owned.contains(&b) && !owner.kvs.first().is_some_and(|(_, v)| self.is_mine(v)) {
-                // The block was given back or reclaimed meanwhile: read
-                // again.
-                self.owned.retain(|o| *o != b);
-                return Ok(Reserved::Taken(a.ip));
-            }
-        }
-        // A comparison failed, yet nothing stood in the way: not what
-        // etcd answers. Re-planning would only repeat it.
-        Err(not_etcd(
-            &outcome.endpoint,
-            "/v3/kv/txn",
-            &format!(
-                "a failed reservation of {} that names no taken address",
-                first.ip
-            ),
-            &outcome.text,
-        ))
+        self.reserve_new(new, attachment)
     }
 
     fn release(&mut self, gone: &[&Reservation]) -> Result<(), Error> {
@@ -693,208 +437,6 @@ impl EtcdStore {
         } else {
             Place::Borrowed(b)
         }
-    }
-
-    /// The reservation's transaction. When its answer is lost (a member
-    /// died or hung, an election), it may or may not have been applied:
-    /// it is sent again while two requests' deadlines are left of the
-    /// ADD's (the last is [`EtcdStore::withdraw`]'s). Applied,
-    /// the comparisons then fail on this attachment's own value, which
-    /// [`Store::reserve`] takes as done; not applied, it applies now.
-    fn reserve_txn(&mut self, txn: &Txn) -> Result<Outcome, Error> {
-        // The last sending starts early enough to end one request's
-        // deadline before the ADD's.
-        let left = (self.client.time_left()).unwrap_or(OPERATION_DEADLINE);
-        let last_start = Instant::now() + left.saturating_sub(2 * REQUEST_TIMEOUT);
-        loop {
-            match self.client.txn(txn) {
-                Err(e)
-                    if e.code == Code::TRY_AGAIN_LATER
-                        && Instant::now() + OUTCOME_PAUSE < last_start =>
-                {
-                    self.linearizable = true;
-                    std::thread::sleep(OUTCOME_PAUSE);
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// Undoes a reservation whose outcome stayed unknown (`failed`, the
-    /// ADD's error): `written` (each address's key and its `borrowed`
-    /// key) is deleted while every key holds `value`, this attachment's;
-    /// otherwise it was never applied and nothing changes. The error to
-    /// answer, saying which.
-    fn withdraw(&self, written: &[(String, Option<String>)], value: &str, failed: Error) -> Error {
-        if failed.code != Code::TRY_AGAIN_LATER {
-            // Refused (code 999): etcd did not take the request.
-            return failed;
-        }
-        let mut txn = Txn::new(Vec::new(), Vec::new());
-        for (key, borrowed) in written {
-            txn.compare.push(Compare::holds(key, value));
-            txn.success.push(Op::delete(key));
-            txn.success.extend(borrowed.as_deref().map(Op::delete));
-        }
-        let what = match self.client.txn_past_deadline(&txn) {
-            Ok(o) if o.succeeded => "applied by etcd after all, then withdrawn",
-            Ok(_) => "not applied by etcd",
-            Err(e) => {
-                let details = format!(
-                    "{}; the reservation may have been applied and could not be withdrawn \
-                     ({}): it names this attachment, and its DEL or a GC releases it",
-                    failed.details, e.msg
-                );
-                return Error::try_again_later(failed.msg, details);
-            }
-        };
-        let details = format!("{}; the reservation was {what}", failed.details);
-        Error::try_again_later(failed.msg, details)
-    }
-
-    /// Read-only transactions of `reads` (in chunks etcd accepts): every
-    /// read's answer, in order, one each.
-    fn read_txn(&self, reads: Vec<Read>) -> Result<Vec<Range>, Error> {
-        let mut out = Vec::with_capacity(reads.len());
-        for chunk in reads.chunks(2 * MAX_TXN_KEYS) {
-            let ops = chunk.iter().cloned().map(Op::Range).collect();
-            let outcome = self.client.txn(&Txn::new(Vec::new(), ops))?;
-            if !outcome.succeeded {
-                return Err(not_etcd(
-                    &outcome.endpoint,
-                    "/v3/kv/txn",
-                    "a failed transaction without comparisons",
-                    &outcome.text,
-                ));
-            }
-            // One response per read, each a range ([`Client::txn`] checks).
-            out.extend(
-                outcome
-                    .responses
-                    .into_iter()
-                    .filter_map(Response::into_range),
-            );
-        }
-        Ok(out)
-    }
-
-    /// Keeps the hint to the node's index after this store claimed
-    /// (`claimed`) or gave back block `b`.
-    fn relist(&mut self, b: Block, claimed: bool) {
-        self.listed.retain(|l| *l != b);
-        if claimed {
-            self.listed.push(b);
-            self.listed.sort();
-        }
-        self.hint.remember(&self.listed, self.lender);
-    }
-
-    /// Keeps the hint's lender to `lender` (the block a borrowing ADD
-    /// took from; none once the node's own blocks serve again).
-    fn remember_lender(&mut self, lender: Option<Block>) {
-        if self.lender != lender {
-            self.lender = lender;
-            self.hint.remember(&self.listed, lender);
-        }
-    }
-
-    /// The reservations of block `b`, which another node owns, read whole
-    /// (`kvs`): into `state`, each placed as borrowed (those of this node
-    /// are: its index lists them so).
-    fn lent_reservations(&mut self, b: Block, kvs: &[(String, Vec<u8>)], state: &mut State) {
-        let prefix = self.block_prefix(b);
-        for (key, value) in kvs {
-            let ip = key
-                .strip_prefix(&prefix)
-                .and_then(|ip| ip.parse::<IpAddr>().ok())
-                .filter(|ip| b.contains(*ip));
-            if let Some(ip) = ip.filter(|ip| !self.places.contains_key(ip)) {
-                let r = self.reservation(ip, value, key, &mut state.skipped);
-                self.places.insert(ip, Place::Borrowed(b));
-                state.held.push(r);
-            }
-        }
-    }
-
-    /// The reads of blocks `blocks` (sorted): each one's owner, then its
-    /// keys.
-    fn block_reads(&self, blocks: &[Block], serializable: bool) -> Vec<(Ask, Read)> {
-        let mut reads = Vec::with_capacity(2 * blocks.len());
-        for b in blocks {
-            let owner = Read::key(&self.owner_key(*b)).serializable(serializable);
-            reads.push((Ask::Owner(*b), owner));
-            let keys = Read::prefix(&self.block_prefix(*b)).serializable(serializable);
-            reads.push((Ask::Keys(*b), keys));
-        }
-        reads
-    }
-
-    /// [`EtcdStore::read_txn`] of each read of `asks`, paired with what
-    /// asked for it.
-    fn read_each<T>(&self, asks: Vec<(T, Read)>) -> Result<Vec<(T, Range)>, Error> {
-        let (tags, reads): (Vec<T>, Vec<Read>) = asks.into_iter().unzip();
-        Ok(tags.into_iter().zip(self.read_txn(reads)?).collect())
-    }
-
-    /// [`EtcdStore::read_txn`] of a fixed list of reads, one answer each.
-    fn read_all<const N: usize>(&self, reads: [Read; N]) -> Result<[Range; N], Error> {
-        self.read_txn(reads.into()).and_then(|ranges| {
-            ranges.try_into().map_err(|ranges: Vec<Range>| {
-                let got = ranges.len();
-                Error::new(Code::INTERNAL, format!("{got} answers to {N} etcd reads"))
-            })
-        })
-    }
-
-    /// The reservations under block `b` (keys read), into `state`; how many
-    /// keys there were.
-    fn block_reservations(
-        &mut self,
-        b: Block,
-        keys: Vec<(String, Vec<u8>)>,
-        state: &mut State,
-    ) -> usize {
-        let prefix = self.block_prefix(b);
-        let found = keys.len();
-        for (key, value) in keys {
-            let ip = key
-                .strip_prefix(&prefix)
-                .and_then(|ip| ip.parse::<IpAddr>().ok());
-            match ip.filter(|ip| b.contains(*ip)) {
-                Some(ip) => {
-                    let r = self.reservation(ip, &value, &key, &mut state.skipped);
-                    self.places.insert(ip, Place::Block(b));
-                    state.held.push(r);
-                }
-                None => state.skipped.push(Skipped {
-                    entry: format!("etcd key {key}"),
-                    why: format!("not named by an address of block {}", b.name()),
-                }),
-            }
-        }
-        found
-    }
-
-    /// Every reserved address of the network, of every node, in blocks
-    /// and in the layout before them (keys only): a listing of the whole
-    /// network, for [`Store::held_addresses`] only (STATUS and borrowing
-    /// count instead, [`scan`]).
-    fn every_address(&self) -> Result<Vec<IpAddr>, Error> {
-        let blocks = format!("{}blocks/", self.root);
-        let old = format!("{}ips/", self.root);
-        let mut held: Vec<IpAddr> = self
-            .client
-            .keys_under(&blocks)?
-            .into_iter()
-            .filter_map(|key| key.rsplit('/').next()?.parse().ok())
-            .collect();
-        held.extend(
-            self.client
-                .keys_under(&old)?
-                .into_iter()
-                .filter_map(|key| key.strip_prefix(&old)?.parse::<IpAddr>().ok()),
-        );
-        Ok(held)
     }
 }
 
