@@ -62,6 +62,17 @@ enum Before {
     Unknown,
 }
 
+impl Before {
+    /// What `record` says now.
+    fn of(record: &RuleRecord) -> Before {
+        match record.read() {
+            Ok(None) => Before::Nothing,
+            Ok(Some(recorded)) if !recorded.pending => Before::Complete(recorded),
+            _ => Before::Unknown,
+        }
+    }
+}
+
 impl OwnedRules {
     /// The rules `owner` keeps in `group` of the calling thread's network
     /// namespace ([`RuleRecord::here`]; without a record when either name
@@ -94,14 +105,11 @@ impl OwnedRules {
             self.before = Some(Before::Nothing);
             return Ok(());
         };
-        let before = match record.read() {
-            Ok(None) => {
-                self.before = Some(Before::Nothing);
-                return Ok(());
-            }
-            Ok(Some(recorded)) if !recorded.pending => Before::Complete(recorded),
-            _ => Before::Unknown,
-        };
+        let before = Before::of(record);
+        if matches!(before, Before::Nothing) {
+            self.before = Some(before);
+            return Ok(());
+        }
         record.begin().map_err(|e| FilterError::Busy {
             what: format!("the record of {:?}'s rules: {e}", self.comment),
         })?;
@@ -121,13 +129,10 @@ impl OwnedRules {
         tx: &mut Transaction,
         chains: &[&str],
     ) -> Result<(), FilterError> {
-        let before = match &self.before {
-            Some(before) => before.clone(),
-            None => match self.record.as_ref().map(RuleRecord::read) {
-                None | Some(Ok(None)) => Before::Nothing,
-                Some(Ok(Some(recorded))) if !recorded.pending => Before::Complete(recorded),
-                Some(_) => Before::Unknown,
-            },
+        let before = match (&self.before, &self.record) {
+            (Some(before), _) => before.clone(),
+            (None, Some(record)) => Before::of(record),
+            (None, None) => Before::Nothing,
         };
         let by_record = match before {
             Before::Nothing => return Ok(()),
