@@ -400,6 +400,27 @@ fn ensuring_chains_that_are_there_as_declared_sends_no_chain_update() {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
+fn a_chain_is_found_by_name_only_in_its_own_table_and_family() {
+    let ns = netns("nf-haschain");
+    let table = Table::new(Family::Ip, "nat");
+    let found = with_nft(&ns, |nft| {
+        let absent_table = nft.has_chain(&table, "CNI-DN-1")?;
+        let mut add = Transaction::new(table.clone());
+        add.ensure_table().ensure_chain(Chain::new("CNI-DN-1"));
+        nft.apply(&add)?;
+        Ok([
+            absent_table,
+            nft.has_chain(&table, "CNI-DN-1")?,
+            nft.has_chain(&table, "CNI-DN-2")?,
+            nft.has_chain(&Table::new(Family::Ip6, "nat"), "CNI-DN-1")?,
+            nft.has_chain(&Table::new(Family::Ip, "filter"), "CNI-DN-1")?,
+        ])
+    });
+    assert_eq!(found, [false, true, false, false, false]);
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn deleting_a_table_removes_it_with_its_chains_and_leaves_the_others() {
     let ns = netns("nf-deltable");
     let ours = Table::new(Family::Inet, "cni_gone");

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use super::nft_form::{host_address, xt_rule, XtRule};
 use super::peek::legacy_may_hold;
 use super::{IptablesBackend, Variant};
-use crate::nft::message::{new_chain_exclusive, new_xt_rule};
+use crate::nft::message::{del_chain, del_rule, new_chain_exclusive, new_xt_rule};
 use crate::nft::nla::{self, Attrs};
 use crate::nft::{Expr, NftBackend};
-use crate::{Backend, Family, FilterError, Op, Rule, RuleContent, Table, Transaction};
+use crate::{Backend, Family, FilterError, Op, Rule, RuleContent, RuleHandle, Table, Transaction};
 
 /// `NFTA_LIST_ELEM`, `NFTA_EXPR_NAME`.
 const LIST_ELEM: u16 = 1;
@@ -18,37 +18,50 @@ const EXPR_NAME: u16 = 1;
 
 impl IptablesBackend {
     /// Removes each chain of `chains` (its name, and the chain whose
-    /// rules enter it) that nf_tables lists in `table`, with the rules of
-    /// its entry chain that jump or go to it, in one nf_tables batch
-    /// tied to the ruleset generation the chains were listed at: what
-    /// `iptables-restore` would do with `-D ENTRY ...`, `-F CHAIN`, `-X
-    /// CHAIN`, done by the kernel atomically, without our host lock.
+    /// rules enter it) that nf_tables holds in `table`, with the rules of
+    /// its entry chain that jump or go to it, in one nf_tables batch:
+    /// what `iptables-restore` would do with `-D ENTRY ...`, `-F CHAIN`,
+    /// `-X CHAIN`, done by the kernel atomically, without our host lock.
     ///
     /// `Ok(true)` when it was done so. `Ok(false)`, having changed
     /// nothing, when this is not certainly iptables-nft's table (the
     /// backend runs iptables-legacy, or legacy iptables holds a table of
-    /// that name in this namespace) or nf_tables lists none of the
+    /// that name in this namespace) or nf_tables holds none of the
     /// chains: the caller then lists the table with `iptables-save`,
     /// which also says whether iptables is usable at all. An error
-    /// (another writer made a new jump to a chain meanwhile, or
-    /// nf_tables refused) changed nothing either; the caller falls back
-    /// the same way.
+    /// changed nothing either; the caller falls back the same way.
     ///
-    /// Why tied to the generation, though the kernel would refuse a
-    /// stale batch by itself (the jumps go by handle, never reused; a
-    /// chain still entered is `EBUSY`): in a burst of 30 DELs each
-    /// portmap DEL sent 5 to 20 batches, listing again after each other
-    /// pod's commit, and an untied batch went through at once; measured
-    /// (bench/process/burst.sh, interleaved), the untied batch made DEL
-    /// p50 7-20 % worse at 100 pods and p99 better. The refused attempts'
-    /// random pauses keep writers out of the namespace's commit mutex,
-    /// where the untied ones queued.
+    /// Each chain is asked for by name ([`NftBackend::has_chain`], no
+    /// dump of every pod's chains); only the entry chain is listed. The
+    /// batch is tied to no ruleset generation, so a commit of another
+    /// pod between the looks and the batch does not refuse it: what the
+    /// looks found stays true or the kernel refuses the batch by itself
+    /// (the chain is deleted by name and must still be there; the jumps
+    /// go by handle; a jump made meanwhile leaves the chain in use,
+    /// `EBUSY`). Only this container's DEL or ADD makes or deletes its
+    /// chains, and the spec runs no two operations of one container at
+    /// once.
+    ///
+    /// Why untied (traced with `strace` in a burst of Podman's default
+    /// list): the kernel compares a tied batch's generation only once it
+    /// holds the namespace's commit mutex, so in a burst each attempt
+    /// queued behind the other pods' commits (7-46 ms) to be refused
+    /// because they had committed; one portmap DEL of ten at once waited
+    /// so five times before its sixth batch went through. Measured
+    /// against the tied batch (`burst`'s Podman list, default backends,
+    /// interleaved rounds): the DEL burst's makespan 11-12 % shorter at
+    /// 30 and 100 pods and p99 / p50 1.07 (was 1.28), but p50 6-12 %
+    /// longer: the random pauses of refused writers let some pods run
+    /// ahead of the others, where untied writers take turns and finish
+    /// together. A pod's DEL no longer waits on luck, and no writer is
+    /// refused until its deadline under a long burst.
     ///
     /// Measured (bench/process/kind.sh, portmap's DEL): the save and the
     /// restore cost two process starts and a listing decoded by
-    /// iptables; the batch is one dump per entry chain and one commit.
-    /// Either way the kernel retires the deleted rules after an RCU grace
-    /// period, which the process waits for when it closes its socket.
+    /// iptables; the batch is a look per chain, one dump per entry chain
+    /// and one commit. Either way the kernel retires the deleted rules
+    /// after an RCU grace period, which the process waits for when it
+    /// closes its socket.
     ///
     /// Go: none; go-iptables runs `iptables` for each rule and chain.
     pub fn remove_chains_directly(
@@ -60,26 +73,39 @@ impl IptablesBackend {
             return Ok(false);
         }
         let mut nft = NftBackend::open()?;
-        let listed = nft.list_chains(table)?;
-        let mut tx = Transaction::new(table.clone());
+        let mut requests = Vec::new();
         for (chain, entry) in chains {
-            if !listed.iter().any(|c| c == chain) {
+            if !nft.has_chain(table, chain)? {
                 continue;
             }
-            if listed.iter().any(|c| c == entry) {
+            if nft.has_chain(table, entry)? {
                 for rule in nft.list_rules(table, entry)? {
-                    if rule.jumps_to(chain) {
-                        tx.delete_rule(rule);
+                    if let (true, RuleHandle::Nft(handle)) = (rule.jumps_to(chain), &rule.handle) {
+                        requests.push((
+                            del_rule(table, entry, *handle),
+                            "delete",
+                            format!("rule {handle} of chain {table} {entry}"),
+                        ));
                     }
                 }
             }
-            tx.delete_chain(*chain);
+            requests.push((
+                del_chain(table, chain),
+                "delete",
+                format!("chain {table} {chain}"),
+            ));
         }
-        if tx.ops().is_empty() {
+        if requests.is_empty() {
             return Ok(false);
         }
-        nft.apply(&tx)?;
-        Ok(true)
+        match nft.send_requests(requests)? {
+            None => Ok(true),
+            Some((_, errno)) => Err(FilterError::kernel(
+                "delete",
+                format!("chains {chains:?} of table {table}"),
+                errno,
+            )),
+        }
     }
 }
 
@@ -260,7 +286,7 @@ fn listed_rules(nft: &mut NftBackend, table: &Table, chain: &str) -> Option<Vec<
     let nft_rules = rules
         .into_iter()
         .filter_map(|r| match (r.handle, r.content) {
-            (crate::RuleHandle::Nft(handle), RuleContent::Nft(exprs)) => Some((handle, exprs)),
+            (RuleHandle::Nft(handle), RuleContent::Nft(exprs)) => Some((handle, exprs)),
             _ => None,
         });
     Some(nft_rules.collect())
@@ -354,7 +380,7 @@ impl IptablesBackend {
             .iter()
             .map(|(chain, handle)| {
                 (
-                    crate::nft::message::del_rule(table, chain, *handle),
+                    del_rule(table, chain, *handle),
                     "delete",
                     format!("rule {handle} of chain {table} {chain}"),
                 )

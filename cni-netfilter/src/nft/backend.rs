@@ -122,6 +122,33 @@ impl NftBackend {
             .map_err(|e| e.into_filter("list chains of", || format!("table {table}")))
     }
 
+    /// Whether `table` has a chain named `chain`: one `NFT_MSG_GETCHAIN`
+    /// of that name, no dump (`false` when the table or the chain is
+    /// absent).
+    ///
+    /// What it is for: a DEL that looks for one container's chain among
+    /// every pod's asks for it by name, whatever the number of pods.
+    pub fn has_chain(&mut self, table: &Table, chain: &str) -> Result<bool, FilterError> {
+        let mut attrs = Attrs::default();
+        attrs.str(1, &table.name);
+        attrs.str(3, chain);
+        let asked = self.socket.answer(
+            Kind::GetChain.message_type(),
+            super::message::NLM_F_REQUEST,
+            super::message::nfproto(table.family),
+            &attrs.buf,
+        );
+        match asked {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => Ok(false),
+            Err(source) => Err(FilterError::Kernel {
+                op: "list",
+                object: format!("chain {table} {chain}"),
+                source,
+            }),
+        }
+    }
+
     /// Whether `table` has a chain named one of `needles`, or a rule whose
     /// netlink attributes (expressions, comment) contain one of them byte
     /// for byte: a conservative look, for a caller that skips work when
