@@ -91,7 +91,13 @@
 //! - A transaction that deletes rules it listed is tied to the ruleset
 //!   generation of the listing (`NFNL_BATCH_GENID`) and built again when
 //!   another writer changed the ruleset in between; knftables lists and
-//!   deletes by handle without that check.
+//!   deletes by handle without that check. Deletions by a recorded handle
+//!   (each handle's comment looked at first) and the iptables layout's
+//!   chain removals through nf_tables are not tied: in a burst a tied
+//!   batch queues for the commit mutex only to be refused, and these
+//!   fail by themselves when what they delete is gone or still in use
+//!   ([`nft::NftBackend::delete_recorded`],
+//!   [`iptables::IptablesBackend::remove_chains_directly`]).
 //! - No lock around nftables batches (the reference relies on nft's own
 //!   transaction too; older versions of ours took
 //!   `/run/cni-netfilter-nftables.lock`): a batch is one message of any
