@@ -4,7 +4,7 @@
 use netlink_packet_route::link::{LinkAttribute, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::link::link_message;
+use crate::link::{link_message, without_stats};
 use crate::{LinkId, NetError, Netlink, Op};
 
 /// The longest alias the kernel keeps (`IFALIASZ` - 1 bytes).
@@ -36,7 +36,9 @@ impl Netlink {
     pub fn alias(&mut self, id: impl Into<LinkId>) -> Result<Option<String>, NetError> {
         let link = self.link(id)?;
         let replies = self
-            .get(RouteNetlinkMessage::GetLink(link_message(link.index)))
+            .get(RouteNetlinkMessage::GetLink(without_stats(link_message(
+                link.index,
+            ))))
             .map_err(NetError::kernel(Op::LookUpLink, LinkId::Index(link.index)))?;
         Ok(replies.iter().find_map(alias_of).filter(|a| !a.is_empty()))
     }

@@ -12,7 +12,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::link::{link_message, link_of};
+use crate::link::{link_message, link_of, without_stats};
 use crate::{Link, LinkKind, NetError, Netlink, Op};
 
 impl Netlink {
@@ -122,7 +122,7 @@ impl Netlink {
         let mut msg = LinkMessage::default();
         msg.attributes.push(LinkAttribute::Controller(bridge));
         let found = self
-            .dump_until(RouteNetlinkMessage::GetLink(msg), |reply| {
+            .dump_until(RouteNetlinkMessage::GetLink(without_stats(msg)), |reply| {
                 match link_of(&reply) {
                     // The kernel's filter is honoured since 4.15; the
                     // master is checked here too, for kernels before it.
@@ -179,14 +179,14 @@ impl Netlink {
             LinkInfo::PortKind(InfoPortKind::Bridge),
             LinkInfo::PortData(InfoPortData::BridgePort(vec![option])),
         ]));
-        // Port settings go through RTM_NEWLINK on the existing link.
-        let object = self.label(port);
+        // Port settings go through RTM_NEWLINK on the existing link. The
+        // port's name is looked up for an error only.
         self.change(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(NetError::kernel(op, object))
+            .map_err(|e| NetError::kernel(op, self.label(port))(e))
     }
 
     fn has_port_option(&mut self, port: u32, option: InfoBridgePort) -> Result<bool, NetError> {
-        let msg = link_message(port);
+        let msg = without_stats(link_message(port));
         let replies = self
             .get(RouteNetlinkMessage::GetLink(msg))
             .map_err(NetError::kernel(Op::LookUpLink, format!("#{port}")))?;

@@ -88,9 +88,8 @@ impl Netlink {
             LinkInfo::Kind(InfoKind::Bridge),
             LinkInfo::Data(InfoData::Bridge(vec![InfoBridge::VlanFiltering(on)])),
         ]));
-        let object = self.label(bridge);
         self.change(RouteNetlinkMessage::NewLink(msg), 0)
-            .map_err(NetError::kernel(Op::SetVlanFiltering, object))
+            .map_err(|e| NetError::kernel(Op::SetVlanFiltering, self.label(bridge))(e))
     }
 
     /// Whether bridge `bridge` filters by VLAN.
@@ -123,9 +122,8 @@ impl Netlink {
         trunk: &[(u16, u16)],
     ) -> Result<(), NetError> {
         let msg = vlan_message(port, vlans, trunk);
-        let object = self.label(port);
         self.change(RouteNetlinkMessage::SetLink(msg), NLM_F_CREATE)
-            .map_err(NetError::kernel(Op::AddPortVlan, object))
+            .map_err(|e| NetError::kernel(Op::AddPortVlan, self.label(port))(e))
     }
 
     /// Removes VLANs from bridge port `port`, as [`Netlink::add_port_vlans`]
@@ -135,9 +133,8 @@ impl Netlink {
     /// `netlink.BridgeVlanDel`.
     pub fn delete_port_vlans(&mut self, port: u32, vlans: &[PortVlan]) -> Result<(), NetError> {
         let msg = vlan_message(port, vlans, &[]);
-        let object = self.label(port);
         self.change(RouteNetlinkMessage::DelLink(msg), 0)
-            .map_err(NetError::kernel(Op::DeletePortVlan, object))
+            .map_err(|e| NetError::kernel(Op::DeletePortVlan, self.label(port))(e))
     }
 
     /// The VLANs of bridge port `port`, by ID; none when the bridge does

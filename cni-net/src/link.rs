@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoKind, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, State,
+    InfoKind, LinkAttribute, LinkExtentMask, LinkFlags, LinkInfo, LinkMessage, State,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
@@ -161,7 +161,7 @@ impl Netlink {
                 msg.attributes.push(LinkAttribute::IfName(name.clone()));
             }
         }
-        self.get_link(msg)
+        self.get_link(without_stats(msg))
             .map_err(NetError::kernel(Op::LookUpLink, id))
     }
 
@@ -170,7 +170,9 @@ impl Netlink {
     /// Go: `netlink.LinkList`.
     pub fn links(&mut self) -> Result<Vec<Link>, NetError> {
         let replies = self
-            .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))
+            .dump(RouteNetlinkMessage::GetLink(without_stats(
+                LinkMessage::default(),
+            )))
             .map_err(NetError::kernel(Op::List, "links"))?;
         Ok(replies.iter().filter_map(link_of).collect())
     }
@@ -380,6 +382,21 @@ impl Netlink {
 pub(crate) fn link_message(index: u32) -> LinkMessage {
     let mut msg = LinkMessage::default();
     msg.header.index = index;
+    msg
+}
+
+/// `msg` as a request for links that asks the kernel to leave out their
+/// statistics (`IFLA_EXT_MASK` `RTEXT_FILTER_SKIP_STATS`: the link's
+/// counters and IPv6's), which [`Link`] and its readers never use.
+///
+/// Why: link lookups were 14 % of the bridge plugin's CPU samples in a
+/// burst of 100 Podman pods (perf), and the counters are a fifth of a
+/// veth's answer (1,888 bytes with them, 1,520 without), each filled by
+/// the kernel and parsed by netlink-packet-route. Go's
+/// `netlink.LinkByName` asks for `RTEXT_FILTER_VF` instead.
+pub(crate) fn without_stats(mut msg: LinkMessage) -> LinkMessage {
+    msg.attributes
+        .push(LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats]));
     msg
 }
 

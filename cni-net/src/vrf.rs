@@ -7,7 +7,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::link::link_message;
+use crate::link::{link_message, without_stats};
 use crate::{validate_ifname, Link, LinkId, NetError, Netlink, Op};
 
 impl Netlink {
@@ -48,7 +48,9 @@ impl Netlink {
     pub fn vrf_table(&mut self, id: impl Into<LinkId>) -> Result<Option<u32>, NetError> {
         let link = self.link(id)?;
         let replies = self
-            .get(RouteNetlinkMessage::GetLink(link_message(link.index)))
+            .get(RouteNetlinkMessage::GetLink(without_stats(link_message(
+                link.index,
+            ))))
             .map_err(NetError::kernel(Op::LookUpLink, LinkId::Index(link.index)))?;
         Ok(replies.iter().find_map(table_of))
     }

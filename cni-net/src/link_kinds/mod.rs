@@ -208,8 +208,8 @@ impl Netlink {
     /// `*netlink.IPVlan`, `*netlink.Vlan` from `netlink.LinkByName`.
     pub fn sublink_kind(&mut self, index: u32) -> Result<Option<SublinkKind>, NetError> {
         let replies = self
-            .get(RouteNetlinkMessage::GetLink(crate::link::link_message(
-                index,
+            .get(RouteNetlinkMessage::GetLink(crate::link::without_stats(
+                crate::link::link_message(index),
             )))
             .map_err(NetError::kernel(Op::LookUpLink, format!("#{index}")))?;
         Ok(replies.iter().find_map(|r| match r {
