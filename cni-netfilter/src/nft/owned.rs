@@ -227,3 +227,44 @@ impl OwnedRules {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use nix::fcntl::{Flock, FlockArg};
+
+    use super::*;
+    use crate::nft::AddedRule;
+    use crate::Family;
+
+    #[test]
+    fn an_add_that_cannot_mark_its_record_is_told_to_try_again_and_the_record_stays_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
+        let table = Table::new(Family::Ip, "cni_hostport");
+        let added = [AddedRule {
+            chain: "hostports".into(),
+            handle: 7,
+            comment: None,
+        }];
+        record.begin().unwrap();
+        record.finish(&table, &added, false).unwrap();
+        let mut owned = OwnedRules {
+            record: Some(record.clone()),
+            before: None,
+            comment: "ctr-1".into(),
+            found_by: CommentMatch::Exact("ctr-1".into()),
+        };
+        // Another writer holds the group's lock past the mark's deadline.
+        let group = std::fs::File::open(dir.path().join("net")).unwrap();
+        let held = Flock::lock(group, FlockArg::LockExclusive).unwrap();
+        let err = owned.begin().unwrap_err();
+        drop(held);
+        assert!(matches!(err, FilterError::Busy { .. }), "{err:?}");
+        let cni = cni_types::Error::from(err);
+        assert_eq!(cni.code, cni_types::Code::TRY_AGAIN_LATER, "{cni:?}");
+        assert!(cni.msg.contains("ctr-1"), "names whose rules: {cni:?}");
+        let after = record.read().unwrap().unwrap();
+        assert!(!after.pending, "no mark was written: {after:?}");
+        assert_eq!(after.of_table(&table), added);
+    }
+}
