@@ -136,7 +136,10 @@ impl Netlink {
     /// The link the kernel would send a packet to `ip` out of: its own
     /// route lookup, policy rules and all, without listing a table (a
     /// node's IPv6 table holds a route per bridge port). `None` when no
-    /// route leads there, or the route has no link.
+    /// route leads there (none, or an `unreachable` one), or the route has
+    /// no link; an error when the kernel refuses the lookup (a `prohibit`
+    /// route: `EACCES`; a `blackhole`: `EINVAL`), which a caller may read
+    /// as none as the reference's portmap does.
     ///
     /// Like `ip route get IP`; Go: `netlink.RouteGet`.
     pub fn route_to(&mut self, ip: IpAddr) -> Result<Option<u32>, NetError> {

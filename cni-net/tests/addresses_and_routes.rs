@@ -80,7 +80,7 @@ fn one_familys_addresses_are_listed_of_one_link_or_of_all() {
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn the_route_to_an_address_names_the_link_the_kernel_would_use_or_none() {
-    let (_tmp, mut nl, link) = with_link("route-to");
+    let (tmp, mut nl, link) = with_link("route-to");
     let peer = nl.link("peer0").unwrap();
     nl.add_address(link.index, net("10.77.0.2/24"), Dad::Skip)
         .unwrap();
@@ -92,6 +92,23 @@ fn the_route_to_an_address_names_the_link_the_kernel_would_use_or_none() {
     // No default route in a test's namespace: nothing leads there.
     assert_eq!(nl.route_to(host("203.0.113.7")).unwrap(), None);
     assert_eq!(nl.route_to(host("2001:db8::7")).unwrap(), None);
+    // A route that says so is as none; one that forbids the lookup
+    // (`prohibit`: EACCES) is an error naming the destination.
+    for route in ["unreachable 10.91.0.0/16", "prohibit 10.92.0.0/16"] {
+        let added = std::process::Command::new("ip")
+            .args(["-n", tmp.name(), "route", "add"])
+            .args(route.split(' '))
+            .status()
+            .unwrap();
+        assert!(added.success(), "ip route add {route}");
+    }
+    assert_eq!(nl.route_to(host("10.91.0.1")).unwrap(), None);
+    let err = nl.route_to(host("10.92.0.1")).unwrap_err();
+    assert!(
+        err.to_string().contains("the route to 10.92.0.1"),
+        "names the destination: {err}"
+    );
+    assert_eq!(err.errno(), Some(13), "the kernel's EACCES: {err:?}");
 }
 
 #[test]
