@@ -2,9 +2,10 @@
 //! for the iptables transactions that list rules and then change them;
 //! waited for until a deadline, past which nothing is changed.
 //!
-//! The nftables backend takes no lock: its batches are tied to the
-//! ruleset generation they were built from, and the kernel refuses a
-//! stale one (`crate::nft::NftBackend`).
+//! The nftables backend takes no lock: a batch built from a listing is
+//! tied to the ruleset generation it was listed at, and the kernel
+//! refuses a stale one; a deletion by recorded handle needs no listing
+//! and fails by itself when a rule is gone (`crate::nft::NftBackend`).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::MetadataExt;
