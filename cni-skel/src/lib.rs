@@ -51,6 +51,12 @@
 //! on musl, non-PIE, the `plugin` profile) for the rest; `BENCHMARKS.md` has
 //! the figures and what musl changes for a plugin.
 //!
+//! The process ends in [`exit`], which the entry point calls: it flushes
+//! stdout and leaves the closes a library handed to [`close_after_exit`]
+//! (a netfilter socket after rule deletions, whose release waits for the
+//! kernel) to a detached child, so the runtime is not kept waiting for
+//! kernel bookkeeping after the answer.
+//!
 //! The runtime's trace context (`TRACEPARENT`, `TRACESTATE`, `BAGGAGE`, as
 //! the reference's `invoke` sets them) is on [`Request::trace`] as a
 //! [`TraceContext`]; `cni-invoke` passes it on to delegates.
@@ -128,6 +134,7 @@ mod command;
 mod dispatch;
 mod env;
 mod harness;
+mod late_close;
 pub mod log;
 mod netns;
 mod plugin;
@@ -142,6 +149,7 @@ pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
 pub use harness::{Outcome, TestRequest};
+pub use late_close::{close_after_exit, exit};
 pub use plugin::{BoxError, CheckSupport, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
 pub use request::Request;

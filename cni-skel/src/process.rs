@@ -22,8 +22,9 @@ const VERSION_STDIN_WAIT: Duration = Duration::from_millis(200);
 ///
 /// Go: `skel.PluginMainFuncs`.
 pub fn run<P: Plugin>(plugin: &P, versions: &PluginInfo, about: &str) -> ! {
+    crate::late_close::enable();
     let code = try_run(plugin, versions, about);
-    std::process::exit(code)
+    crate::exit(code)
 }
 
 /// Like [`run`], but returns the exit status instead of exiting.
@@ -73,6 +74,8 @@ pub fn try_run<P: Plugin>(plugin: &P, versions: &PluginInfo, about: &str) -> i32
 /// - `SIGPIPE` is ignored, so a runtime that closed our stdout gets an
 ///   error written nowhere rather than a plugin killed by a signal (as
 ///   under std's `main`; `std::process::Command` restores it for children).
+/// - The process is marked as one that ends in [`exit`](crate::exit), so
+///   [`close_after_exit`](crate::close_after_exit) takes what it is given.
 ///
 /// Skipped, on purpose: std's stack-overflow handler (it reads
 /// `/proc/self/maps` and maps an alternate signal stack on every start, a
@@ -98,6 +101,8 @@ pub fn lean_start() {
     // exists yet to race on the disposition.
     #[allow(unsafe_code)]
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+    // The process exits through `cni_skel::exit` (plugin_main! says so).
+    crate::late_close::enable();
 }
 
 /// Defines the binary's process entry point with a lean start-up: the C
@@ -151,8 +156,9 @@ macro_rules! plugin_main {
         ) -> ::core::ffi::c_int {
             $crate::lean_start();
             let entry: fn() -> i32 = $entry;
-            // Exits through std, which flushes stdout first.
-            ::std::process::exit(entry())
+            // Flushes stdout, hands slow closes to a detached child
+            // (`cni_skel::close_after_exit`), then exits.
+            $crate::exit(entry())
         }
     };
 }

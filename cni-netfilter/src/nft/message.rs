@@ -300,6 +300,10 @@ pub(crate) struct Batch {
     echo_rules: bool,
     /// How many requests ask for an echo.
     pub(crate) echoes: usize,
+    /// Whether a request deletes something: once such a batch is
+    /// committed, the kernel retires what it removed after an RCU grace
+    /// period, which the socket's release waits for.
+    pub(crate) deletes: bool,
 }
 
 impl Batch {
@@ -327,6 +331,7 @@ impl Batch {
             last: None,
             echo_rules: false,
             echoes: 0,
+            deletes: false,
         }
     }
 
@@ -359,6 +364,10 @@ impl Batch {
             false => 0,
         };
         self.echoes += usize::from(echo != 0);
+        self.deletes |= matches!(
+            req.kind,
+            Kind::DelTable | Kind::DelChain | Kind::DelRule | Kind::DelSetElem
+        );
         encode(
             &mut self.bytes,
             req.kind.message_type(),
@@ -433,5 +442,33 @@ mod tests {
             ]
         );
         assert_eq!(split(&batch.bytes).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn a_batch_that_deletes_anything_says_so_and_one_that_only_adds_does_not() {
+        let table = Table::new(Family::Ip, "t");
+        let mut adds = Batch::new(1, None);
+        adds.push(new_table(&table).unwrap(), "add", "t".into())
+            .unwrap();
+        adds.push(
+            new_chain(&table, &Chain::new("c")).unwrap(),
+            "add",
+            "c".into(),
+        )
+        .unwrap();
+        assert!(!adds.deletes);
+        let mut mixed = Batch::new(1, None);
+        mixed
+            .push(new_chain_exclusive(&table, "d"), "add", "d".into())
+            .unwrap();
+        mixed
+            .push(del_chain(&table, "c"), "delete", "c".into())
+            .unwrap();
+        assert!(mixed.deletes);
+        let mut table_gone = Batch::new(1, None);
+        table_gone
+            .push(del_table(&table), "delete", "t".into())
+            .unwrap();
+        assert!(table_gone.deletes);
     }
 }

@@ -249,6 +249,15 @@ impl NftSocket {
                 errno: nix::errno::Errno::ENOBUFS as i32,
             });
         }
+        if refusal.is_none() && batch.deletes {
+            // The socket's release now waits for the kernel to retire what
+            // the batch removed (an RCU grace period): a plugin process
+            // leaves that close to a detached child once it has answered.
+            if let Some(socket) = self.socket.as_ref() {
+                use std::os::fd::AsFd;
+                cni_skel::close_after_exit(socket.as_fd());
+            }
+        }
         Ok(refusal)
     }
 

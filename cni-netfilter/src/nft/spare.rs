@@ -11,8 +11,10 @@
 //! plugin opens and closes (a look at the table, a deletion, a look at
 //! another table) waits a grace period, holding the mutex every writer
 //! of the namespace needs. Keeping one socket per process pays it once,
-//! when the process exits, as the reference's one `iptables-restore`
-//! process does.
+//! as the reference's one `iptables-restore` process does: when the
+//! process exits, or, after a batch that deleted something
+//! ([`cni_skel::close_after_exit`], from `NftSocket::send_batch`), in a
+//! detached child once a plugin process has answered and exited.
 //!
 //! Only a socket of the process's own namespace is kept: one opened by a
 //! thread that entered a container's namespace would keep that namespace
