@@ -1,36 +1,40 @@
 //! Closes the runtime need not wait for: descriptors whose last close
 //! makes the kernel wait, closed by a detached child once the plugin has
-//! answered and exited.
+//! answered and exited, and when that close stalls no one.
 //!
 //! Why: the release of a netfilter netlink socket after a batch that
 //! deleted rules or chains waits for the kernel to retire them
 //! (`nft_rcv_nl_event` flushes the namespace's pending destructions, an
-//! RCU grace period, 9-14 ms measured on kernel 6.18). The rules are out
-//! of the ruleset once the batch is committed, before the plugin answers;
-//! the wait is the kernel's bookkeeping. A process pays it in its exit,
-//! before the runtime sees the exit, so every DEL that deleted rules
-//! would take that much longer than its work. The reference pays it too,
-//! inside each `iptables` process it waits for.
+//! RCU grace period, 9-14 ms measured on kernel 6.18), and it waits
+//! holding the namespace's nf_tables commit mutex, which every other
+//! writer's commit needs. The rules are out of the ruleset once the batch
+//! is committed, before the plugin answers; the wait is the kernel's
+//! bookkeeping. Paid in each deleting plugin's exit, it made every DEL
+//! that much longer; and in a burst, where some pod's deletion is always
+//! pending, each release held up every other pod's commit for a grace
+//! period, so a burst's DEL took one grace period per deleting plugin,
+//! one after another. The reference pays the same inside each `iptables`
+//! process it waits for.
 //!
 //! How: a library that holds such a descriptor hands it over with
 //! [`close_after_exit`]; when the entry point ([`run`](crate::run),
 //! [`plugin_main!`](crate::plugin_main)) exits, [`exit`] forks a child
-//! that closes every other descriptor at once (stdout first, so the
-//! runtime reads the answer's end; any lock file too), waits for the
-//! plugin's exit, then closes what was handed over and exits. The plugin's
-//! own copies then are never the last, so its exit does not wait. A
-//! SIGKILL of either process changes nothing the next plugin relies on:
-//! the kernel closes what is left when the process dies, paying the same
-//! wait there.
+//! that closes every other descriptor at once (stdout, so the runtime
+//! reads the answer's end; any lock file) and says so, then waits for
+//! the plugin's exit. Given a probe (for a netfilter socket, a request
+//! for the ruleset's generation), the child then also waits until the
+//! answer to it has not changed for [`QUIET_PERIOD`]: no commit in the
+//! namespace for that long, so the release finds nothing pending and
+//! holds the mutex for no time; at most [`QUIET_DEADLINE`] after the
+//! plugin's exit, the child closes anyway. The plugin's own copies are
+//! never the last, so its exit does not wait. A SIGKILL of either
+//! process changes nothing the next plugin relies on: the kernel closes
+//! what is left when the process dies, paying the same wait there.
 //!
-//! What it buys, and what not: the wait leaves the plugin, not the node.
-//! The child's release still flushes under the namespace's nf_tables
-//! commit mutex, so the next plugin that needs that mutex (a commit, or a
-//! link deletion, which nf_tables' netdevice notifier takes it for) waits
-//! for it as before, and in a burst the releases still follow one
-//! another. The last deleting plugin of a list is the one that gains
-//! (Podman's list, whose bridge DEL deletes its masquerading last:
-//! BENCHMARKS.md).
+//! What it costs: one `fork` per deleting plugin, and a process that
+//! lives on after it, asleep but for one request every
+//! [`QUIET_PERIOD`], for up to [`QUIET_DEADLINE`] (in a burst of pods,
+//! one per deleting plugin until the burst is over).
 //!
 //! Only a process started through the entry point hands anything over:
 //! in a test or a long-lived program [`close_after_exit`] does nothing
@@ -43,11 +47,8 @@ use std::time::Duration;
 
 /// Set by the entry point: only then is there an exit to hand closes to.
 static AT_ENTRY_POINT: AtomicBool = AtomicBool::new(false);
-/// Copies of the descriptors handed over, closed by the child, with the
-/// identity (device, inode) of the file each one is of.
-static HANDED: Mutex<Vec<(OwnedFd, FileId)>> = Mutex::new(Vec::new());
-/// A file's device and inode: which file a descriptor is of.
-type FileId = (nix::libc::dev_t, nix::libc::ino_t);
+/// The descriptors handed over, closed by the child.
+static HANDED: Mutex<Vec<Handed>> = Mutex::new(Vec::new());
 /// The most descriptors kept for the child: a bound on what a caller
 /// that hands one over per request can accumulate.
 const MAX_HANDED: usize = 64;
@@ -56,6 +57,26 @@ const PARENT_EXIT_WAIT: Duration = Duration::from_secs(10);
 /// How long the plugin waits for the child to close what it must not
 /// hold (it takes microseconds).
 const CHILD_CLEAR_WAIT: Duration = Duration::from_secs(1);
+/// How long a probe's answer must stay the same before the child closes:
+/// several grace periods, so what the last change left is retired.
+const QUIET_PERIOD: Duration = Duration::from_millis(50);
+/// The longest the child waits for quiet after the plugin's exit: past a
+/// burst of a hundred pods; a node that never goes quiet for
+/// [`QUIET_PERIOD`] gets the closes as before, this much later.
+const QUIET_DEADLINE: Duration = Duration::from_secs(2);
+/// The most bytes of a probe's answer compared.
+const PROBE_ANSWER: usize = 512;
+
+/// One descriptor handed over: a copy of it, the file it is of, and the
+/// probe whose answer must settle before it is closed.
+struct Handed {
+    fd: OwnedFd,
+    file: FileId,
+    probe: Option<Vec<u8>>,
+}
+
+/// A file's device and inode: which file a descriptor is of.
+type FileId = (nix::libc::dev_t, nix::libc::ino_t);
 
 /// Marks this process as one that exits through [`exit`]; called by the
 /// entry point before it dispatches.
@@ -68,14 +89,18 @@ pub(crate) fn enable() {
 /// until shortly after this process exits. Returns whether it was taken:
 /// not when the process was not started through the entry point (a test,
 /// a program that calls plugins in-process), when the descriptor cannot
-/// be copied, or past a bound of 64 descriptors. Handing the same socket
-/// over twice is harmless.
+/// be copied, or past a bound of 64 descriptors. Handing the same file
+/// over again changes nothing.
+///
+/// With `until_quiet`, a request that `fd` (a socket) answers with one
+/// datagram, the close also waits until that answer has stayed the same
+/// for 50 ms (at most 2 s after the exit).
 ///
 /// For a descriptor whose release makes the kernel wait after the work
 /// the plugin reports is done: a netfilter netlink socket after rule
-/// deletions (see the module's source for why). Never for a lock: a
-/// lock must be let go when the plugin exits, and is.
-pub fn close_after_exit(fd: BorrowedFd<'_>) -> bool {
+/// deletions (the module's source says why). Never for a lock: a lock
+/// must be let go when the plugin exits, and is.
+pub fn close_after_exit(fd: BorrowedFd<'_>, until_quiet: Option<&[u8]>) -> bool {
     if !AT_ENTRY_POINT.load(Ordering::Relaxed) {
         return false;
     }
@@ -84,7 +109,7 @@ pub fn close_after_exit(fd: BorrowedFd<'_>) -> bool {
     };
     let file: FileId = (stat.st_dev, stat.st_ino);
     let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
-    if handed.iter().any(|(_, of)| *of == file) {
+    if handed.iter().any(|h| h.file == file) {
         return true;
     }
     if handed.len() >= MAX_HANDED {
@@ -92,7 +117,11 @@ pub fn close_after_exit(fd: BorrowedFd<'_>) -> bool {
     }
     match fd.try_clone_to_owned() {
         Ok(copy) => {
-            handed.push((copy, file));
+            handed.push(Handed {
+                fd: copy,
+                file,
+                probe: until_quiet.map(<[u8]>::to_vec),
+            });
             true
         }
         Err(_) => false,
@@ -108,7 +137,7 @@ pub fn exit(code: i32) -> ! {
     let _ = std::io::stdout().flush();
     let handed = std::mem::take(&mut *HANDED.lock().unwrap_or_else(|e| e.into_inner()));
     if !handed.is_empty() {
-        hand_over(handed.into_iter().map(|(fd, _)| fd).collect());
+        hand_over(handed);
     }
     std::process::exit(code)
 }
@@ -116,7 +145,7 @@ pub fn exit(code: i32) -> ! {
 /// Forks the child that closes `handed` once this process has exited;
 /// on any failure the closes stay this process's (it pays the wait).
 /// Returns once the child holds nothing else: no lock, no stdout.
-fn hand_over(handed: Vec<OwnedFd>) {
+fn hand_over(handed: Vec<Handed>) {
     use nix::fcntl::OFlag;
     use nix::unistd::{fork, pipe2, ForkResult};
     // The child learns of this process's exit as the end of one pipe, and
@@ -127,17 +156,17 @@ fn hand_over(handed: Vec<OwnedFd>) {
     let Ok((cleared, clearing)) = pipe2(OFlag::O_CLOEXEC) else {
         return;
     };
-    let mut keep: Vec<RawFd> = handed.iter().map(AsRawFd::as_raw_fd).collect();
     let (exited_fd, clearing_fd) = (exited.as_raw_fd(), clearing.as_raw_fd());
+    let mut keep: Vec<RawFd> = handed.iter().map(|h| h.fd.as_raw_fd()).collect();
     keep.extend([exited_fd, clearing_fd]);
     keep.sort_unstable();
     // SAFETY: the child calls only async-signal-safe functions (close,
-    // close_range, poll, _exit) on memory it already owns, so what other
-    // threads held at the fork (the allocator's locks) never matters; it
-    // never returns into the plugin.
+    // close_range, poll, send, recv, clock_gettime, nanosleep, _exit) on
+    // memory it already owns, so what other threads held at the fork (the
+    // allocator's locks) never matters; it never returns into the plugin.
     #[allow(unsafe_code)]
     match unsafe { fork() } {
-        Ok(ForkResult::Child) => child(&keep, exited_fd, clearing_fd),
+        Ok(ForkResult::Child) => child(&handed, &keep, exited_fd, clearing_fd),
         Ok(ForkResult::Parent { .. }) => {
             // This process's copies are not the last now: closing them,
             // here or at exit, does not wait.
@@ -154,8 +183,9 @@ fn hand_over(handed: Vec<OwnedFd>) {
 /// The detached child: closes every descriptor but `keep` (stdout and
 /// stderr among them, so the runtime reads to their end; a lock file, so
 /// it is let go with the plugin), says so by closing `clearing`, waits
-/// for the plugin to exit (`exited` ends), then closes `keep` and exits.
-fn child(keep: &[RawFd], exited: RawFd, clearing: RawFd) -> ! {
+/// for the plugin to exit (`exited` ends) and for each probe's answer to
+/// settle, then closes `keep` and exits.
+fn child(handed: &[Handed], keep: &[RawFd], exited: RawFd, clearing: RawFd) -> ! {
     let mut from: RawFd = 0;
     for &fd in keep {
         close_range(from, fd - 1);
@@ -168,10 +198,90 @@ fn child(keep: &[RawFd], exited: RawFd, clearing: RawFd) -> ! {
     unsafe {
         nix::libc::close(clearing);
         wait_for_end(exited, PARENT_EXIT_WAIT);
+        let until = now().saturating_add(QUIET_DEADLINE);
+        for h in handed {
+            if let Some(probe) = &h.probe {
+                wait_for_quiet(h.fd.as_raw_fd(), probe, until);
+            }
+        }
         for &fd in keep {
             nix::libc::close(fd);
         }
         nix::libc::_exit(0)
+    }
+}
+
+/// Sends `probe` on the socket `fd` every [`QUIET_PERIOD`] until two
+/// answers in a row are the same, or `until` (on the monotonic clock)
+/// passes, or the socket fails. Async-signal-safe: system calls on
+/// buffers on the stack.
+fn wait_for_quiet(fd: RawFd, probe: &[u8], until: Duration) {
+    use nix::libc;
+    let (mut last, mut answer) = ([0u8; PROBE_ANSWER], [0u8; PROBE_ANSWER]);
+    let mut last_len: Option<usize> = None;
+    while now() < until {
+        // SAFETY: send, poll and recv on a socket the child owns, from and
+        // into buffers on its stack, within their lengths.
+        #[allow(unsafe_code)]
+        let len = unsafe {
+            let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+            if libc::send(fd, probe.as_ptr().cast(), probe.len(), flags) < 0 {
+                return;
+            }
+            let mut fds = [libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            if libc::poll(fds.as_mut_ptr(), 1, 1000) != 1 {
+                return;
+            }
+            libc::recv(
+                fd,
+                answer.as_mut_ptr().cast(),
+                answer.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        let Ok(len) = usize::try_from(len) else {
+            return;
+        };
+        if len == 0 {
+            return;
+        }
+        if last_len == Some(len) && last[..len] == answer[..len] {
+            return;
+        }
+        last[..len].copy_from_slice(&answer[..len]);
+        last_len = Some(len);
+        sleep(QUIET_PERIOD);
+    }
+}
+
+/// The monotonic clock; async-signal-safe.
+fn now() -> Duration {
+    let mut ts = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime into a local timespec.
+    #[allow(unsafe_code)]
+    unsafe {
+        nix::libc::clock_gettime(nix::libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Sleeps for `span` (less if a signal comes); async-signal-safe.
+fn sleep(span: Duration) {
+    let ts = nix::libc::timespec {
+        tv_sec: span.as_secs() as nix::libc::time_t,
+        tv_nsec: span.subsec_nanos() as nix::libc::c_long,
+    };
+    // SAFETY: nanosleep from a local timespec.
+    #[allow(unsafe_code)]
+    unsafe {
+        nix::libc::nanosleep(&ts, std::ptr::null_mut());
     }
 }
 
@@ -226,17 +336,17 @@ mod tests {
             std::fs::File::open("/").unwrap(),
         );
         assert!(
-            !close_after_exit(a.as_fd()),
+            !close_after_exit(a.as_fd(), None),
             "taken outside the entry point"
         );
         assert!(HANDED.lock().unwrap().is_empty());
 
         enable();
-        assert!(close_after_exit(a.as_fd()));
+        assert!(close_after_exit(a.as_fd(), None));
         // Another descriptor of the same open file is the same file.
         let a_again = a.try_clone().unwrap();
-        assert!(close_after_exit(a_again.as_fd()));
-        assert!(close_after_exit(b.as_fd()));
+        assert!(close_after_exit(a_again.as_fd(), Some(b"probe")));
+        assert!(close_after_exit(b.as_fd(), None));
         assert_eq!(HANDED.lock().unwrap().len(), 2);
         HANDED.lock().unwrap().clear();
     }

@@ -2,16 +2,23 @@
 //! cni-netfilter hands its socket after rule deletions, answers and exits
 //! as any plugin does; what else it held (a lock) is let go as it exits;
 //! the handed file is closed shortly after, by a detached child that then
-//! exits. One test in this binary: it makes the test process the
-//! subreaper of the plugin's orphans, to see that child.
+//! exits; with a probe, once the answer to it has stopped changing, or at
+//! the deadline when it never does. The test process makes itself the
+//! subreaper of the plugin's orphans, to see that child; the tests take
+//! turns, as each reaps whatever orphan comes.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tests::{run_plugin, StdoutJson, FAKE_NETNS};
+
+/// One test at a time: orphans are reaped by whichever test waits.
+static TURN: Mutex<()> = Mutex::new(());
 
 /// Reaps the next orphan the test process inherits, within `deadline`:
 /// its pid, or `None` when there is none left to reap (`ECHILD`) or it
@@ -33,44 +40,123 @@ fn reap_orphan(deadline: Duration) -> Option<libc::pid_t> {
     }
 }
 
+/// A plugin run with its lock, its FIFO (read end open here) and,
+/// optionally, the test's end of a probe socket.
+struct Run {
+    dir: tempfile::TempDir,
+    lock: PathBuf,
+    reader: File,
+    probe: Option<UnixDatagram>,
+}
+
+impl Run {
+    /// Runs ADD of `late-close`, which hands its FIFO (and, with
+    /// `probe`, a datagram socket whose probes this test answers) over.
+    fn add(probe: bool) -> (Run, tests::RawOutput) {
+        // Orphans of the plugin become this process's children.
+        // SAFETY: prctl with integer arguments.
+        #[allow(unsafe_code)]
+        let subreaper = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        assert_eq!(subreaper, 0, "PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().unwrap();
+        let (lock, fifo) = (dir.path().join("lock"), dir.path().join("fifo"));
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        // The reader first, so that the plugin's open for writing does not
+        // block.
+        let reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let mut conf = serde_json::json!({
+            "cniVersion": "1.1.0", "name": "net", "type": "late-close",
+            "lock": lock, "fifo": fifo,
+        });
+        let probe = probe.then(|| {
+            let (ours, theirs) = (dir.path().join("test.sock"), dir.path().join("plugin.sock"));
+            conf["probe"] = serde_json::json!({ "bind": theirs, "peer": ours });
+            let socket = UnixDatagram::bind(&ours).unwrap();
+            socket.connect(&theirs).unwrap_or(());
+            socket
+        });
+        let out = run_plugin(
+            Path::new(env!("CARGO_BIN_EXE_late-close")),
+            &[
+                ("CNI_COMMAND", "ADD"),
+                ("CNI_CONTAINERID", "c1"),
+                ("CNI_IFNAME", "eth0"),
+                ("CNI_NETNS", FAKE_NETNS),
+            ],
+            conf.to_string().as_bytes(),
+        );
+        let run = Run {
+            dir,
+            lock,
+            reader,
+            probe,
+        };
+        (run, out)
+    }
+
+    /// Whether every writer of the FIFO has closed it, waiting up to
+    /// `deadline`.
+    fn fifo_closed_within(&self, deadline: Duration) -> bool {
+        let until = Instant::now() + deadline;
+        loop {
+            let mut fds = [libc::pollfd {
+                fd: self.reader.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: poll on a descriptor this test owns, into a local
+            // array.
+            #[allow(unsafe_code)]
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, 20) };
+            if ready > 0 && fds[0].revents & libc::POLLHUP != 0 {
+                return true;
+            }
+            if Instant::now() > until {
+                return false;
+            }
+        }
+    }
+
+    /// Answers the plugin's probes with `answers`, one per probe, each
+    /// checked to be the probe the plugin gave; how many probes came.
+    fn answer_probes(&self, answers: &[&[u8]]) -> usize {
+        let socket = self.probe.as_ref().unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let theirs = self.dir.path().join("plugin.sock");
+        let mut probes = 0;
+        for answer in answers {
+            let mut buf = [0u8; 64];
+            let Ok(len) = socket.recv(&mut buf) else {
+                break;
+            };
+            assert_eq!(&buf[..len], b"what now?");
+            probes += 1;
+            if socket.send_to(answer, &theirs).is_err() {
+                break;
+            }
+        }
+        probes
+    }
+}
+
 #[test]
 fn a_plugin_that_hands_a_close_over_answers_lets_its_lock_go_and_the_file_closes_soon_after() {
-    // Orphans of the plugin become this process's children.
-    // SAFETY: prctl with integer arguments.
-    #[allow(unsafe_code)]
-    let subreaper = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    assert_eq!(subreaper, 0, "PR_SET_CHILD_SUBREAPER");
-    let dir = tempfile::tempdir().unwrap();
-    let (lock, fifo) = (dir.path().join("lock"), dir.path().join("fifo"));
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-    assert!(made.unwrap().success(), "mkfifo");
-    // The reader first, so that the plugin's open for writing does not block.
-    let reader = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
-    let conf = serde_json::json!({
-        "cniVersion": "1.1.0", "name": "net", "type": "late-close",
-        "lock": lock, "fifo": fifo,
-    });
-    let out = run_plugin(
-        Path::new(env!("CARGO_BIN_EXE_late-close")),
-        &[
-            ("CNI_COMMAND", "ADD"),
-            ("CNI_CONTAINERID", "c1"),
-            ("CNI_IFNAME", "eth0"),
-            ("CNI_NETNS", FAKE_NETNS),
-        ],
-        conf.to_string().as_bytes(),
-    );
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let (run, out) = Run::add(false);
     // The runtime read the answer to its end and saw the exit status.
     assert!(out.success(), "{out:?}");
     assert_eq!(out.stdout_json(), serde_json::json!({ "handed": true }));
 
     // The lock the plugin held until its exit is free now: the child
     // closed its copy before the plugin exited.
-    let again = File::open(&lock).unwrap();
+    let again = File::open(&run.lock).unwrap();
     // SAFETY: flock on a descriptor this test owns.
     #[allow(unsafe_code)]
     let taken = unsafe { libc::flock(again.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
@@ -81,25 +167,42 @@ fn a_plugin_that_hands_a_close_over_answers_lets_its_lock_go_and_the_file_closes
     let child = reap_orphan(Duration::from_secs(10));
     assert!(child.is_some(), "no detached child exited after the plugin");
     assert_eq!(reap_orphan(Duration::ZERO), None, "a second orphan");
+    assert!(run.fifo_closed_within(Duration::ZERO), "the FIFO is open");
+}
 
-    // The handed write end is closed: the FIFO hangs up (every writer
-    // gone).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut fds = [libc::pollfd {
-            fd: reader.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        // SAFETY: poll on a descriptor this test owns, into a local array.
-        #[allow(unsafe_code)]
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, 100) };
-        if ready > 0 && fds[0].revents & libc::POLLHUP != 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the handed file was still open 10 s after the plugin exited"
-        );
-    }
+#[test]
+fn with_a_probe_the_close_waits_until_two_answers_in_a_row_are_the_same() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let (run, out) = Run::add(true);
+    assert!(out.success(), "{out:?}");
+    assert_eq!(out.stdout_json(), serde_json::json!({ "handed": true }));
+
+    // Three changes, then the same answer twice: four probes, then the
+    // close, and no fifth probe.
+    let probes = run.answer_probes(&[b"gen 1", b"gen 2", b"gen 3", b"gen 3", b"gen 3"]);
+    assert_eq!(probes, 4, "probes before the close");
+    assert!(
+        reap_orphan(Duration::from_secs(10)).is_some(),
+        "no detached child exited"
+    );
+    assert!(run.fifo_closed_within(Duration::ZERO), "the FIFO is open");
+}
+
+#[test]
+fn with_a_probe_whose_answer_never_settles_the_close_comes_at_the_deadline() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let (run, out) = Run::add(true);
+    assert!(out.success(), "{out:?}");
+    let changing: Vec<Vec<u8>> = (0..1000).map(|i| format!("gen {i}").into_bytes()).collect();
+    let changing: Vec<&[u8]> = changing.iter().map(Vec::as_slice).collect();
+    // Every answer differs: the child stops asking at its deadline, 2 s
+    // after the plugin's exit, having slept 50 ms after each answer: at
+    // most 41 probes.
+    let probes = run.answer_probes(&changing);
+    assert!((2..=41).contains(&probes), "{probes} probes");
+    assert!(
+        reap_orphan(Duration::from_secs(10)).is_some(),
+        "no detached child exited"
+    );
+    assert!(run.fifo_closed_within(Duration::ZERO), "the FIFO is open");
 }

@@ -251,11 +251,23 @@ impl NftSocket {
         }
         if refusal.is_none() && batch.deletes {
             // The socket's release now waits for the kernel to retire what
-            // the batch removed (an RCU grace period): a plugin process
-            // leaves that close to a detached child once it has answered.
+            // the batch removed (an RCU grace period, under the commit
+            // mutex every writer needs): a plugin process leaves that close
+            // to a detached child, which makes it once the ruleset's
+            // generation has stopped changing (cni_skel::close_after_exit).
             if let Some(socket) = self.socket.as_ref() {
                 use std::os::fd::AsFd;
-                cni_skel::close_after_exit(socket.as_fd());
+                let mut generation = Vec::new();
+                encode(
+                    &mut generation,
+                    Kind::GetGen.message_type(),
+                    NLM_F_REQUEST,
+                    0,
+                    0,
+                    0,
+                    &[],
+                );
+                cni_skel::close_after_exit(socket.as_fd(), Some(&generation));
             }
         }
         Ok(refusal)

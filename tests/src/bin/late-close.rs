@@ -2,7 +2,8 @@
 //! write end to `cni_skel::close_after_exit`, as a netfilter socket is
 //! handed after rule deletions. Tests run it as a process to check what a
 //! runtime and the node see: the answer and exit as usual, the lock let
-//! go with the process, the handed file closed shortly after.
+//! go with the process, the handed file closed shortly after; with a
+//! probe, once the answer to it stops changing.
 #![no_main]
 
 use std::os::fd::{AsFd, AsRawFd};
@@ -10,11 +11,21 @@ use std::os::fd::{AsFd, AsRawFd};
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::NetConf;
 
-/// Where the lock file and the FIFO are.
+/// Where the lock file and the FIFO are, and the test's datagram socket
+/// that answers the probe, if the close is to wait for quiet.
 #[derive(serde::Deserialize)]
 struct Config {
     lock: std::path::PathBuf,
     fifo: std::path::PathBuf,
+    #[serde(default)]
+    probe: Option<Probe>,
+}
+
+/// The paths of a datagram socket pair: ours, and the test's.
+#[derive(serde::Deserialize)]
+struct Probe {
+    bind: std::path::PathBuf,
+    peer: std::path::PathBuf,
 }
 
 struct LateClose;
@@ -34,9 +45,15 @@ impl Plugin for LateClose {
         let fifo = std::fs::OpenOptions::new()
             .write(true)
             .open(&req.config.plugin.fifo)?;
-        let handed = cni_skel::close_after_exit(fifo.as_fd());
-        // Both stay open until the process exits, as a plugin's socket
-        // and lock may.
+        let mut handed = cni_skel::close_after_exit(fifo.as_fd(), None);
+        if let Some(probe) = &req.config.plugin.probe {
+            let socket = std::os::unix::net::UnixDatagram::bind(&probe.bind)?;
+            socket.connect(&probe.peer)?;
+            handed &= cni_skel::close_after_exit(socket.as_fd(), Some(b"what now?"));
+            std::mem::forget(socket);
+        }
+        // All stay open until the process exits, as a plugin's socket and
+        // lock may.
         std::mem::forget((lock, fifo));
         Ok(Reply::Raw {
             stdout: serde_json::to_vec(&serde_json::json!({ "handed": handed }))?,
