@@ -249,12 +249,14 @@ impl NftSocket {
                 errno: nix::errno::Errno::ENOBUFS as i32,
             });
         }
-        if refusal.is_none() && batch.deletes {
+        if refusal.is_none() && batch.deletes && self.keep_for.is_some() {
             // The socket's release now waits for the kernel to retire what
             // the batch removed (an RCU grace period, under the commit
             // mutex every writer needs): a plugin process leaves that close
             // to a detached child, which makes it once the ruleset's
             // generation has stopped changing (cni_skel::close_after_exit).
+            // Only in the process's own namespace: a socket would keep a
+            // container's namespace, and the links in it, alive meanwhile.
             if let Some(socket) = self.socket.as_ref() {
                 use std::os::fd::AsFd;
                 let mut generation = Vec::new();
