@@ -2,8 +2,6 @@
 //! then hex digits of a SHA-512 of the network name and container ID, 28
 //! bytes in all (iptables' longest chain name).
 
-use std::fmt::Write;
-
 use sha2::{Digest, Sha512};
 
 /// The length of every name [`chain_name`] gives: iptables' limit.
@@ -48,9 +46,12 @@ pub fn chain_name(prefix: &str, network: &str, container_id: &str) -> String {
 ///
 /// Go: plugins `utils.MustFormatHashWithPrefix`.
 pub fn hashed(prefix: &str, input: &str, len: usize) -> String {
-    let mut out = prefix.to_owned();
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(prefix.len() + 128);
+    out.push_str(prefix);
     for byte in Sha512::digest(input.as_bytes()) {
-        let _ = write!(out, "{byte:02x}");
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     let mut end = len.min(out.len());
     while !out.is_char_boundary(end) {

@@ -275,7 +275,7 @@ fn now() -> Duration {
 /// Sleeps for `span` (less if a signal comes); async-signal-safe.
 fn sleep(span: Duration) {
     let ts = nix::libc::timespec {
-        tv_sec: span.as_secs() as nix::libc::time_t,
+        tv_sec: span.as_secs() as _,
         tv_nsec: span.subsec_nanos() as nix::libc::c_long,
     };
     // SAFETY: nanosleep from a local timespec.

@@ -198,7 +198,11 @@ fn plain(json: &[u8]) -> bool {
                 // To the end of the string, looking only at escapes.
                 loop {
                     let rest = json.get(i + 1..).unwrap_or_default();
-                    let Some(at) = memchr::memchr2(b'"', b'\\', rest) else {
+                    // A plain loop, not memchr: memchr's first call asks
+                    // the CPU for its features, a run of CPUID
+                    // instructions that a VM traps (about 60 µs, more than
+                    // this scan of a few KiB costs).
+                    let Some(at) = rest.iter().position(|&b| b == b'"' || b == b'\\') else {
                         return true; // unterminated: the parser will say so
                     };
                     i += 1 + at;
