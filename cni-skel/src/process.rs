@@ -114,6 +114,16 @@ pub fn lean_start() {
 /// execution; see [`lean_start`] for exactly what is kept and what is not.
 /// A plain `fn main() { cni_skel::run(...) }` works the same, only slower.
 ///
+/// With cni-skel's `dlmalloc` feature it also makes
+/// [dlmalloc](https://docs.rs/dlmalloc) the binary's global allocator.
+/// Why: musl's allocator (mallocng, a static plugin's default) hands
+/// freed memory back to the kernel at once, so a plugin's short life is
+/// full of small `munmap`s, each a TLB shoot-down across the CPUs its
+/// threads ran on; perf put it, with its slower paths, at about 12 % of
+/// our plugins' CPU in a 100-pod ADD burst, where dlmalloc keeps what it
+/// freed (BENCHMARKS.md, "Many pods at once"). A binary that sets its
+/// own `#[global_allocator]` leaves the feature off.
+///
 /// Two forms:
 /// - `plugin_main!(plugin, versions, about)` runs [`try_run`] with them;
 /// - `plugin_main!(entry)`, with `entry` a `fn() -> i32`, runs your own
@@ -145,6 +155,8 @@ macro_rules! plugin_main {
         $crate::plugin_main!(|| $crate::try_run(&$plugin, &$versions, $about));
     };
     ($entry:expr) => {
+        $crate::__plugin_allocator!();
+
         /// The process entry point (see `cni_skel::plugin_main!`).
         // SAFETY: the crate says `#![no_main]`, so this is the only C
         // `main` symbol in the binary.
@@ -207,4 +219,25 @@ impl<R: Read + AsFd> Read for DeadlineReader<'_, R> {
             Err(e) => Err(io::Error::from(e)),
         }
     }
+}
+
+/// The `dlmalloc` feature's global allocator, defined by
+/// [`plugin_main!`](crate::plugin_main) in the binary's crate.
+#[cfg(feature = "dlmalloc")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __plugin_allocator {
+    () => {
+        #[global_allocator]
+        static __CNI_PLUGIN_ALLOCATOR: $crate::__dlmalloc::GlobalDlmalloc =
+            $crate::__dlmalloc::GlobalDlmalloc;
+    };
+}
+
+/// Without the `dlmalloc` feature: the platform's allocator.
+#[cfg(not(feature = "dlmalloc"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __plugin_allocator {
+    () => {};
 }
