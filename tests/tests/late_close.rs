@@ -43,6 +43,7 @@ fn reap_orphan(deadline: Duration) -> Option<libc::pid_t> {
 /// A plugin run with its lock, its FIFO (read end open here) and,
 /// optionally, the test's end of a probe socket.
 struct Run {
+    _turn: std::sync::MutexGuard<'static, ()>,
     dir: tempfile::TempDir,
     lock: PathBuf,
     reader: File,
@@ -51,8 +52,11 @@ struct Run {
 
 impl Run {
     /// Runs ADD of `late-close`, which hands its FIFO (and, with
-    /// `probe`, a datagram socket whose probes this test answers) over.
-    fn add(probe: bool) -> (Run, tests::RawOutput) {
+    /// `probe`, a datagram socket whose probes this test answers) over;
+    /// checks that the runtime read the answer to its end and saw the
+    /// exit status. Holds this test's turn.
+    fn add(probe: bool) -> Run {
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         // Orphans of the plugin become this process's children.
         // SAFETY: prctl with integer arguments.
         #[allow(unsafe_code)]
@@ -90,13 +94,15 @@ impl Run {
             ],
             conf.to_string().as_bytes(),
         );
-        let run = Run {
+        assert!(out.success(), "{out:?}");
+        assert_eq!(out.stdout_json(), serde_json::json!({ "handed": true }));
+        Run {
+            _turn: turn,
             dir,
             lock,
             reader,
             probe,
-        };
-        (run, out)
+        }
     }
 
     /// Whether every writer of the FIFO has closed it, waiting up to
@@ -120,6 +126,16 @@ impl Run {
                 return false;
             }
         }
+    }
+
+    /// The close was handed to a child of the plugin, which exits once it
+    /// has closed the handed file (within 10 s): none is left to reap
+    /// after it, and the FIFO has no writer left.
+    fn child_exits_having_closed(&self) {
+        let child = reap_orphan(Duration::from_secs(10));
+        assert!(child.is_some(), "no detached child exited after the plugin");
+        assert_eq!(reap_orphan(Duration::ZERO), None, "a second orphan");
+        assert!(self.fifo_closed_within(Duration::ZERO), "the FIFO is open");
     }
 
     /// Answers the plugin's probes with `answers`, one per probe, each
@@ -148,11 +164,7 @@ impl Run {
 
 #[test]
 fn a_plugin_that_hands_a_close_over_answers_lets_its_lock_go_and_the_file_closes_soon_after() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let (run, out) = Run::add(false);
-    // The runtime read the answer to its end and saw the exit status.
-    assert!(out.success(), "{out:?}");
-    assert_eq!(out.stdout_json(), serde_json::json!({ "handed": true }));
+    let run = Run::add(false);
 
     // The lock the plugin held until its exit is free now: the child
     // closed its copy before the plugin exited.
@@ -162,37 +174,23 @@ fn a_plugin_that_hands_a_close_over_answers_lets_its_lock_go_and_the_file_closes
     let taken = unsafe { libc::flock(again.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     assert_eq!(taken, 0, "the lock is still held after the plugin exited");
 
-    // The close was handed to a child of the plugin, which exits once it
-    // has closed the handed file: none is left to reap after it.
-    let child = reap_orphan(Duration::from_secs(10));
-    assert!(child.is_some(), "no detached child exited after the plugin");
-    assert_eq!(reap_orphan(Duration::ZERO), None, "a second orphan");
-    assert!(run.fifo_closed_within(Duration::ZERO), "the FIFO is open");
+    run.child_exits_having_closed();
 }
 
 #[test]
 fn with_a_probe_the_close_waits_until_two_answers_in_a_row_are_the_same() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let (run, out) = Run::add(true);
-    assert!(out.success(), "{out:?}");
-    assert_eq!(out.stdout_json(), serde_json::json!({ "handed": true }));
+    let run = Run::add(true);
 
     // Three changes, then the same answer twice: four probes, then the
     // close, and no fifth probe.
     let probes = run.answer_probes(&[b"gen 1", b"gen 2", b"gen 3", b"gen 3", b"gen 3"]);
     assert_eq!(probes, 4, "probes before the close");
-    assert!(
-        reap_orphan(Duration::from_secs(10)).is_some(),
-        "no detached child exited"
-    );
-    assert!(run.fifo_closed_within(Duration::ZERO), "the FIFO is open");
+    run.child_exits_having_closed();
 }
 
 #[test]
 fn with_a_probe_whose_answer_never_settles_the_close_comes_at_the_deadline() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let (run, out) = Run::add(true);
-    assert!(out.success(), "{out:?}");
+    let run = Run::add(true);
     let changing: Vec<Vec<u8>> = (0..1000).map(|i| format!("gen {i}").into_bytes()).collect();
     let changing: Vec<&[u8]> = changing.iter().map(Vec::as_slice).collect();
     // Every answer differs: the child stops asking at its deadline, 2 s
@@ -200,9 +198,5 @@ fn with_a_probe_whose_answer_never_settles_the_close_comes_at_the_deadline() {
     // most 41 probes.
     let probes = run.answer_probes(&changing);
     assert!((2..=41).contains(&probes), "{probes} probes");
-    assert!(
-        reap_orphan(Duration::from_secs(10)).is_some(),
-        "no detached child exited"
-    );
-    assert!(run.fifo_closed_within(Duration::ZERO), "the FIFO is open");
+    run.child_exits_having_closed();
 }
