@@ -18,9 +18,9 @@
 //!
 //! How: a library that holds such a descriptor hands it over with
 //! [`close_after_exit`]; when the entry point ([`run`](crate::run),
-//! [`plugin_main!`](crate::plugin_main)) exits, [`exit`] forks a child
-//! that closes every other descriptor at once (stdout, so the runtime
-//! reads the answer's end; any lock file) and says so, then waits for
+//! [`plugin_main!`](crate::plugin_main)) exits, [`exit`] closes every
+//! other descriptor (stdout, so the runtime reads the answer's end as
+//! the plugin exits; any lock file), then forks a child that waits for
 //! the plugin's exit. Given a probe (for a netfilter socket, a request
 //! for the ruleset's generation), the child then also waits until the
 //! answer to it has not changed for [`QUIET_PERIOD`]: no commit in the
@@ -54,9 +54,6 @@ static HANDED: Mutex<Vec<Handed>> = Mutex::new(Vec::new());
 const MAX_HANDED: usize = 64;
 /// How long the child waits for the plugin to exit before closing anyway.
 const PARENT_EXIT_WAIT: Duration = Duration::from_secs(10);
-/// How long the plugin waits for the child to close what it must not
-/// hold (it takes microseconds).
-const CHILD_CLEAR_WAIT: Duration = Duration::from_secs(1);
 /// How long a probe's answer must stay the same before the child closes:
 /// several grace periods, so what the last change left is retired.
 const QUIET_PERIOD: Duration = Duration::from_millis(50);
@@ -144,35 +141,35 @@ pub fn exit(code: i32) -> ! {
 
 /// Forks the child that closes `handed` once this process has exited;
 /// on any failure the closes stay this process's (it pays the wait).
-/// Returns once the child holds nothing else: no lock, no stdout.
+///
+/// Every other descriptor is closed first, here: stdout and stderr (the
+/// runtime reads to their end as soon as this process exits, never
+/// waiting for the child), a lock (let go now, as at exit). The child then
+/// has nothing else to close, so this process never waits for it to run.
 fn hand_over(handed: Vec<Handed>) {
     use nix::fcntl::OFlag;
     use nix::unistd::{fork, pipe2, ForkResult};
-    // The child learns of this process's exit as the end of one pipe, and
-    // tells it has closed everything else by closing the other.
+    // The child learns of this process's exit as the end of this pipe.
     let Ok((exited, exiting)) = pipe2(OFlag::O_CLOEXEC) else {
         return;
     };
-    let Ok((cleared, clearing)) = pipe2(OFlag::O_CLOEXEC) else {
-        return;
-    };
-    let (exited_fd, clearing_fd) = (exited.as_raw_fd(), clearing.as_raw_fd());
     let mut keep: Vec<RawFd> = handed.iter().map(|h| h.fd.as_raw_fd()).collect();
-    keep.extend([exited_fd, clearing_fd]);
+    keep.extend([exited.as_raw_fd(), exiting.as_raw_fd()]);
     keep.sort_unstable();
+    // The process is ending: what it still holds it would let go at exit.
+    close_all_but(&keep);
     // SAFETY: the child calls only async-signal-safe functions (close,
-    // close_range, poll, send, recv, clock_gettime, nanosleep, _exit) on
-    // memory it already owns, so what other threads held at the fork (the
+    // poll, send, recv, clock_gettime, nanosleep, _exit) on memory it
+    // already owns, so what other threads held at the fork (the
     // allocator's locks) never matters; it never returns into the plugin.
     #[allow(unsafe_code)]
     match unsafe { fork() } {
-        Ok(ForkResult::Child) => child(&handed, &keep, exited_fd, clearing_fd),
+        Ok(ForkResult::Child) => child(&handed, &keep, exited.as_raw_fd(), exiting.as_raw_fd()),
         Ok(ForkResult::Parent { .. }) => {
             // This process's copies are not the last now: closing them,
             // here or at exit, does not wait.
             drop(handed);
-            drop((exited, clearing));
-            wait_for_end(cleared.as_raw_fd(), CHILD_CLEAR_WAIT);
+            drop(exited);
             // `exiting` closes with the process.
             std::mem::forget(exiting);
         }
@@ -180,23 +177,15 @@ fn hand_over(handed: Vec<Handed>) {
     }
 }
 
-/// The detached child: closes every descriptor but `keep` (stdout and
-/// stderr among them, so the runtime reads to their end; a lock file, so
-/// it is let go with the plugin), says so by closing `clearing`, waits
-/// for the plugin to exit (`exited` ends) and for each probe's answer to
-/// settle, then closes `keep` and exits.
-fn child(handed: &[Handed], keep: &[RawFd], exited: RawFd, clearing: RawFd) -> ! {
-    let mut from: RawFd = 0;
-    for &fd in keep {
-        close_range(from, fd - 1);
-        from = fd + 1;
-    }
-    close_range(from, RawFd::MAX);
-    // SAFETY: close, poll and _exit are async-signal-safe; the child owns
-    // its copies of `keep`.
+/// The detached child: lets go of the pipe's writing end, waits for the
+/// plugin to exit (`exited` ends) and for each probe's answer to settle,
+/// then closes `keep` and exits.
+fn child(handed: &[Handed], keep: &[RawFd], exited: RawFd, exiting: RawFd) -> ! {
+    // SAFETY: close and _exit are async-signal-safe; the child owns its
+    // copies of `keep`.
     #[allow(unsafe_code)]
     unsafe {
-        nix::libc::close(clearing);
+        nix::libc::close(exiting);
         wait_for_end(exited, PARENT_EXIT_WAIT);
         let until = now().saturating_add(QUIET_DEADLINE);
         for h in handed {
@@ -205,9 +194,39 @@ fn child(handed: &[Handed], keep: &[RawFd], exited: RawFd, clearing: RawFd) -> !
             }
         }
         for &fd in keep {
-            nix::libc::close(fd);
+            if fd != exiting {
+                nix::libc::close(fd);
+            }
         }
         nix::libc::_exit(0)
+    }
+}
+
+/// Closes every descriptor but `keep` (sorted).
+fn close_all_but(keep: &[RawFd]) {
+    let mut from: RawFd = 0;
+    for &fd in keep {
+        close_range(from, fd - 1);
+        from = fd + 1;
+    }
+    close_range(from, RawFd::MAX);
+}
+
+/// Waits until every writer of the pipe `fd` reads from has closed it, at
+/// most `deadline`; async-signal-safe (one `poll`, retried on a signal).
+fn wait_for_end(fd: RawFd, deadline: Duration) {
+    let mut fds = [nix::libc::pollfd {
+        fd,
+        events: nix::libc::POLLIN,
+        revents: 0,
+    }];
+    let millis = deadline.as_millis() as nix::libc::c_int;
+    // SAFETY: poll on one descriptor this process owns, into a local array.
+    #[allow(unsafe_code)]
+    unsafe {
+        while nix::libc::poll(fds.as_mut_ptr(), 1, millis) < 0
+            && *nix::libc::__errno_location() == nix::libc::EINTR
+        {}
     }
 }
 
@@ -285,24 +304,6 @@ fn sleep(span: Duration) {
     }
 }
 
-/// Waits until every writer of the pipe `fd` reads from has closed it, at
-/// most `deadline`; async-signal-safe (one `poll`, retried on a signal).
-fn wait_for_end(fd: RawFd, deadline: Duration) {
-    let mut fds = [nix::libc::pollfd {
-        fd,
-        events: nix::libc::POLLIN,
-        revents: 0,
-    }];
-    let millis = deadline.as_millis() as nix::libc::c_int;
-    // SAFETY: poll on one descriptor this process owns, into a local array.
-    #[allow(unsafe_code)]
-    unsafe {
-        while nix::libc::poll(fds.as_mut_ptr(), 1, millis) < 0
-            && *nix::libc::__errno_location() == nix::libc::EINTR
-        {}
-    }
-}
-
 /// Closes descriptors `from..=to` (none when `to < from`): the
 /// `close_range` system call, or one `close` at a time up to 4096 on a
 /// kernel without it (before 5.9).
@@ -310,8 +311,8 @@ fn close_range(from: RawFd, to: RawFd) {
     if to < from {
         return;
     }
-    // SAFETY: closing descriptors is async-signal-safe; the child owns
-    // every descriptor it inherited.
+    // SAFETY: closing descriptors is async-signal-safe; the process is
+    // ending, and what it still holds it would let go at exit.
     #[allow(unsafe_code)]
     unsafe {
         let done = nix::libc::syscall(nix::libc::SYS_close_range, from as u32, to as u32, 0u32);
