@@ -161,11 +161,11 @@ pub use harness::{Outcome, TestRequest};
 pub use late_close::{close_after_exit, exit};
 pub use plugin::{BoxError, CheckSupport, FromConfig, Plugin, Reply};
 pub use process::{lean_start, read_stdin, run, try_run};
+pub use request::Request;
+pub use trace::{TraceContext, TraceParent, TRACE_VARS};
+pub use undo::{Teardown, Undo};
 
 /// The `dlmalloc` feature's allocator, for [`plugin_main!`].
 #[cfg(feature = "dlmalloc")]
 #[doc(hidden)]
 pub use dlmalloc as __dlmalloc;
-pub use request::Request;
-pub use trace::{TraceContext, TraceParent, TRACE_VARS};
-pub use undo::{Teardown, Undo};
