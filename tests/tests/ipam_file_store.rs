@@ -196,3 +196,57 @@ fn a_store_holding_what_no_plugin_wrote_keeps_add_del_gc_working() {
     // STATUS still answers: the range is far from exhausted.
     store.run("STATUS", "", "", None);
 }
+
+#[test]
+fn the_last_address_handed_out_is_rewritten_in_place_and_a_torn_one_restarts_the_search() {
+    let store = Store::new();
+    assert_eq!(store.add("c1", "eth0"), "10.60.0.2/24");
+    let first = store.entries()["last_reserved_ip.0"].clone();
+    assert_eq!(first.1, "10.60.0.2");
+    assert_eq!(store.add("c2", "eth0"), "10.60.0.3/24");
+    let second = store.entries()["last_reserved_ip.0"].clone();
+    // The same file (as host-local's os.WriteFile): no new inode per ADD.
+    assert_eq!(second, (first.0, "10.60.0.3".to_owned()));
+
+    // A plugin killed between the truncation and the write leaves it
+    // empty: the next ADD names it and searches from the range's start.
+    fs::write(store.dir().join("last_reserved_ip.0"), "").expect("truncate");
+    store.run("DEL", "c1", "eth0", None);
+    let out = store.run("ADD", "c3", "eth0", None);
+    assert_eq!(out.stdout_json()["ips"][0]["address"], "10.60.0.2/24");
+    assert!(
+        out.stderr_str().contains("last_reserved_ip.0"),
+        "{}",
+        out.stderr_str()
+    );
+    assert_eq!(store.entries()["last_reserved_ip.0"].1, "10.60.0.2");
+}
+
+#[test]
+fn a_link_in_place_of_the_last_address_file_is_not_followed() {
+    let store = Store::new();
+    fs::create_dir_all(store.dir()).expect("mkdir");
+    let outside = store.data.path().join("outside-the-store");
+    fs::write(&outside, "untouched").expect("write");
+    std::os::unix::fs::symlink(&outside, store.dir().join("last_reserved_ip.0")).expect("link");
+    // The hint cannot be written; the ADD still succeeds.
+    assert_eq!(store.add("c1", "eth0"), "10.60.0.2/24");
+    assert_eq!(fs::read_to_string(&outside).expect("read"), "untouched");
+    assert!(fs::symlink_metadata(store.dir().join("last_reserved_ip.0"))
+        .expect("link")
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn a_temporary_left_by_a_dead_writer_is_removed_by_the_next_locked_reading() {
+    let store = Store::new();
+    assert_eq!(store.add("c1", "eth0"), "10.60.0.2/24");
+    let stale = store.dir().join(".ipam-file-tmp.999999.10.60.0.3");
+    fs::write(&stale, "dead\r\neth0").expect("write");
+    // CHECK and STATUS take no lock: they leave it.
+    store.run("STATUS", "", "", None);
+    assert!(stale.exists());
+    assert_eq!(store.add("c2", "eth0"), "10.60.0.3/24");
+    assert!(!stale.exists(), "{:?}", store.names());
+}

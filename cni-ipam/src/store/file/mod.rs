@@ -7,7 +7,11 @@
 //!   holding only the container id is an older host-local's reservation and
 //!   is honoured as one;
 //! - `last_reserved_ip.<range set index>` holds the last address handed out
-//!   from that range set, where the next search starts;
+//!   from that range set, where the next search starts. It is rewritten in
+//!   place, as host-local does: it is only a hint, and a replacement by
+//!   rename would cost a new file (an inode) per ADD. A plugin killed
+//!   mid-write can leave it empty; the next ADD names it on stderr and
+//!   searches from the range's start;
 //! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
 //!   host-local's go-filemutex does, so both plugins exclude each other.
 //!   A reader (CHECK, STATUS) takes no lock: each reservation appears whole
@@ -47,6 +51,7 @@ use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
 use std::net::IpAddr;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, DirEntryExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -273,13 +278,11 @@ impl FileStore {
         }
         .map_err(|e| Error::io("open the lock file", &path, e))?;
         let lock = lock_within(file, true, &path, LOCK_TIMEOUT)?;
-        let store = FileStore {
+        Ok(FileStore {
             dir,
             lock: Some(lock),
             owners_before: HashMap::new(),
-        };
-        store.remove_stale_temporaries();
-        Ok(store)
+        })
     }
 
     /// The directory.
@@ -291,12 +294,25 @@ impl FileStore {
     /// content could not be read. An entry that is not a regular file, or
     /// whose content is not an owner, is [`Owner::Unknown`]: its address is
     /// taken. Links are never followed.
+    ///
+    /// Under the exclusive lock no writer can be running, so a temporary
+    /// file met here was left by a process that died mid-write: it is
+    /// removed (in this listing, not one of its own: every ADD, DEL and
+    /// GC reads the reservations under the lock).
     fn reservations(&self) -> Result<(Vec<Reservation>, Vec<Skipped>), Error> {
         let entries = fs::read_dir(&self.dir).map_err(|e| Error::io("read", &self.dir, e))?;
         let (mut out, mut unreadable) = (Vec::new(), Vec::new());
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("read", &self.dir, e))?;
             let Some(ip) = address_of(&entry) else {
+                if self.lock.is_some()
+                    && entry
+                        .file_name()
+                        .as_bytes()
+                        .starts_with(TMP_PREFIX.as_bytes())
+                {
+                    let _ = fs::remove_file(entry.path());
+                }
                 continue;
             };
             let mut cannot_read = |e: io::Error| {
@@ -376,16 +392,21 @@ impl FileStore {
         }
     }
 
-    /// Records `ip` as the last address handed out from range set `set`.
+    /// Records `ip` as the last address handed out from range set `set`,
+    /// in place (one write: readers take no lock, and a reader that meets
+    /// the file empty only searches from the range's start). A symbolic
+    /// link in its place is not followed.
     fn set_last_reserved(&self, set: usize, ip: IpAddr) -> Result<(), Error> {
-        let name = format!("{LAST_RESERVED_PREFIX}{set}");
-        // Replaced atomically.
-        let tmp = self.write_temporary(&name, ip.to_string().as_bytes())?;
-        let target = self.dir.join(&name);
-        fs::rename(&tmp, &target).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            Error::io("write", &target, e)
-        })
+        let path = self.dir.join(format!("{LAST_RESERVED_PREFIX}{set}"));
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|mut f| f.write_all(ip.to_string().as_bytes()))
+            .map_err(|e| Error::io("write", &path, e))
     }
 
     /// Removes the reservation file of `ip`; an absent one is not an error.
@@ -401,31 +422,28 @@ impl FileStore {
         let tmp = self
             .dir
             .join(format!("{TMP_PREFIX}{}.{name}", std::process::id()));
-        let _ = fs::remove_file(&tmp);
-        let written = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(content));
+        let create = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&tmp)
+        };
+        // A leftover of a dead process with this one's pid, which the
+        // locked listing has not met yet: removed only when it is there.
+        let file = match create() {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = fs::remove_file(&tmp);
+                create()
+            }
+            other => other,
+        };
+        let written = file.and_then(|mut f| f.write_all(content));
         match written {
             Ok(()) => Ok(tmp),
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
                 Err(Error::io("write", &tmp, e))
-            }
-        }
-    }
-
-    /// Temporary files left by a process that died mid-write. Only called
-    /// under the exclusive lock, when no writer can be running.
-    fn remove_stale_temporaries(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
-                let _ = fs::remove_file(entry.path());
             }
         }
     }
