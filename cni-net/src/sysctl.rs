@@ -146,6 +146,52 @@ impl Netns {
         })
     }
 
+    /// Sets each sysctl of `settings` in this namespace, entering it once
+    /// for all of them (one thread, where [`Netns::set_sysctl`] per name
+    /// costs one each): one result per setting, in the order given, or
+    /// the error of entering the namespace. A failed setting does not
+    /// stop the rest, for settings that are each best effort (IPv6 may be
+    /// off in a namespace, IPv4's settings still apply); a caller that
+    /// must stop at the first failure calls [`Netns::set_sysctl`] per
+    /// name.
+    ///
+    /// ```no_run
+    /// # fn f(netns: &cni_net::Netns) -> Result<(), cni_net::NetError> {
+    /// let results = netns.set_sysctls(&[
+    ///     ("net.ipv6.conf.eth0.accept_dad", "0"),
+    ///     ("net.ipv4.conf.eth0.arp_notify", "1"),
+    /// ])?;
+    /// for failure in results.into_iter().filter_map(Result::err) {
+    ///     eprintln!("{failure}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn set_sysctls(
+        &self,
+        settings: &[(&str, &str)],
+    ) -> Result<Vec<Result<(), NetError>>, NetError> {
+        let checked: Vec<Result<PathBuf, NetError>> = settings
+            .iter()
+            .map(|(name, value)| {
+                let path = sysctl_path(name)?;
+                validate_sysctl_value(name, value)?;
+                Ok(path)
+            })
+            .collect();
+        self.on_thread(|| {
+            Ok(checked
+                .into_iter()
+                .zip(settings)
+                .map(|(path, (name, value))| {
+                    std::fs::write(path?, value).map_err(NetError::kernel(
+                        Op::WriteSysctl,
+                        format!("{name} = {value:?}"),
+                    ))
+                })
+                .collect())
+        })
+    }
+
     /// Enables IP forwarding in this namespace for each family `ips`
     /// holds (`net.ipv4.ip_forward`, `net.ipv6.conf.all.forwarding`),
     /// writing only when it is not already on.

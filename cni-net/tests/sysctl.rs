@@ -90,3 +90,29 @@ fn an_interface_with_a_dot_in_its_name_is_reached_through_ifname() {
     assert_eq!(tmp.sysctl(&name).unwrap(), "1");
     assert!(!tmp.has_sysctl("net.ipv4.conf.e.1.arp_notify").unwrap());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn settings_written_together_each_answer_and_a_failure_does_not_stop_the_rest() {
+    let tmp = temp("sysmany");
+    let (notify, ignore) = ("net.ipv4.conf.lo.arp_notify", "net.ipv4.conf.lo.arp_ignore");
+    tmp.set_sysctl(notify, "0").unwrap();
+    tmp.set_sysctl(ignore, "0").unwrap();
+    let results = tmp
+        .set_sysctls(&[
+            (notify, "1"),
+            ("net.ipv4.conf.eth9.arp_notify", "1"),
+            ("net.ipv4.conf.../../../kernel.hostname", "x"),
+            (ignore, "2"),
+        ])
+        .unwrap();
+    assert_eq!(results.len(), 4);
+    assert!(results[0].is_ok() && results[3].is_ok(), "{results:?}");
+    let absent = results[1].as_ref().unwrap_err();
+    assert_eq!(absent.errno(), Some(2), "ENOENT: {absent}");
+    assert!(absent.to_string().contains("eth9"), "{absent}");
+    let refused = results[2].as_ref().unwrap_err();
+    assert!(refused.to_string().contains("kernel.hostname"), "{refused}");
+    assert_eq!(tmp.sysctl(notify).unwrap(), "1");
+    assert_eq!(tmp.sysctl(ignore).unwrap(), "2");
+}

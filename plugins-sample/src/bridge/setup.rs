@@ -176,18 +176,24 @@ impl Port<'_, '_> {
             Interface::named(req.ifname.clone()),
         ];
         // Best effort, as the reference: IPv6 may be off in the namespace.
-        let set = |key: &str, value: &str| {
-            if let Ok(key) = sysctl_for_ifname(key, &req.ifname) {
-                let _ = self.netns.set_sysctl(&key, value);
-            }
-        };
-        if f.enable_dad {
-            set("net.ipv6.conf.IFNAME.enhanced_dad", "1");
-            set("net.ipv6.conf.IFNAME.accept_dad", "1");
+        let settings: &[(&str, &str)] = if f.enable_dad {
+            &[
+                ("net.ipv6.conf.IFNAME.enhanced_dad", "1"),
+                ("net.ipv6.conf.IFNAME.accept_dad", "1"),
+                ("net.ipv4.conf.IFNAME.arp_notify", "1"),
+            ]
         } else {
-            set("net.ipv6.conf.IFNAME.accept_dad", "0");
-        }
-        set("net.ipv4.conf.IFNAME.arp_notify", "1");
+            &[
+                ("net.ipv6.conf.IFNAME.accept_dad", "0"),
+                ("net.ipv4.conf.IFNAME.arp_notify", "1"),
+            ]
+        };
+        let named: Vec<(String, &str)> = settings
+            .iter()
+            .filter_map(|(key, value)| Some((sysctl_for_ifname(key, &req.ifname).ok()?, *value)))
+            .collect();
+        let pairs: Vec<(&str, &str)> = named.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let _ = self.netns.set_sysctls(&pairs);
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
