@@ -42,9 +42,16 @@ static SPARE: Mutex<Option<Spare>> = Mutex::new(None);
 
 /// The calling thread's namespace when it is the process's own (the
 /// thread group leader's), else `None`: a socket opened there may be kept.
+///
+/// The process's namespace is looked up once (a path walk through
+/// `/proc` per socket otherwise). Should the leader move later, the
+/// answer errs only towards keeping a socket of the namespace the
+/// process started in, which outlives it anyway.
 pub(crate) fn own_namespace() -> Option<NetnsId> {
+    static PROCESS: std::sync::OnceLock<Option<NetnsId>> = std::sync::OnceLock::new();
     let thread = NetnsId::of_thread()?;
-    (NetnsId::of("/proc/self/ns/net")? == thread).then_some(thread)
+    let process = (*PROCESS.get_or_init(|| NetnsId::of("/proc/self/ns/net")))?;
+    (process == thread).then_some(thread)
 }
 
 /// The spare socket of `netns`, if one is kept.
