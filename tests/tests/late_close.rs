@@ -200,3 +200,20 @@ fn with_a_probe_whose_answer_never_settles_the_close_comes_at_the_deadline() {
     assert!((2..=41).contains(&probes), "{probes} probes");
     run.child_exits_having_closed();
 }
+
+#[test]
+fn with_a_probe_that_is_never_answered_the_close_comes_after_the_first() {
+    let run = Run::add(true);
+    let socket = run.probe.as_ref().unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let len = socket.recv(&mut buf).expect("the first probe");
+    assert_eq!(&buf[..len], b"what now?");
+    // Unanswered: the child stops asking (it waits 1 s for an answer)
+    // and closes; no second probe comes.
+    run.child_exits_having_closed();
+    socket.set_nonblocking(true).unwrap();
+    assert!(socket.recv(&mut buf).is_err(), "a second probe came");
+}
