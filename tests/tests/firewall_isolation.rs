@@ -124,6 +124,14 @@ impl Lab {
         }
     }
 
+    /// Deletes each pod's port without any DEL, as when a node loses its
+    /// pods without the runtime's teardown: their rules stay behind.
+    fn vanish(&mut self) {
+        for pod in self.pods.drain(..) {
+            ok(&["-n", self.host.name(), "link", "del", &pod.port]);
+        }
+    }
+
     /// Our firewall's `command` for every pod.
     fn firewall(&self, command: &str, backend: &str, policy: &str) {
         for pod in &self.pods {
@@ -217,5 +225,30 @@ fn each_policy_drops_what_it_must_and_lets_the_rest_through_under_both_backends(
             );
             assert_eq!(seen, (true, true, true), "{backend} open after {policy}");
         }
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn an_open_network_on_a_bridge_whose_isolated_pods_went_without_del_is_open() {
+    for backend in ["iptables", "nftables"] {
+        let mut lab = Lab::new("fw-left");
+        lab.firewall("ADD", backend, "same-bridge");
+        assert!(!lab.reaches(A1, B1), "{backend}: isolated first");
+        // The pods go without DEL: the isolation rules stay. The first ADD
+        // on the bridges, now without ports, lets them go.
+        lab.vanish();
+        lab.attach("fw-left2");
+        lab.firewall("ADD", backend, "open");
+        let seen = (
+            lab.reaches(A1, A2),
+            lab.reaches(A1, B1),
+            lab.reaches(B1, A1),
+        );
+        assert_eq!(
+            seen,
+            (true, true, true),
+            "{backend}: open after the leftovers"
+        );
     }
 }

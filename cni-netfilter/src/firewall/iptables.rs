@@ -6,6 +6,7 @@ use cni_types::IpNetwork;
 
 use super::{IngressPolicy, Rules, FORWARD_CHAIN, STAGE_1, STAGE_2};
 use crate::iptables::{is_listed_as, listed_words, IptablesBackend};
+use crate::nft::NftBackend;
 use crate::{
     Action, Backend, Chain, CtState, Family, FilterError, Match, Op, Rule, Table, Transaction,
 };
@@ -307,6 +308,26 @@ pub(super) fn del(addresses: &[IpNetwork], bridge: Option<&str>) -> Result<(), F
         }
     }
     Ok(())
+}
+
+/// Whether either family's isolation chains may name `bridge`: where
+/// iptables-legacy holds the filter table (which only `iptables-save`
+/// could tell), or where an error hides the answer, yes; under
+/// iptables-nft, from a dump of each stage's chain alone.
+pub(super) fn may_isolate(bridge: &str) -> bool {
+    [Family::Ip, Family::Ip6].into_iter().any(|family| {
+        crate::iptables::legacy_may_hold(family, "filter")
+            || NftBackend::open()
+                .and_then(|mut nft| {
+                    for chain in [STAGE_1, STAGE_2] {
+                        if nft.chain_mentions(&filter(family), chain, bridge.as_bytes())? {
+                            return Ok(true);
+                        }
+                    }
+                    Ok(false)
+                })
+                .unwrap_or(true)
+    })
 }
 
 /// An address as its bytes, as a rule matching it carries them.

@@ -295,6 +295,25 @@ pub fn forget_bridge(bridge: &str) -> Result<(), FilterError> {
     )
 }
 
+/// Whether `bridge` may have isolation rules under either layout, from
+/// looks at the isolation chains alone (`true` where a look cannot tell:
+/// iptables-legacy's tables, an error). A plugin asks this before it asks
+/// whether the bridge has other ports (a dump of the node's links) to
+/// decide on [`forget_bridge`]: most bridges have no isolation, and then
+/// there is nothing to forget.
+///
+/// ```no_run
+/// # fn vacated(_: &str) -> bool { true }
+/// let bridge = "cni0";
+/// if cni_netfilter::firewall::may_isolate(bridge) && vacated(bridge) {
+///     cni_netfilter::firewall::forget_bridge(bridge)?;
+/// }
+/// # Ok::<(), cni_netfilter::FilterError>(())
+/// ```
+pub fn may_isolate(bridge: &str) -> bool {
+    iptables::may_isolate(bridge) || nftables::may_isolate(bridge)
+}
+
 /// Removes the nftables rules of `network`'s attachments that `valid` does
 /// not keep (nothing when the runtime sent no list), and the isolation
 /// rules of bridges that no longer exist, as `bridge_exists` says. The

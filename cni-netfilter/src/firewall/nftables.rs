@@ -179,6 +179,22 @@ pub(super) fn check(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterErr
     Ok(())
 }
 
+/// Whether the isolation chains may hold a rule of `bridge` (its name in
+/// a rule's attributes: its interface matches, its comment); yes when an
+/// error hides the answer.
+pub(super) fn may_isolate(bridge: &str) -> bool {
+    NftBackend::open()
+        .and_then(|mut nft| {
+            for chain in [STAGE_1, STAGE_2] {
+                if nft.chain_mentions(&table(), chain, bridge.as_bytes())? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+        .unwrap_or(true)
+}
+
 /// The deletions of every isolation rule of `bridge`.
 fn unisolate(tx: &mut Transaction, bridge: &str) {
     for chain in [STAGE_1, STAGE_2] {

@@ -19,6 +19,7 @@ pub(crate) mod render;
 pub(crate) mod save;
 
 pub use command::STDERR_LIMIT;
+pub(crate) use peek::legacy_may_hold;
 pub use peek::{may_mention, may_mention_each};
 pub use render::{literal_ifname, MAX_COMMENT_LEN};
 pub use save::Saved;

@@ -202,8 +202,14 @@ fn collect_recorded(setup: &Setup, valid: &ValidAttachments) -> Result<(), Error
     Ok(())
 }
 
-/// [`vacated`], false (keep the rules) when the links cannot be read.
-fn vacated_or_log(req: &Request<NetConf<Fields>>, bridge: &str, ours: &[String]) -> bool {
+/// Whether the isolation rules of `bridge` are to go: it may have some
+/// (a look at the isolation chains, before the dump of the node's links
+/// that [`vacated`] is) and no container but ours is on it; false (keep
+/// the rules) when the links cannot be read.
+fn isolation_to_forget(req: &Request<NetConf<Fields>>, bridge: &str, ours: &[String]) -> bool {
+    if !firewall::may_isolate(bridge) {
+        return false;
+    }
     vacated(bridge, ours).unwrap_or_else(|e| {
         req.log(format_args!(
             "firewall: keeping the isolation rules of {bridge}: {e}"
@@ -228,7 +234,7 @@ impl Plugin for Firewall {
         };
         let rules = rules(req, &setup);
         if let Some(bridge) = rules.bridge {
-            if vacated_or_log(req, bridge, &setup.host_ports) {
+            if isolation_to_forget(req, bridge, &setup.host_ports) {
                 firewall::forget_bridge(bridge).map_err(Error::from)?;
             }
         }
@@ -288,7 +294,7 @@ impl Plugin for Firewall {
         let rules = rules(req, &setup);
         let last = rules
             .bridge
-            .is_some_and(|bridge| vacated_or_log(req, bridge, &setup.host_ports));
+            .is_some_and(|bridge| isolation_to_forget(req, bridge, &setup.host_ports));
         firewall::del(&rules, last).map_err(Error::from)?;
         if let Some(e) = damaged {
             return Err(e.into());
