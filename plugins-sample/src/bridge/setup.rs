@@ -30,8 +30,13 @@ pub(super) fn ensure_bridge(host: &mut Netlink, plan: &Plan, promisc: bool) -> R
             ),
         _ => Error::from(e),
     })?;
-    if promisc {
+    // The reference sets both every time; where they are set already
+    // (every ADD but a bridge's first), the link as read stands, and two
+    // requests that wait for the kernel's link lock are saved.
+    let mut changed = false;
+    if promisc && !bridge.promisc {
         host.set_promisc(bridge.index, true)?;
+        changed = true;
     }
     // The reference owns the bridge's routes: no router advertisements.
     if let (Ok(here), Ok(key)) = (
@@ -40,8 +45,14 @@ pub(super) fn ensure_bridge(host: &mut Netlink, plan: &Plan, promisc: bool) -> R
     ) {
         let _ = here.set_sysctl(&key, "0");
     }
-    host.set_up(bridge.index)?;
-    Ok(host.link(name)?)
+    if !bridge.up {
+        host.set_up(bridge.index)?;
+        changed = true;
+    }
+    match changed {
+        true => Ok(host.link(name)?),
+        false => Ok(bridge),
+    }
 }
 
 /// The bridge (made when missing), the container's pair and the host end
@@ -197,13 +208,18 @@ impl Port<'_, '_> {
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
+            let mut added = false;
             for gw in &gateways {
-                ensure_address(&mut self.host, &holder, *gw, f.force_address)?;
+                added |= ensure_address(&mut self.host, &holder, *gw, f.force_address)?;
             }
-            // Pin the bridge's MAC, or it follows the lowest port's.
-            let current = self.host.link(&self.bridge.name)?;
-            if let Some(mac) = current.mac {
-                self.host.set_mac(current.index, mac)?;
+            // Pin the bridge's MAC, or it follows the lowest port's: as
+            // the reference, when a gateway address was added (the
+            // bridge's first ADD); a MAC set once stays set.
+            if added {
+                let current = self.host.link(&self.bridge.name)?;
+                if let Some(mac) = current.mac {
+                    self.host.set_mac(current.index, mac)?;
+                }
             }
             Netns::current()?.enable_forwarding(&result.ips)?;
         }
@@ -341,7 +357,8 @@ fn refuse_subnet_elsewhere(
 }
 
 /// Puts `gw` on the bridge: present is fine; another IPv4 address, or an
-/// overlapping IPv6 one, is replaced with `force`, else an error.
+/// overlapping IPv6 one, is replaced with `force`, else an error. Whether
+/// this call added it.
 ///
 /// Go: `ensureAddr`.
 fn ensure_address(
@@ -349,11 +366,11 @@ fn ensure_address(
     bridge: &Link,
     gw: IpNetwork,
     force: bool,
-) -> Result<(), BoxError> {
+) -> Result<bool, BoxError> {
     for live in host.family_addresses(gw.family(), Some(bridge.index))? {
         let a = live.network;
         if a == gw {
-            return Ok(());
+            return Ok(false);
         }
         if gw.is_ipv4() || a.contains(gw.addr()) || gw.contains(a.addr()) {
             if !force {
@@ -370,8 +387,9 @@ fn ensure_address(
         }
     }
     match host.add_address(bridge.index, gw, Dad::Skip) {
-        Err(e) if e.is_exists() => Ok(()),
-        other => Ok(other?),
+        // Another ADD added it meanwhile (and pins the MAC).
+        Err(e) if e.is_exists() => Ok(false),
+        other => Ok(other.map(|()| true)?),
     }
 }
 

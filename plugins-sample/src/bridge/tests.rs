@@ -377,3 +377,30 @@ fn delete_on_drop(name: &str) -> impl Drop + '_ {
     }
     Guard(name)
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_gateway_bridge_keeps_its_mac_as_ports_with_lower_macs_join() {
+    let (host, first) = namespaces();
+    let second = TempNetns::new("bridge-cont2").unwrap();
+    let ipam = tempfile::tempdir().unwrap();
+    let mut conf = with_ipam("10.9.7.0/24", ipam.path());
+    conf["isGateway"] = true.into();
+    let out = run_between(&host, &first, "ADD", "eth0", &conf);
+    assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bridge_mac = result["interfaces"][0]["mac"].as_str().unwrap().to_owned();
+    let out = run_between(&host, &second, "ADD", "eth0", &conf);
+    assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    // A port with the lowest MAC there can be joins: an unpinned bridge
+    // would take its MAC.
+    host.add_veth("low0", "low0-peer", None).unwrap();
+    let mut nl = host.socket().unwrap();
+    let (bridge, low) = (nl.link("cni0").unwrap(), nl.link("low0").unwrap());
+    nl.set_mac(low.index, cni_net::Mac([2, 0, 0, 0, 0, 1]))
+        .unwrap();
+    nl.set_master(low.index, Some(bridge.index)).unwrap();
+    nl.set_up(low.index).unwrap();
+    let now = nl.link("cni0").unwrap().mac.unwrap().to_string();
+    assert_eq!(now, bridge_mac, "the bridge's MAC followed a port's");
+}
