@@ -208,9 +208,10 @@ fn the_last_address_handed_out_is_rewritten_in_place_and_a_torn_one_restarts_the
     // The same file (as host-local's os.WriteFile): no new inode per ADD.
     assert_eq!(second, (first.0, "10.60.0.3".to_owned()));
 
-    // A plugin killed between the truncation and the write leaves it
-    // empty: the next ADD names it and searches from the range's start.
-    fs::write(store.dir().join("last_reserved_ip.0"), "").expect("truncate");
+    // A plugin killed between writing a shorter address over a longer
+    // one and cutting the file leaves it garbled: the next ADD names it
+    // and searches from the range's start.
+    fs::write(store.dir().join("last_reserved_ip.0"), "10.60.0.990").expect("write");
     store.run("DEL", "c1", "eth0", None);
     let out = store.run("ADD", "c3", "eth0", None);
     assert_eq!(out.stdout_json()["ips"][0]["address"], "10.60.0.2/24");
@@ -220,6 +221,12 @@ fn the_last_address_handed_out_is_rewritten_in_place_and_a_torn_one_restarts_the
         out.stderr_str()
     );
     assert_eq!(store.entries()["last_reserved_ip.0"].1, "10.60.0.2");
+
+    // A shorter address over a longer one: cut to its length.
+    fs::write(store.dir().join("last_reserved_ip.0"), "10.60.0.254").expect("write");
+    store.run("DEL", "c2", "eth0", None);
+    assert_eq!(store.add("c4", "eth0"), "10.60.0.3/24");
+    assert_eq!(store.entries()["last_reserved_ip.0"].1, "10.60.0.3");
 }
 
 #[test]

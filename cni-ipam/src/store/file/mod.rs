@@ -8,10 +8,10 @@
 //!   is honoured as one;
 //! - `last_reserved_ip.<range set index>` holds the last address handed out
 //!   from that range set, where the next search starts. It is rewritten in
-//!   place, as host-local does: it is only a hint, and a replacement by
-//!   rename would cost a new file (an inode) per ADD. A plugin killed
-//!   mid-write can leave it empty; the next ADD names it on stderr and
-//!   searches from the range's start;
+//!   place, as host-local does (though without emptying it first): it is
+//!   only a hint, and a replacement by rename would cost a new file (an
+//!   inode) per ADD. A plugin killed mid-write can leave it garbled; the
+//!   next ADD names it on stderr and searches from the range's start;
 //! - `lock` (mode 0750, empty) is `flock`ed exclusively for every change, as
 //!   host-local's go-filemutex does, so both plugins exclude each other.
 //!   A reader (CHECK, STATUS) takes no lock: each reservation appears whole
@@ -393,19 +393,27 @@ impl FileStore {
     }
 
     /// Records `ip` as the last address handed out from range set `set`,
-    /// in place (one write: readers take no lock, and a reader that meets
-    /// the file empty only searches from the range's start). A symbolic
-    /// link in its place is not followed.
+    /// in place: written over the old address, then cut to its length.
+    /// Not truncated to nothing first (`O_TRUNC`): that frees the file's
+    /// block and allocates another, and on a file system that discards
+    /// freed blocks (`-o discard`, synchronous without a journal) each ADD
+    /// then waited for the disk while holding the lock. Readers take no
+    /// lock; one that meets a half-written address only searches from the
+    /// range's start. A symbolic link in its place is not followed.
     fn set_last_reserved(&self, set: usize, ip: IpAddr) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
         let path = self.dir.join(format!("{LAST_RESERVED_PREFIX}{set}"));
+        let text = ip.to_string();
         OpenOptions::new()
             .write(true)
             .create(true)
-            .truncate(true)
             .mode(0o644)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .and_then(|mut f| f.write_all(ip.to_string().as_bytes()))
+            .and_then(|f| {
+                f.write_all_at(text.as_bytes(), 0)?;
+                f.set_len(text.len() as u64)
+            })
             .map_err(|e| Error::io("write", &path, e))
     }
 
