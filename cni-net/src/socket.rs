@@ -4,7 +4,7 @@ use std::io;
 use std::ops::ControlFlow;
 
 use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_ECHO, NLM_F_REQUEST,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
@@ -84,6 +84,18 @@ impl Netlink {
     /// refusal is the kernel's errno.
     pub(crate) fn change(&mut self, message: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
         self.exchange(message, NLM_F_ACK | flags).map(drop)
+    }
+
+    /// A change whose result the kernel is asked to send back
+    /// (`NLM_F_ECHO`, honoured for links since Linux 6.3): the replies
+    /// before the acknowledgement, none on older kernels.
+    pub(crate) fn change_echoed(
+        &mut self,
+        message: RouteNetlinkMessage,
+        flags: u16,
+    ) -> io::Result<Vec<RouteNetlinkMessage>> {
+        self.exchange(message, NLM_F_ACK | NLM_F_ECHO | flags)
+            .map(|(replies, _)| replies)
     }
 
     /// A query for one object: its replies until the acknowledgement.

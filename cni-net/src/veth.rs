@@ -8,6 +8,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
+use crate::link::link_of;
 use crate::{validate_ifname, Link, Mac, NetError, Netlink, Netns, Op};
 
 /// A veth pair to create: `name` in the socket's namespace, `peer_name` in
@@ -128,9 +129,20 @@ impl Netlink {
             LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer))),
         ]));
         let object = format!("{:?} (peer {:?})", pair.name, pair.peer_name);
-        self.change(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
+        let echoed = self
+            .change_echoed(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
             .map_err(NetError::kernel(Op::CreateVeth, &object))?;
-        self.link(pair.name)
+        // The kernel's echo of the new link saves a lookup, which waits
+        // for the kernel's link lock as the creation did; a kernel that
+        // echoes nothing is asked.
+        match echoed
+            .iter()
+            .filter_map(link_of)
+            .find(|l| l.name == pair.name)
+        {
+            Some(link) => Ok(link),
+            None => self.link(pair.name),
+        }
     }
 
     /// Creates a container's veth pair from this (the host's) side and
@@ -179,14 +191,19 @@ pub fn add_container_pair(
     inside: &mut Netlink,
     veth: &ContainerVeth,
 ) -> Result<Link, cni_types::Error> {
-    if inside.find_link(veth.ifname)?.is_some() {
-        let what = format!(
-            "container veth name provided ({}) already exists",
-            veth.ifname
-        );
-        return Err(cni_types::Error::new(cni_types::Code::INTERNAL, what));
+    // The kernel refuses the whole pair when the container's name is
+    // taken, creating nothing: the name is looked up only then, for the
+    // reference's words (a lookup per ADD waits for the link lock).
+    match host.add_container_veth(veth) {
+        Err(e) if e.is_exists() && inside.find_link(veth.ifname)?.is_some() => {
+            let what = format!(
+                "container veth name provided ({}) already exists",
+                veth.ifname
+            );
+            Err(cni_types::Error::new(cni_types::Code::INTERNAL, what))
+        }
+        other => Ok(other?),
     }
-    Ok(host.add_container_veth(veth)?)
 }
 
 #[cfg(test)]
@@ -270,6 +287,37 @@ mod tests {
             heard.contains(&moved) && heard.contains(&other.index),
             "{heard:?}"
         );
+    }
+
+    #[test]
+    #[ignore = "needs root: scripts/test.sh runs it"]
+    fn the_created_host_end_is_what_a_lookup_reads_and_a_taken_container_name_creates_nothing() {
+        let host = crate::testing::TempNetns::new("veth-host2").unwrap();
+        let container = crate::testing::TempNetns::new("veth-ctr2").unwrap();
+        let veth = |id| ContainerVeth {
+            container_id: id,
+            ifname: "eth0",
+            netns: &container,
+            mtu: Some(1400),
+            mac: None,
+        };
+        let (mut nl, mut inside) = (host.socket().unwrap(), container.socket().unwrap());
+        // What the creation answers (the kernel's echo where it gives one)
+        // is the link as read afterwards.
+        let made = add_container_pair(&mut nl, &mut inside, &veth("c1")).unwrap();
+        let read = nl.link(made.index).unwrap();
+        assert_eq!(
+            (made.index, &made.name, made.mac, made.mtu, made.up, made.kind.clone()),
+            (read.index, &read.name, read.mac, read.mtu, read.up, read.kind.clone())
+        );
+        assert_eq!(read.mtu, 1400);
+        // Another attachment's pair for the same container name: the
+        // reference's words, and no host end made for it.
+        let before = nl.links().unwrap().len();
+        let err = add_container_pair(&mut nl, &mut inside, &veth("c2")).unwrap_err();
+        assert_eq!(err.code, cni_types::Code::INTERNAL);
+        assert_eq!(err.msg, "container veth name provided (eth0) already exists");
+        assert_eq!(nl.links().unwrap().len(), before, "a link was left");
     }
 
     #[test]
