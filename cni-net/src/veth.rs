@@ -306,17 +306,18 @@ mod tests {
         // is the link as read afterwards.
         let made = add_container_pair(&mut nl, &mut inside, &veth("c1")).unwrap();
         let read = nl.link(made.index).unwrap();
-        assert_eq!(
-            (made.index, &made.name, made.mac, made.mtu, made.up, made.kind.clone()),
-            (read.index, &read.name, read.mac, read.mtu, read.up, read.kind.clone())
-        );
+        let seen = |l: &Link| (l.index, l.name.clone(), l.mac, l.mtu, l.up, l.kind.clone());
+        assert_eq!(seen(&made), seen(&read));
         assert_eq!(read.mtu, 1400);
         // Another attachment's pair for the same container name: the
         // reference's words, and no host end made for it.
         let before = nl.links().unwrap().len();
         let err = add_container_pair(&mut nl, &mut inside, &veth("c2")).unwrap_err();
         assert_eq!(err.code, cni_types::Code::INTERNAL);
-        assert_eq!(err.msg, "container veth name provided (eth0) already exists");
+        assert_eq!(
+            err.msg,
+            "container veth name provided (eth0) already exists"
+        );
         assert_eq!(nl.links().unwrap().len(), before, "a link was left");
     }
 
