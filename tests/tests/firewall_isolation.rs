@@ -124,6 +124,16 @@ impl Lab {
         }
     }
 
+    /// Whether a1 reaches a2 (same bridge), a1 reaches b1 and b1 reaches
+    /// a1 (across bridges).
+    fn reachability(&self) -> (bool, bool, bool) {
+        (
+            self.reaches(A1, A2),
+            self.reaches(A1, B1),
+            self.reaches(B1, A1),
+        )
+    }
+
     /// Deletes each pod's port without any DEL, as when a node loses its
     /// pods without the runtime's teardown: their rules stay behind.
     fn vanish(&mut self) {
@@ -208,21 +218,13 @@ fn each_policy_drops_what_it_must_and_lets_the_rest_through_under_both_backends(
             let mut lab = Lab::new("fw-iso");
             lab.firewall("ADD", backend, policy);
             lab.firewall("CHECK", backend, policy);
-            let seen = (
-                lab.reaches(A1, A2),
-                lab.reaches(A1, B1),
-                lab.reaches(B1, A1),
-            );
+            let seen = lab.reachability();
             assert_eq!(seen, (same, a_to_b, b_to_a), "{backend} {policy}");
             // A later open network on the same bridges is open.
             lab.detach(backend, policy);
             lab.attach("fw-iso2");
             lab.firewall("ADD", backend, "open");
-            let seen = (
-                lab.reaches(A1, A2),
-                lab.reaches(A1, B1),
-                lab.reaches(B1, A1),
-            );
+            let seen = lab.reachability();
             assert_eq!(seen, (true, true, true), "{backend} open after {policy}");
         }
     }
@@ -240,11 +242,7 @@ fn an_open_network_on_a_bridge_whose_isolated_pods_went_without_del_is_open() {
         lab.vanish();
         lab.attach("fw-left2");
         lab.firewall("ADD", backend, "open");
-        let seen = (
-            lab.reaches(A1, A2),
-            lab.reaches(A1, B1),
-            lab.reaches(B1, A1),
-        );
+        let seen = lab.reachability();
         assert_eq!(
             seen,
             (true, true, true),
