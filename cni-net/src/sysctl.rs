@@ -166,15 +166,19 @@ impl Netns {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn set_sysctls(
+    pub fn set_sysctls<N, V>(
         &self,
-        settings: &[(&str, &str)],
-    ) -> Result<Vec<Result<(), NetError>>, NetError> {
+        settings: &[(N, V)],
+    ) -> Result<Vec<Result<(), NetError>>, NetError>
+    where
+        N: AsRef<str> + Sync,
+        V: AsRef<str> + Sync,
+    {
         let checked: Vec<Result<PathBuf, NetError>> = settings
             .iter()
             .map(|(name, value)| {
-                let path = sysctl_path(name)?;
-                validate_sysctl_value(name, value)?;
+                let path = sysctl_path(name.as_ref())?;
+                validate_sysctl_value(name.as_ref(), value.as_ref())?;
                 Ok(path)
             })
             .collect();
@@ -183,6 +187,7 @@ impl Netns {
                 .into_iter()
                 .zip(settings)
                 .map(|(path, (name, value))| {
+                    let (name, value) = (name.as_ref(), value.as_ref());
                     std::fs::write(path?, value).map_err(NetError::kernel(
                         Op::WriteSysctl,
                         format!("{name} = {value:?}"),

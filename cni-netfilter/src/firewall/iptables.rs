@@ -319,12 +319,7 @@ pub(super) fn may_isolate(bridge: &str) -> bool {
         crate::iptables::legacy_may_hold(family, "filter")
             || NftBackend::open()
                 .and_then(|mut nft| {
-                    for chain in [STAGE_1, STAGE_2] {
-                        if nft.chain_mentions(&filter(family), chain, bridge.as_bytes())? {
-                            return Ok(true);
-                        }
-                    }
-                    Ok(false)
+                    nft.chains_mention(&filter(family), &[STAGE_1, STAGE_2], bridge.as_bytes())
                 })
                 .unwrap_or(true)
     })

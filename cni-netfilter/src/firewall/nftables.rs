@@ -184,14 +184,7 @@ pub(super) fn check(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterErr
 /// error hides the answer.
 pub(super) fn may_isolate(bridge: &str) -> bool {
     NftBackend::open()
-        .and_then(|mut nft| {
-            for chain in [STAGE_1, STAGE_2] {
-                if nft.chain_mentions(&table(), chain, bridge.as_bytes())? {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
-        })
+        .and_then(|mut nft| nft.chains_mention(&table(), &[STAGE_1, STAGE_2], bridge.as_bytes()))
         .unwrap_or(true)
 }
 

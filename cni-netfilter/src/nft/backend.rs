@@ -221,41 +221,47 @@ impl NftBackend {
         }
     }
 
-    /// Whether a rule of chain `chain` of `table` has `needle` in its
+    /// Whether a rule of one of `chains` of `table` has `needle` in its
     /// netlink attributes (expressions, comment), byte for byte: the
-    /// conservative look of [`NftBackend::table_mentions`], narrowed to one
-    /// chain, so its cost does not grow with the rest of the table. A
-    /// chain or table that does not exist mentions nothing.
-    pub fn chain_mentions(
+    /// conservative look of [`NftBackend::table_mentions`], narrowed to
+    /// those chains (a dump of each), so its cost does not grow with the
+    /// rest of the table. A chain or table that does not exist mentions
+    /// nothing.
+    pub fn chains_mention(
         &mut self,
         table: &Table,
-        chain: &str,
+        chains: &[&str],
         needle: &[u8],
     ) -> Result<bool, FilterError> {
-        let mut filter = Attrs::default();
-        filter.str(1, &table.name);
-        filter.str(2, chain);
-        let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
-        let found = self.socket.dump(
-            Kind::GetRule,
-            table.family,
-            &filter,
-            |found: &mut bool, payload| {
-                let [name, rule_chain] = nla::find(payload, [1, 2])?;
-                *found |= name.map(nla::text) == Some(table_name)
-                    && rule_chain.map(nla::text) == Some(chain_name)
-                    && !needle.is_empty()
-                    && payload.windows(needle.len()).any(|w| w == needle);
-                Ok(())
-            },
-        );
-        match found {
-            Ok(found) => Ok(found),
-            Err(DumpError::Io(e)) if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => {
-                Ok(false)
+        for chain in chains {
+            let mut filter = Attrs::default();
+            filter.str(1, &table.name);
+            filter.str(2, chain);
+            let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
+            let found = self.socket.dump(
+                Kind::GetRule,
+                table.family,
+                &filter,
+                |found: &mut bool, payload| {
+                    let [name, rule_chain] = nla::find(payload, [1, 2])?;
+                    *found |= name.map(nla::text) == Some(table_name)
+                        && rule_chain.map(nla::text) == Some(chain_name)
+                        && !needle.is_empty()
+                        && payload.windows(needle.len()).any(|w| w == needle);
+                    Ok(())
+                },
+            );
+            match found {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(DumpError::Io(e))
+                    if e.raw_os_error() == Some(nix::errno::Errno::ENOENT as i32) => {}
+                Err(e) => {
+                    return Err(e.into_filter("list rules of", || format!("chain {table} {chain}")))
+                }
             }
-            Err(e) => Err(e.into_filter("list rules of", || format!("chain {table} {chain}"))),
         }
+        Ok(false)
     }
 
     /// Whether chain `chain` of `table` holds exactly `rules`, in order:

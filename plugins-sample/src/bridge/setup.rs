@@ -203,8 +203,7 @@ impl Port<'_, '_> {
             .iter()
             .filter_map(|(key, value)| Some((sysctl_for_ifname(key, &req.ifname).ok()?, *value)))
             .collect();
-        let pairs: Vec<(&str, &str)> = named.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        let _ = self.netns.set_sysctls(&pairs);
+        let _ = self.netns.set_sysctls(&named);
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
         cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
         if plan.gateway {
