@@ -55,6 +55,7 @@ fn add(pod: &Pod, bridge: u32, gateway: IpAddr, rules: usize) -> Result<(), Fail
         netns: &pod.netns,
         mtu: None,
         mac: None,
+        master: None,
     })?;
     host.set_master(host_end.index, Some(bridge))?;
     host.set_up(host_end.index)?;

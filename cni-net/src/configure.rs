@@ -18,7 +18,9 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// IPv6 addresses to leave tentative state first, as the reference does;
 /// without one nothing waits, so a link without carrier (a device whose
 /// duplicate address detection cannot finish) still gets its addresses.
-/// Returns the link as configured.
+/// Returns the link as configured: as read before, with the MTU and the
+/// up flag set here (not read again, which would wait for the kernel's
+/// link lock once more; [`Netlink::link`] reads its operational state).
 ///
 /// The index is the spec's: "`interface` (uint): the index into the
 /// `interfaces` list for a CNI Plugin Result indicating which interface
@@ -50,14 +52,16 @@ pub fn configure_iface(
     result: &Result100,
     dad: Dad,
 ) -> Result<Link, NetError> {
-    let link = netlink.link(ifname)?;
+    let mut link = netlink.link(ifname)?;
     let entry = result.interfaces.iter().position(|i| i.name == ifname);
     if let Some(mtu) = entry.and_then(|i| result.interfaces[i].mtu) {
         if mtu != link.mtu {
             netlink.set_mtu(link.index, mtu)?;
+            link.mtu = mtu;
         }
     }
     netlink.set_up(link.index)?;
+    link.up = true;
 
     let mut gateways: (Option<IpAddr>, Option<IpAddr>) = (None, None);
     for ip in &result.ips {
@@ -93,5 +97,5 @@ pub fn configure_iface(
         };
         netlink.replace_route(link.index, &route)?;
     }
-    netlink.link(link.index)
+    Ok(link)
 }

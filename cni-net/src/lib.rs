@@ -111,6 +111,7 @@ mod vrf;
 
 pub use addr::{Address, Dad};
 pub use alias::MAX_ALIAS_LEN;
+pub use bridge::PortSettings;
 pub use bridge_vlan::{vlan_ranges, PortVlan, VLAN_IDS};
 pub use check::{check_addresses, check_interface, check_routes, differs};
 /// The hardware address of [`Link::mac`] and [`Netlink::set_mac`]: the

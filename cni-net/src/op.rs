@@ -72,6 +72,9 @@ pub enum Op {
     SetHairpin,
     /// Isolate a bridge port (`ip link set NAME type bridge_slave isolated on`).
     SetIsolated,
+    /// Set a bridge port's options and state in one request
+    /// ([`Netlink::set_port`](crate::Netlink::set_port)).
+    SetPort,
     /// Turn a bridge's VLAN filtering on or off
     /// (`ip link set NAME type bridge vlan_filtering 1`).
     SetVlanFiltering,
@@ -140,6 +143,7 @@ impl Op {
             Op::SetMaster => "set the master of",
             Op::SetHairpin => "set hairpin mode of",
             Op::SetIsolated => "set port isolation of",
+            Op::SetPort => "set the bridge port options of",
             Op::SetVlanFiltering => "set VLAN filtering of",
             Op::AddPortVlan => "add VLANs to",
             Op::DeletePortVlan => "remove VLANs from",

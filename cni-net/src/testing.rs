@@ -94,6 +94,7 @@ impl TempNetns {
             peer_netns,
             mtu: None,
             peer_mac: None,
+            master: None,
         })
     }
 

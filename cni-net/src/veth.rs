@@ -28,6 +28,10 @@ pub struct VethPair<'a> {
     pub mtu: Option<u32>,
     /// The other end's MAC; random when `None`.
     pub peer_mac: Option<Mac>,
+    /// The bridge (or bond) whose port this end is made, by index: as
+    /// `ip link add NAME master BRIDGE type veth ...`, the port never
+    /// exists outside it and no request of its own sets it.
+    pub master: Option<u32>,
 }
 
 /// How many host names [`host_veth_names`] derives for one attachment.
@@ -97,6 +101,9 @@ pub struct ContainerVeth<'a> {
     pub mtu: Option<u32>,
     /// The container end's MAC; random when `None`.
     pub mac: Option<Mac>,
+    /// The bridge whose port the host end is made, by index
+    /// ([`VethPair::master`]); none: no master.
+    pub master: Option<u32>,
 }
 
 impl Netlink {
@@ -123,6 +130,9 @@ impl Netlink {
         if let Some(mtu) = pair.mtu {
             peer.attributes.push(LinkAttribute::Mtu(mtu));
             msg.attributes.push(LinkAttribute::Mtu(mtu));
+        }
+        if let Some(master) = pair.master {
+            msg.attributes.push(LinkAttribute::Controller(master));
         }
         msg.attributes.push(LinkAttribute::LinkInfo(vec![
             LinkInfo::Kind(InfoKind::Veth),
@@ -163,6 +173,7 @@ impl Netlink {
                 peer_netns: Some(veth.netns),
                 mtu: veth.mtu,
                 peer_mac: veth.mac,
+                master: veth.master,
             };
             match self.add_veth(&pair) {
                 // The host name is another attachment's: derive again,
@@ -263,6 +274,7 @@ mod tests {
             netns: &container,
             mtu: None,
             mac: None,
+            master: None,
         };
         let host_end = host.socket().unwrap().add_container_veth(&veth).unwrap();
         let heard = heard_of(&watch);
@@ -278,6 +290,7 @@ mod tests {
                 peer_netns: None,
                 mtu: None,
                 peer_mac: None,
+                master: None,
             })
             .unwrap();
         let moved = nl.link("moved0").unwrap().index;
@@ -300,6 +313,7 @@ mod tests {
             netns: &container,
             mtu: Some(1400),
             mac: None,
+            master: None,
         };
         let (mut nl, mut inside) = (host.socket().unwrap(), container.socket().unwrap());
         // What the creation answers (the kernel's echo where it gives one)

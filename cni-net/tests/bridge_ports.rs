@@ -4,7 +4,7 @@
 //! link, and a VLAN bridge is not left half made.
 
 use cni_net::testing::TempNetns;
-use cni_net::{Netlink, Op, PortVlan};
+use cni_net::{Netlink, Op, PortSettings, PortVlan, VethPair};
 
 fn temp(tag: &str) -> TempNetns {
     TempNetns::new(tag).unwrap_or_else(|e| panic!("these tests need root: {e}"))
@@ -33,6 +33,54 @@ fn a_port_is_isolated_and_released_and_a_non_port_is_refused_by_name() {
     let err = nl.set_isolated(outside.index, true).unwrap_err();
     assert_eq!(err.op(), Some(Op::SetIsolated));
     assert!(err.to_string().contains("\"port1\""), "{err}");
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_veth_made_with_a_master_is_its_port_and_one_request_sets_hairpin_isolation_and_up() {
+    let tmp = temp("setport");
+    let mut nl = tmp.socket().unwrap();
+    let bridge = nl.ensure_bridge("br0", None).unwrap();
+    let port = nl
+        .add_veth(&VethPair {
+            name: "port0",
+            peer_name: "port1",
+            peer_netns: None,
+            mtu: None,
+            peer_mac: None,
+            master: Some(bridge.index),
+        })
+        .unwrap();
+    let read = nl.link(port.index).unwrap();
+    assert_eq!(read.master, Some(bridge.index));
+    assert!(!read.up);
+    let all = PortSettings {
+        hairpin: Some(true),
+        isolated: Some(true),
+        up: true,
+    };
+    nl.set_port(port.index, &all).unwrap();
+    assert!(nl.hairpin(port.index).unwrap());
+    assert!(nl.isolated(port.index).unwrap());
+    assert!(nl.link(port.index).unwrap().up);
+    // What is `None` stays as it is; `up: false` leaves the flag alone.
+    let only_hairpin = PortSettings {
+        hairpin: Some(false),
+        ..PortSettings::default()
+    };
+    nl.set_port(port.index, &only_hairpin).unwrap();
+    assert!(!nl.hairpin(port.index).unwrap());
+    assert!(nl.isolated(port.index).unwrap());
+    assert!(nl.link(port.index).unwrap().up);
+    // A link that is no bridge's port is refused, naming it.
+    let outside = nl.link("port1").unwrap();
+    let err = nl.set_port(outside.index, &all).unwrap_err();
+    assert_eq!(err.op(), Some(Op::SetPort));
+    assert!(err.to_string().contains("\"port1\""), "{err}");
+    assert!(
+        !nl.link("port1").unwrap().up,
+        "nothing of a refused request applies"
+    );
 }
 
 #[test]

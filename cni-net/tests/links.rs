@@ -22,6 +22,7 @@ fn a_veth_peer_lands_in_the_target_namespace_under_its_name() {
             peer_netns: Some(&container),
             mtu: Some(1400),
             peer_mac: Some(mac),
+            master: None,
         })
         .unwrap();
     assert_eq!(

@@ -39,6 +39,7 @@ fn thirty_two_veth_pairs_into_thirty_two_namespaces_in_parallel_leave_nothing() 
                             peer_netns: Some(&container),
                             mtu: None,
                             peer_mac: None,
+                            master: None,
                         })
                         .unwrap();
                     let peer = container.socket().unwrap().link("eth0").unwrap();

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use cni_net::{sysctl_for_ifname, Dad, Link, Netlink, Netns};
+use cni_net::{sysctl_for_ifname, Dad, Link, Netlink, Netns, PortSettings};
 use cni_netfilter::macspoof;
 use cni_skel::{BoxError, Undo};
 use cni_types::{Code, Error, Interface, IpNetwork, Result100, Route, SpecVersion};
@@ -74,6 +74,8 @@ pub(super) fn make_port<'a, 'r>(
         netns,
         mtu: plan.mtu,
         mac,
+        // The host end is the bridge's port from its creation.
+        master: Some(bridge.index),
     };
     let port = cni_net::add_container_pair(&mut host, &mut inside, &veth)?;
     let index = port.index;
@@ -94,6 +96,7 @@ pub(super) fn make_port<'a, 'r>(
         inside,
         bridge,
         port,
+        container: None,
         vlan_gateway: None,
     };
     port.join()?;
@@ -114,26 +117,32 @@ pub(super) struct Port<'a, 'r> {
     pub inside: Netlink,
     pub bridge: Link,
     pub port: Link,
+    /// The container end as configured, once it is.
+    pub container: Option<Link>,
     /// With `isGateway` and `vlan`: the link holding the gateways.
     pub vlan_gateway: Option<Link>,
 }
 
 impl Port<'_, '_> {
-    /// Makes the host end a port of the bridge, with hairpin mode, port
-    /// isolation and its VLANs, and up; then checks the container's
-    /// source MAC on it with `macspoofchk`.
+    /// Sets the port's hairpin mode, isolation and VLANs, and brings it
+    /// up (the host end is the bridge's port from its creation); then
+    /// checks the container's source MAC on it with `macspoofchk`.
     pub fn join(&mut self) -> Result<(), BoxError> {
         let f = &self.req.config.plugin;
         let port = self.port.index;
-        self.host.set_master(port, Some(self.bridge.index))?;
-        self.host.set_hairpin(port, f.hairpin_mode)?;
-        if f.port_isolation {
-            self.host.set_isolated(port, true)?;
-        }
-        if let Some(vlans) = &self.plan.vlans {
+        // The reference's order (hairpin, isolation, VLANs, up), in one
+        // request when there are no VLANs: each waits for the link lock.
+        let vlans = self.plan.vlans.as_ref();
+        let settings = PortSettings {
+            hairpin: Some(f.hairpin_mode),
+            isolated: f.port_isolation.then_some(true),
+            up: vlans.is_none(),
+        };
+        self.host.set_port(port, &settings)?;
+        if let Some(vlans) = vlans {
             set_port_vlans(&mut self.host, port, vlans)?;
+            self.host.set_up(port)?;
         }
-        self.host.set_up(port)?;
         if f.macspoofchk {
             let container = self.inside.link(&self.req.ifname)?;
             let mac = container.mac.ok_or_else(|| {
@@ -205,7 +214,8 @@ impl Port<'_, '_> {
             .collect();
         let _ = self.netns.set_sysctls(&named);
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
-        cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
+        let configured = cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
+        self.container = Some(configured);
         if plan.gateway {
             let mut added = false;
             for gw in &gateways {
@@ -235,7 +245,11 @@ impl Port<'_, '_> {
         };
         // The bridge's MAC may have changed as the first port joined.
         let bridge = self.host.link(&self.plan.bridge)?;
-        let container = self.inside.link(&self.req.ifname)?;
+        // Its name and MAC, as configure_iface left them.
+        let container = match self.container.take() {
+            Some(link) => link,
+            None => self.inside.link(&self.req.ifname)?,
+        };
         result.cni_version = SpecVersion::V1_0_0;
         result.interfaces = vec![
             bridge.interface(),

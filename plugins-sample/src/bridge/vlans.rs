@@ -56,6 +56,7 @@ pub(super) fn ensure_vlan_gateway(
             peer_netns: None,
             mtu: Some(bridge.mtu),
             peer_mac: None,
+            master: None,
         };
         match host.add_veth(&pair) {
             Ok(port) => {

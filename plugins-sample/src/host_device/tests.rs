@@ -39,6 +39,7 @@ impl HostPair {
             peer_netns: None,
             mtu: None,
             peer_mac: None,
+            master: None,
         })
         .unwrap();
         pair

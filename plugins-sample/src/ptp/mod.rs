@@ -86,6 +86,7 @@ impl Plugin for Ptp {
                         netns: &netns,
                         mtu: plan.mtu,
                         mac: None,
+                        master: None,
                     };
                     let host_end = cni_net::add_container_pair(&mut host, &mut inside, &veth)?;
                     let index = host_end.index;

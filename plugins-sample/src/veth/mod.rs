@@ -117,6 +117,7 @@ impl Plugin for Veth {
             netns: &netns,
             mtu: plan.mtu,
             mac: mac.map(|m| m.mac),
+            master: None,
         };
         Undo::scope(|undo| {
             // The pair is made and brought up while the IPAM plugin, a
