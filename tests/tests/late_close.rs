@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 use tests::{run_plugin, StdoutJson, FAKE_NETNS};
 
+/// A user no process of the machine runs as, so that a process limit of
+/// one is the plugin alone.
+const NO_FORK_UID: u32 = 54_321;
+
 /// One test at a time: orphans are reaped by whichever test waits.
 static TURN: Mutex<()> = Mutex::new(());
 
@@ -56,6 +60,13 @@ impl Run {
     /// checks that the runtime read the answer to its end and saw the
     /// exit status. Holds this test's turn.
     fn add(probe: bool) -> Run {
+        Run::add_as(probe, false)
+    }
+
+    /// [`Run::add`]; with `unable_to_fork`, the plugin runs as a user of
+    /// its own (uid [`NO_FORK_UID`]) whose process limit is the plugin
+    /// itself (`RLIMIT_NPROC` 1), so its fork fails with `EAGAIN`.
+    fn add_as(probe: bool, unable_to_fork: bool) -> Run {
         let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         // Orphans of the plugin become this process's children.
         // SAFETY: prctl with integer arguments.
@@ -84,16 +95,41 @@ impl Run {
             socket.connect(&theirs).unwrap_or(());
             socket
         });
-        let out = run_plugin(
-            Path::new(env!("CARGO_BIN_EXE_late-close")),
-            &[
-                ("CNI_COMMAND", "ADD"),
-                ("CNI_CONTAINERID", "c1"),
-                ("CNI_IFNAME", "eth0"),
-                ("CNI_NETNS", FAKE_NETNS),
-            ],
-            conf.to_string().as_bytes(),
-        );
+        let env = [
+            ("CNI_COMMAND", "ADD"),
+            ("CNI_CONTAINERID", "c1"),
+            ("CNI_IFNAME", "eth0"),
+            ("CNI_NETNS", FAKE_NETNS),
+        ];
+        let plugin = Path::new(env!("CARGO_BIN_EXE_late-close"));
+        let stdin = conf.to_string();
+        let out = if unable_to_fork {
+            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::process::CommandExt;
+            for (path, mode) in [(dir.path(), 0o777), (fifo.as_path(), 0o666)] {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+            let mut cmd = std::process::Command::new(plugin);
+            cmd.env_clear().envs(env).uid(NO_FORK_UID);
+            // SAFETY: setrlimit is async-signal-safe; the limit holds
+            // for this user's processes, here the plugin alone.
+            #[allow(unsafe_code)]
+            unsafe {
+                cmd.pre_exec(|| {
+                    let one = libc::rlimit {
+                        rlim_cur: 1,
+                        rlim_max: 1,
+                    };
+                    match libc::setrlimit(libc::RLIMIT_NPROC, &one) {
+                        0 => Ok(()),
+                        _ => Err(std::io::Error::last_os_error()),
+                    }
+                });
+            }
+            tests::output_of(&mut cmd, stdin.as_bytes())
+        } else {
+            run_plugin(plugin, &env, stdin.as_bytes())
+        };
         assert!(out.success(), "{out:?}");
         assert_eq!(out.stdout_json(), serde_json::json!({ "handed": true }));
         Run {
@@ -216,4 +252,19 @@ fn with_a_probe_that_is_never_answered_the_close_comes_after_the_first() {
     run.child_exits_having_closed();
     socket.set_nonblocking(true).unwrap();
     assert!(socket.recv(&mut buf).is_err(), "a second probe came");
+}
+
+/// Where the plugin cannot fork (a process limit, a full pid space), it
+/// answers as usual and closes the handed file itself as it exits: the
+/// runtime's answer never depends on the hand-over, and no descriptor
+/// outlives the plugin.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_plugin_that_cannot_fork_answers_and_closes_the_handed_file_as_it_exits() {
+    let run = Run::add_as(false, true);
+    assert!(
+        run.fifo_closed_within(Duration::ZERO),
+        "the FIFO is still open after the plugin exited"
+    );
+    assert_eq!(reap_orphan(Duration::from_millis(300)), None, "an orphan");
 }
