@@ -28,9 +28,9 @@ pub struct VethPair<'a> {
     pub mtu: Option<u32>,
     /// The other end's MAC; random when `None`.
     pub peer_mac: Option<Mac>,
-    /// The bridge (or bond) whose port this end is made, by index: as
-    /// `ip link add NAME master BRIDGE type veth ...`, the port never
-    /// exists outside it and no request of its own sets it.
+    /// The bridge (or bond) this end joins as it is created, by index (as
+    /// `ip link add NAME master BRIDGE type veth ...`): the end never
+    /// exists outside it, and no request of its own sets it.
     pub master: Option<u32>,
 }
 
@@ -101,7 +101,7 @@ pub struct ContainerVeth<'a> {
     pub mtu: Option<u32>,
     /// The container end's MAC; random when `None`.
     pub mac: Option<Mac>,
-    /// The bridge whose port the host end is made, by index
+    /// The bridge the host end joins as it is created, by index
     /// ([`VethPair::master`]); none: no master.
     pub master: Option<u32>,
 }
