@@ -234,9 +234,7 @@ impl NftBackend {
         needle: &[u8],
     ) -> Result<bool, FilterError> {
         for chain in chains {
-            let mut filter = Attrs::default();
-            filter.str(1, &table.name);
-            filter.str(2, chain);
+            let filter = one_chain(table, chain);
             let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
             let found = self.socket.dump(
                 Kind::GetRule,
@@ -291,9 +289,7 @@ impl NftBackend {
             compiled.exprs.iter().for_each(|e| e.encode(&mut list));
             wanted.push((list.buf, rule.comment.clone()));
         }
-        let mut filter = Attrs::default();
-        filter.str(1, &table.name);
-        filter.str(2, chain);
+        let filter = one_chain(table, chain);
         let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
         let listing = self.socket.dump(
             Kind::GetRule,
@@ -642,9 +638,7 @@ impl NftBackend {
         chain: &str,
         keep: impl Fn(Option<&str>) -> bool,
     ) -> Result<Vec<ListedRule>, FilterError> {
-        let mut filter = Attrs::default();
-        filter.str(1, &table.name);
-        filter.str(2, chain);
+        let filter = one_chain(table, chain);
         let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
         self.socket
             .dump(
@@ -676,4 +670,14 @@ impl NftBackend {
             )
             .map_err(|e| e.into_filter("list rules of", || format!("chain {table} {chain}")))
     }
+}
+
+/// The attributes of a rule dump narrowed to `chain` of `table` (the
+/// kernel filters by them; the readers check them too, for kernels that
+/// do not).
+fn one_chain(table: &Table, chain: &str) -> Attrs {
+    let mut filter = Attrs::default();
+    filter.str(1, &table.name);
+    filter.str(2, chain);
+    filter
 }
