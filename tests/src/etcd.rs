@@ -146,6 +146,20 @@ impl Etcd {
 }
 
 impl Etcd {
+    /// Deletes every key under `prefix` through `etcdctl` (a network
+    /// wiped by its operator).
+    ///
+    /// # Panics
+    /// When `etcdctl` is missing or fails.
+    pub fn delete_prefix(&self, prefix: &str) {
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &self.endpoint(), "del", "--prefix", prefix])
+            .output()
+            .unwrap_or_else(|e| panic!("etcdctl: {e}; {INSTALL_HINT}"));
+        assert!(out.status.success(), "etcdctl del: {out:?}");
+    }
+
     /// The keys under `prefix`, through `etcdctl` (no values: a network's
     /// hundred thousand reservations print quickly).
     ///

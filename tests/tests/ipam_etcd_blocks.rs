@@ -736,6 +736,80 @@ fn reservations_in_the_layout_before_blocks_are_honoured_and_released_by_their_o
 }
 
 #[test]
+fn a_network_whose_old_layout_is_empty_is_marked_upgraded_and_an_old_key_written_after_is_still_never_handed_out(
+) {
+    let etcd = Etcd::start();
+    let subnet = "10.98.2.0/24";
+    let conf = conf(&etcd, "node-u", subnet, json!({}));
+    let upgraded = format!("{ROOT}upgraded");
+    etcd.put(
+        &format!("{ROOT}ips/10.98.2.2"),
+        &json!({"containerID": "c-old", "ifname": "eth0", "node": "node-u"}).to_string(),
+    );
+    // STATUS reads only: no mark, whatever it counts.
+    assert_eq!(run("STATUS", "", &conf).exit_code, 0);
+    // The first ADD moves the old reservation; the layout is not marked
+    // while it held one.
+    let first = run("ADD", "c-1", &conf);
+    assert_eq!(address(&first), "10.98.2.3".parse::<IpAddr>().unwrap());
+    assert!(etcd.keys(&upgraded).is_empty());
+    // The next finds it empty and marks the network, naming itself.
+    assert_eq!(run("ADD", "c-2", &conf).exit_code, 0);
+    let marked = etcd.get_prefix(&upgraded);
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&marked[0].1).unwrap()["node"],
+        "node-u"
+    );
+    // A node of the previous release writing the old layout afterwards
+    // (not supported: its reservations are no longer listed) still never
+    // gets an address handed out twice: each reservation compares the
+    // address's old key.
+    for k in 5..9 {
+        etcd.put(
+            &format!("{ROOT}ips/10.98.2.{k}"),
+            &json!({"containerID": format!("late-{k}"), "ifname": "eth0", "node": "node-x"})
+                .to_string(),
+        );
+    }
+    for i in 3..6 {
+        let out = run("ADD", &format!("c-{i}"), &conf);
+        let ip = address(&out);
+        let last = match ip {
+            IpAddr::V4(v4) => v4.octets()[3],
+            IpAddr::V6(_) => panic!("{ip}"),
+        };
+        assert!(!(5..9).contains(&last), "{ip} is held in the old layout");
+    }
+    let held = held_by_id(&etcd);
+    assert_eq!(held.len(), 10, "{held:?}");
+    // STATUS of the marked network still answers.
+    assert_eq!(run("STATUS", "", &conf).exit_code, 0);
+}
+
+#[test]
+fn a_wiped_network_refilled_in_the_old_layout_is_counted_again() {
+    let etcd = Etcd::start();
+    let subnet = "10.98.3.0/24";
+    let conf = conf(&etcd, "node-u", subnet, json!({}));
+    for i in 0..2 {
+        assert_eq!(run("ADD", &format!("c-{i}"), &conf).exit_code, 0);
+    }
+    assert_eq!(etcd.keys(&format!("{ROOT}upgraded")).len(), 1);
+    // The operator wipes the network and restores reservations in the
+    // layout before blocks: the mark went with the rest.
+    etcd.delete_prefix(ROOT);
+    etcd.put(
+        &format!("{ROOT}ips/10.98.3.2"),
+        &json!({"containerID": "c-old", "ifname": "eth0", "node": "node-u"}).to_string(),
+    );
+    let again = run("ADD", "c-old", &conf);
+    assert_eq!(again.error().map(|e| e.code.0), Some(104), "{again:?}");
+    assert_eq!(run("DEL", "c-old", &conf).exit_code, 0);
+    assert!(held_by_id(&etcd).is_empty());
+}
+
+#[test]
 fn ipam_etcd_reclaim_node_as_a_command_gives_back_a_dead_nodes_blocks() {
     let etcd = Etcd::start();
     let subnet = "10.99.0.0/24";

@@ -105,6 +105,12 @@ impl EtcdStore {
         format!("{}ips/", self.root)
     }
 
+    /// `<root>upgraded`: present once the layout before blocks was found
+    /// empty, so that reads stop counting `ips/` ([`EtcdStore::read_counting_old`]).
+    pub(super) fn upgraded_key(&self) -> String {
+        format!("{}upgraded", self.root)
+    }
+
     pub(super) fn old_key(&self, ip: IpAddr) -> String {
         format!("{}ips/{ip}", self.root)
     }

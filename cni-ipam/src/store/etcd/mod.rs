@@ -29,10 +29,12 @@
 //! request and the reservation, as any other (six requests before); the
 //! lender is forgotten once the node's own blocks serve again.
 //!
-//! **STATUS** reads the node's index and two counts (`blocks/`, `ips/`):
-//! a range set offering more addresses than the network holds keys has
-//! room. Only when it does not (nearly full, or another set's keys) are
-//! its blocks counted as borrowing does.
+//! **STATUS** reads the node's index and the count of claimed blocks
+//! (`owners/`), and of `ips/` until the network is marked upgraded: a
+//! range set with a block nobody claimed has room. Only when every block
+//! is claimed (or old keys remain) are the reservations counted, and
+//! only a set they nearly fill is counted block by block, as borrowing
+//! does.
 //!
 //! **Keys**, under `<prefix>/<network>/` (a block is named
 //! `<first address>-<prefix length>`, `10.1.2.64-26`; a node's name has
@@ -51,7 +53,9 @@
 //!   search starts;
 //! - `ips/<address>` and `last_reserved/<index>`: the layout before
 //!   blocks. Never written; an address held there is honoured (see
-//!   Upgrade).
+//!   Upgrade);
+//! - `upgraded`: `{"node": ..}`, written once by the first node to find
+//!   no key under `ips/` (see Upgrade).
 //!
 //! **Transactions, and the invariants they keep.**
 //!
@@ -80,10 +84,19 @@
 //!
 //! **Upgrade** from the layout before blocks (`ips/<address>`, written by
 //! the previous release; `upgrade.rs`). Each read counts the old layout's
-//! keys (one count, in the same request as the node's index). While there
-//! are any, a DEL, GC or ADD lists them (in pages of 5,000, each request
+//! keys (one count, in the same request as the node's index) until the
+//! network is marked `upgraded`: the first DEL, GC or ADD to count none
+//! writes the mark (if `ips/` is still empty and the mark absent, in one
+//! transaction), and reads then ask for the mark instead, in the same
+//! transaction (its comparison). The count is not free once the keys are
+//! moved: etcd counts a prefix by walking every key it held since its
+//! last compaction, and an etcd nobody compacts keeps the moved keys'
+//! tombstones (100,000 of them cost every ADD and STATUS about 5 ms
+//! here). A wiped network loses its mark with the rest, and is counted
+//! again. While there are any, a DEL, GC or ADD lists them (in pages of 5,000, each request
 //! with its own deadline) and moves up to 2,000 into the blocks' key
-//! space: `blocks/<b>/<address>` with the same value and
+//! space, from a random place of the listing (nodes upgrading at once
+//! move different ones): `blocks/<b>/<address>` with the same value and
 //! `nodes/<node>/borrowed/<address>` in the index of the node the value
 //! names, the old key deleted, in one transaction comparing the old key's
 //! value and the new key's absence (40 per transaction). The address is
@@ -98,7 +111,9 @@
 //! STATUS counts the old keys, and lists them (keys only) only when a
 //! range set looks full. Every node must run a plugin with
 //! blocks before any ADD uses them: an older plugin reads only `ips/`,
-//! and does not see what was moved.
+//! and does not see what was moved; an old key it writes after the mark
+//! is not listed by anyone, but its address is still never handed out
+//! twice (every reservation compares it).
 //!
 //! **Endpoints and faults.** `endpoints` lists the cluster's members (one
 //! is a cluster of one, as before; [`EtcdConfig::endpoints`]). Each

@@ -35,8 +35,9 @@ impl EtcdStore {
         self.places.clear();
         self.counts.clear();
         let serializable = !self.linearizable;
-        // 1. The node's index, whether the old layout holds anything, and
-        // the blocks the node's hint names (their owner and every key);
+        // 1. The node's index, whether the old layout holds anything
+        // (until the network is marked upgraded), and the blocks the
+        // node's hint names (their owner and every key);
         // for an ADD of a node that borrows, its lender's keys and the
         // count of claimed blocks (what a claim would count first).
         let old = self.old_prefix();
@@ -44,10 +45,7 @@ impl EtcdStore {
         let hinted = hint.blocks;
         self.lender = hint.lender;
         let lender = (hint.lender).filter(|b| self.access == Access::Create && !hinted.contains(b));
-        let mut first = vec![
-            Read::prefix(&self.node_prefix()).serializable(serializable),
-            Read::prefix(&old).count().serializable(serializable),
-        ];
+        let mut first = vec![Read::prefix(&self.node_prefix()).serializable(serializable)];
         first.extend(
             self.block_reads(&hinted, serializable)
                 .into_iter()
@@ -61,14 +59,17 @@ impl EtcdStore {
                     .serializable(serializable),
             );
         }
-        let mut ranges = self.read_txn(first)?;
-        let lender_ranges = ranges.split_off(ranges.len().min(2 + 2 * hinted.len()));
+        let (mut ranges, counted) = self.read_counting_old(first, serializable)?;
+        let lender_ranges = ranges.split_off(ranges.len().min(1 + 2 * hinted.len()));
         let mut ranges = ranges.into_iter();
-        let (Some(index), Some(old_count)) = (ranges.next(), ranges.next()) else {
+        let Some(index) = ranges.next() else {
             return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
         };
         let index = Index::parse(self, index.kvs, &mut state);
-        let old_count = old_count.count;
+        let old_count = counted.unwrap_or(0);
+        if counted == Some(0) && self.access != Access::Read {
+            self.mark_upgraded();
+        }
         self.owner_count = None;
         self.lender_read = None;
         // 2. The node's blocks, unless the hint named them all, and its

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
-use cni_types::Error;
+use cni_types::{Code, Error};
 
 use super::blocks::{block_count, candidates, capacity, Block};
 use super::claims::free_in;
@@ -123,15 +123,18 @@ impl EtcdStore {
     pub(super) fn count_fullness(&mut self) -> Result<Vec<usize>, Error> {
         // Counts of what grows with the network's blocks, never with its
         // reservations: the node's index, the claimed blocks (`owners/`),
-        // the old layout's keys (none once upgraded).
-        let [index, claimed, old_count] = self.read_all([
+        // the old layout's keys (not counted once marked upgraded).
+        let reads = vec![
             Read::prefix(&self.node_prefix()).keys_only(),
             Read::prefix(&self.owners_prefix()).count(),
-            Read::prefix(&self.old_prefix()).count(),
-        ])?;
+        ];
+        let (ranges, counted) = self.read_counting_old(reads, false)?;
+        let Ok([index, claimed]) = <[_; 2]>::try_from(ranges) else {
+            return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
+        };
         let mut ignored = State::default();
         let index = Index::parse(self, index.kvs, &mut ignored);
-        let (claimed, old_count) = (claimed.count, old_count.count);
+        let (claimed, old_count) = (claimed.count, counted.unwrap_or(0));
         let mut exhausted = Vec::new();
         // A set with a block nobody claimed serves an ADD (it claims the
         // block). Only when every block of a set is claimed (or old-layout
