@@ -478,6 +478,36 @@ fn status_is_code_50_when_the_range_is_exhausted_and_a_foreign_value_is_skipped(
 }
 
 #[test]
+fn status_of_a_network_still_in_the_old_layout_is_code_50_only_when_its_keys_fill_it() {
+    let etcd = Etcd::start();
+    let bin = ipam_etcd();
+    let old = |net: &str, hosts: std::ops::Range<u32>| -> Vec<(String, String)> {
+        hosts
+            .map(|k| {
+                let value = json!({"containerID": format!("old-{k}"), "ifname": "eth0",
+                                   "node": "node-gone"});
+                (format!("{IPS}{net}.{k}"), value.to_string())
+            })
+            .collect()
+    };
+    // One /26 block, .2 to .62 after the gateway: one free address left,
+    // then none.
+    etcd.put_all(&old("10.86.0", 2..62));
+    let one_block = conf(&etcd, "node-t", "10.86.0.0/26", None);
+    let status = run_plugin(&bin, &env("STATUS", ""), &one_block);
+    assert!(status.success(), "one address is free: {status:?}");
+    etcd.put_all(&old("10.86.0", 62..63));
+    let status = run_plugin(&bin, &env("STATUS", ""), &one_block);
+    assert_eq!(status.stdout_json()["code"], 50, "{status:?}");
+    // Two blocks, the first full: the second has room.
+    let two_blocks = conf(&etcd, "node-t", "10.86.0.0/25", None);
+    assert!(run_plugin(&bin, &env("STATUS", ""), &two_blocks).success());
+    // STATUS wrote nothing: the old layout is as it was, unmarked.
+    assert_eq!(etcd.get_prefix(IPS).len(), 61);
+    assert!(etcd.keys("/cni-ipam/net/upgraded").is_empty());
+}
+
+#[test]
 fn a_hung_etcd_is_code_11_within_the_documented_two_seconds_and_nothing_is_written() {
     let etcd = Etcd::start();
     let bin = ipam_etcd();
