@@ -193,15 +193,7 @@ impl Etcd {
     /// # Panics
     /// When etcd does not answer or refuses one.
     pub fn put_all(&self, pairs: &[(String, String)]) {
-        for chunk in pairs.chunks(PUTS_PER_TXN) {
-            let success: Vec<serde_json::Value> = chunk
-                .iter()
-                .map(|(k, v)| {
-                    serde_json::json!({"request_put": {"key": base64(k.as_bytes()),
-                                                       "value": base64(v.as_bytes())}})
-                })
-                .collect();
-            let body = serde_json::json!({ "success": success }).to_string();
+        for body in bulk_puts(pairs) {
             let answer = self.post("/v3/kv/txn", &body);
             assert!(answer.contains("\"header\""), "bulk put refused: {answer}");
         }
@@ -231,6 +223,21 @@ impl Etcd {
 
 /// Puts in one bulk transaction (etcd's `--max-txn-ops` is 128).
 pub const PUTS_PER_TXN: usize = 120;
+
+/// The bodies of the transactions that write every `key = value` of
+/// `pairs`, [`PUTS_PER_TXN`] each.
+fn bulk_puts(pairs: &[(String, String)]) -> impl Iterator<Item = String> + '_ {
+    pairs.chunks(PUTS_PER_TXN).map(|chunk| {
+        let success: Vec<serde_json::Value> = chunk
+            .iter()
+            .map(|(k, v)| {
+                serde_json::json!({"request_put": {"key": base64(k.as_bytes()),
+                                                   "value": base64(v.as_bytes())}})
+            })
+            .collect();
+        serde_json::json!({ "success": success }).to_string()
+    })
+}
 
 /// Standard base64, as etcd's gateway carries keys and values.
 fn base64(bytes: &[u8]) -> String {
@@ -478,6 +485,25 @@ impl Cluster {
     /// When `etcdctl` is missing or fails.
     pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String)> {
         etcdctl_get_prefix(&self.endpoints().join(","), prefix)
+    }
+
+    /// Writes every `key = value` through member 0's JSON gateway, as
+    /// [`Etcd::put_all`] does.
+    ///
+    /// # Panics
+    /// When member 0 does not answer or refuses one.
+    pub fn put_all(&self, pairs: &[(String, String)]) {
+        for body in bulk_puts(pairs) {
+            let answer = post(
+                self.ports[0].0,
+                "POST",
+                "/v3/kv/txn",
+                &body,
+                Duration::from_secs(20),
+            );
+            let answer = answer.expect("member 0 answers");
+            assert!(answer.contains("\"header\""), "bulk put refused: {answer}");
+        }
     }
 }
 

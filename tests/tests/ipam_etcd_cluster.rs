@@ -1,12 +1,13 @@
 //! The etcd store on a private three-member cluster (`tests::etcd::Cluster`):
 //! sixteen nodes filling a /22 at once, then the same while the leader is
-//! killed, and while a member hangs (SIGSTOP) for 10 s. Every address is
+//! killed, and while a member hangs (SIGSTOP) for 10 s; and an upgrade from
+//! the layout before blocks while the leader is killed. Every address is
 //! read back from etcd: handed out once, to the ADD that reported it, and
 //! an ADD that failed holds nothing. Plugins run in-process on threads, one
 //! node name each.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -286,4 +287,67 @@ fn a_member_hung_for_ten_seconds_mid_run_hands_no_address_out_twice_and_every_fa
     eprintln!("member 0 stopped for 10 s: {}", percentiles(&outs));
     assert_failures_are_code_11_and_bounded(&jobs, &outs);
     assert_exactly_the_successes(&cluster, &jobs, &outs);
+}
+
+#[test]
+fn sixteen_nodes_upgrading_from_the_old_layout_with_the_leader_killed_hand_out_no_address_twice_and_keep_every_old_one(
+) {
+    let cluster = Cluster::start();
+    let subnet = "10.95.0.0/22";
+    // 300 reservations of the layout before blocks, every third address,
+    // of a node gone and of the nodes that now allocate.
+    let old: BTreeMap<IpAddr, String> = (0..300u32)
+        .map(|k| {
+            let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 95, 0, 2)) + 3 * k);
+            (IpAddr::V4(ip), format!("old-{k:03}"))
+        })
+        .collect();
+    let pairs: Vec<(String, String)> = old
+        .iter()
+        .enumerate()
+        .map(|(k, (ip, id))| {
+            let node = if k % 2 == 0 {
+                "node-gone".to_owned()
+            } else {
+                format!("node-{}", k % NODES)
+            };
+            let value = json!({"containerID": id, "ifname": "eth0", "node": node});
+            (format!("{ROOT}ips/{ip}"), value.to_string())
+        })
+        .collect();
+    cluster.put_all(&pairs);
+    let jobs = jobs(40, "upgrade");
+    let mut killed = None;
+    let outs = add_all(&cluster, subnet, &jobs, |done| {
+        wait_for(done, 200);
+        let leader = cluster.leader().expect("a leader");
+        cluster.kill(leader);
+        killed = Some(leader);
+    });
+    eprintln!(
+        "upgrading, leader {killed:?} killed: {}",
+        percentiles(&outs)
+    );
+    assert_failures_are_code_11_and_bounded(&jobs, &outs);
+    cluster.restart(killed.expect("killed"));
+    // Exactly the successes and the old reservations, each once, none of
+    // the old handed out.
+    let mut want = old.clone();
+    for (job, (out, _)) in jobs.iter().zip(&outs) {
+        if out.exit_code == 0 {
+            let ip = address(out);
+            if let Some(other) = want.insert(ip, job.id.clone()) {
+                panic!("{ip} handed out to {} while held by {other}", job.id);
+            }
+        }
+    }
+    assert_eq!(reservations(&cluster), want);
+    let ok = outs.iter().filter(|o| o.0.exit_code == 0).count();
+    assert!(ok > jobs.len() / 2, "only {ok} ADDs succeeded");
+    // Everything was moved into blocks, and the network marked upgraded
+    // once an operation found nothing left to move.
+    assert!(cluster.get_prefix(&format!("{ROOT}ips/")).is_empty());
+    let out = run("ADD", "after", &conf(&cluster, 0, subnet));
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert_eq!(cluster.get_prefix(&format!("{ROOT}upgraded")).len(), 1);
 }
