@@ -135,6 +135,44 @@ impl std::fmt::Display for LinkId {
     }
 }
 
+/// The name of the link with index `index` in the calling thread's
+/// network namespace, as `if_indextoname(3)` reads it: an `SIOCGIFNAME`
+/// ioctl, which the kernel answers under RCU, without the link lock
+/// (RTNL) every [`Netlink::link`] request takes; during a burst of pods
+/// that lock is where link work queues (bench/process/burst.sh).
+/// [`NetError::NoSuchLink`] when there is none.
+///
+/// Like `ip -o link show` printing a name for an index; Go:
+/// `net.InterfaceByIndex`.
+///
+/// ```no_run
+/// // The interface the host routes a container's address through.
+/// let mut host = cni_net::Netlink::open()?;
+/// if let Some(index) = host.route_to("10.88.0.2".parse()?)? {
+///     println!("{}", cni_net::link_name(index)?);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn link_name(index: u32) -> Result<String, NetError> {
+    use nix::errno::Errno;
+    // nix 0.29 takes the C function's NULL for a name, the empty one (its
+    // sentinel for pointers is -1): a link's name is never empty, so an
+    // empty one is the failure, with its errno.
+    let errno = match nix::net::if_::if_indextoname(index) {
+        Ok(name) if !name.is_empty() => return Ok(name.to_string_lossy().into_owned()),
+        Ok(_) => Errno::last(),
+        Err(e) => e,
+    };
+    match errno {
+        Errno::ENXIO | Errno::ENODEV => Err(NetError::NoSuchLink(LinkId::Index(index))),
+        e => Err(NetError::Kernel {
+            op: Op::LookUpLink,
+            object: format!("link #{index}"),
+            source: e.into(),
+        }),
+    }
+}
+
 impl Netlink {
     /// The link `id` names; [`NetError::NoSuchLink`] naming it when there
     /// is none.

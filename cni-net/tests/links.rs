@@ -171,3 +171,31 @@ fn deleting_a_link_returns_its_global_addresses_and_none_once_gone() {
         .unwrap()
         .is_empty());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_links_name_is_read_by_its_index_in_the_threads_namespace_and_a_missing_one_is_named() {
+    let ns = temp("lname");
+    let mut nl = ns.socket().unwrap();
+    let made = nl
+        .add_veth(&VethPair {
+            name: "by-index0",
+            peer_name: "by-index1",
+            peer_netns: None,
+            mtu: None,
+            peer_mac: None,
+            master: None,
+        })
+        .unwrap();
+    let name = ns.run(|_| cni_net::link_name(made.index)).unwrap();
+    assert_eq!(name, "by-index0");
+    // Not in this (the test's) namespace, under that index or any.
+    let missing = ns
+        .run(|_| cni_net::link_name(made.index + 100))
+        .unwrap_err();
+    assert!(matches!(missing, NetError::NoSuchLink(_)), "{missing:?}");
+    assert_eq!(
+        missing.to_string(),
+        format!("link #{} not found", made.index + 100)
+    );
+}

@@ -67,9 +67,10 @@ fn enable_route_localnet(container: IpAddr) -> Result<(), Error> {
     })
 }
 
-/// The interface the host routes `ip` through (the kernel's lookup).
+/// The interface the host routes `ip` through (the kernel's lookup; its
+/// name read without the link lock, as each pod's ADD does it).
 fn routable_host_interface(ip: IpAddr) -> Option<String> {
     let mut netlink = cni_net::Netlink::open().ok()?;
     let oif = netlink.route_to(ip).ok()??;
-    netlink.link(oif).ok().map(|link| link.name)
+    cni_net::link_name(oif).ok()
 }
