@@ -93,13 +93,14 @@
 //! last compaction, and an etcd nobody compacts keeps the moved keys'
 //! tombstones (100,000 of them cost every ADD and STATUS about 5 ms
 //! here). A wiped network loses its mark with the rest, and is counted
-//! again. While there are any, a DEL, GC or ADD lists them (in pages of 5,000, each request
-//! with its own deadline) and moves up to 2,000 into the blocks' key
-//! space, from a random place of the listing (nodes upgrading at once
-//! move different ones): `blocks/<b>/<address>` with the same value and
-//! `nodes/<node>/borrowed/<address>` in the index of the node the value
-//! names, the old key deleted, in one transaction comparing the old key's
-//! value and the new key's absence (40 per transaction). The address is
+//! again. While there are any, a DEL, GC or ADD lists them (in pages of
+//! 5,000, each request with its own deadline) and moves up to 2,000 into
+//! the blocks' key space, from a random place of the listing (nodes
+//! upgrading at once move different ones): `blocks/<b>/<address>` with
+//! the same value and `nodes/<node>/borrowed/<address>` in the index of
+//! the node the value names, the old key deleted, in one transaction
+//! comparing the old key's value and the new key's absence (40 per
+//! transaction). The address is
 //! held throughout, under one key or the other; its container's own DEL
 //! and GC release it as any borrowed reservation. What is not moved yet
 //! (past the bound, a value naming no node, a key changed meanwhile) is
