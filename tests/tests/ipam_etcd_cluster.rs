@@ -109,6 +109,23 @@ fn add_all(
         .collect()
 }
 
+/// [`add_all`] with the leader killed once 200 ADDs are done: the
+/// outcomes, and which member was killed.
+fn add_all_killing_the_leader(
+    cluster: &Cluster,
+    subnet: &str,
+    jobs: &[Job],
+) -> (Vec<(Outcome, Duration)>, usize) {
+    let mut killed = None;
+    let outs = add_all(cluster, subnet, jobs, |done| {
+        wait_for(done, 200);
+        let leader = cluster.leader().expect("a leader");
+        cluster.kill(leader);
+        killed = Some(leader);
+    });
+    (outs, killed.expect("the leader was killed"))
+}
+
 /// Waits until `n` ADDs are done.
 fn wait_for(done: &AtomicUsize, n: usize) {
     while done.load(Ordering::Relaxed) < n {
@@ -255,16 +272,10 @@ fn the_leader_killed_mid_run_hands_no_address_out_twice_and_every_failed_add_is_
     let cluster = Cluster::start();
     let subnet = "10.93.0.0/22";
     let jobs = jobs(40, "kill");
-    let mut killed = None;
-    let outs = add_all(&cluster, subnet, &jobs, |done| {
-        wait_for(done, 200);
-        let leader = cluster.leader().expect("a leader");
-        cluster.kill(leader);
-        killed = Some(leader);
-    });
-    eprintln!("leader {killed:?} killed: {}", percentiles(&outs));
+    let (outs, killed) = add_all_killing_the_leader(&cluster, subnet, &jobs);
+    eprintln!("leader {killed} killed: {}", percentiles(&outs));
     assert_failures_are_code_11_and_bounded(&jobs, &outs);
-    cluster.restart(killed.expect("killed"));
+    cluster.restart(killed);
     assert_exactly_the_successes(&cluster, &jobs, &outs);
     let ok = outs.iter().filter(|o| o.0.exit_code == 0).count();
     assert!(ok > jobs.len() / 2, "only {ok} ADDs succeeded");
@@ -317,19 +328,10 @@ fn sixteen_nodes_upgrading_from_the_old_layout_with_the_leader_killed_hand_out_n
         .collect();
     cluster.put_all(&pairs);
     let jobs = jobs(40, "upgrade");
-    let mut killed = None;
-    let outs = add_all(&cluster, subnet, &jobs, |done| {
-        wait_for(done, 200);
-        let leader = cluster.leader().expect("a leader");
-        cluster.kill(leader);
-        killed = Some(leader);
-    });
-    eprintln!(
-        "upgrading, leader {killed:?} killed: {}",
-        percentiles(&outs)
-    );
+    let (outs, killed) = add_all_killing_the_leader(&cluster, subnet, &jobs);
+    eprintln!("upgrading, leader {killed} killed: {}", percentiles(&outs));
     assert_failures_are_code_11_and_bounded(&jobs, &outs);
-    cluster.restart(killed.expect("killed"));
+    cluster.restart(killed);
     // Exactly the successes and the old reservations, each once, none of
     // the old handed out.
     let mut want = old.clone();
