@@ -121,7 +121,7 @@ pub use cni_types::Mac;
 pub use configure::configure_iface;
 pub use error::NetError;
 pub use kind::LinkKind;
-pub use link::{link_name, Link, LinkId};
+pub use link::{link_mac, link_name, Link, LinkId};
 pub use link_kinds::{
     InvalidVlanId, IpvlanMode, MacvlanMode, Sublink, SublinkKind, Tap, UnknownIpvlanMode,
     UnknownMacvlanMode, VlanId,

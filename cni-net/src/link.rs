@@ -173,6 +173,72 @@ pub fn link_name(index: u32) -> Result<String, NetError> {
     }
 }
 
+/// `struct ifreq` holding a hardware address (`ifr_hwaddr`): the name,
+/// then a `struct sockaddr` in the kernel's 24-byte union.
+#[repr(C)]
+struct IfReqHwAddr {
+    name: [u8; 16],
+    family: u16,
+    data: [u8; 14],
+    rest: [u8; 8],
+}
+
+nix::ioctl_readwrite_bad!(get_hw_addr, nix::libc::SIOCGIFHWADDR, IfReqHwAddr);
+
+/// The MAC address the link named `name` has now, in the calling thread's
+/// network namespace (`None` for a link without an Ethernet address):
+/// an `SIOCGIFHWADDR` ioctl, which the kernel answers without the link
+/// lock (RTNL) every [`Netlink::link`] request takes.
+/// [`NetError::NoSuchLink`] naming it when there is none.
+///
+/// Like `cat /sys/class/net/NAME/address` in the namespace; Go:
+/// `net.InterfaceByName(NAME).HardwareAddr`.
+///
+/// ```no_run
+/// // A bridge's MAC follows its lowest port's until set: read it again.
+/// let mac = cni_net::link_mac("cni0")?;
+/// # Ok::<(), cni_net::NetError>(())
+/// ```
+pub fn link_mac(name: &str) -> Result<Option<Mac>, NetError> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
+    validate_ifname(name)?;
+    let failed = |e: nix::errno::Errno| match e {
+        nix::errno::Errno::ENODEV => NetError::NoSuchLink(LinkId::Name(name.to_owned())),
+        e => NetError::Kernel {
+            op: Op::LookUpLink,
+            object: format!("link {name:?}"),
+            source: e.into(),
+        },
+    };
+    // Any socket of this namespace takes the ioctl (as if_indextoname's).
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(failed)?;
+    let mut req = IfReqHwAddr {
+        name: [0; 16],
+        family: 0,
+        data: [0; 14],
+        rest: [0; 8],
+    };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: `req` is a live `struct ifreq` of the kernel's size, with
+    // a NUL-terminated name (at most 15 bytes, validated above).
+    #[allow(unsafe_code)]
+    let answered = unsafe { get_hw_addr(fd.as_raw_fd(), &mut req) };
+    answered.map_err(failed)?;
+    if req.family != nix::libc::ARPHRD_ETHER {
+        return Ok(None);
+    }
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&req.data[..6]);
+    Ok(Some(Mac(mac)))
+}
+
 impl Netlink {
     /// The link `id` names; [`NetError::NoSuchLink`] naming it when there
     /// is none.

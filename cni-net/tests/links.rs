@@ -199,3 +199,25 @@ fn a_links_name_is_read_by_its_index_in_the_threads_namespace_and_a_missing_one_
         format!("link #{} not found", made.index + 100)
     );
 }
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_links_mac_is_read_by_name_as_it_is_now_even_a_bridges_after_its_first_port() {
+    let ns = temp("lmac");
+    let mut nl = ns.socket().unwrap();
+    let bridge = nl.ensure_bridge("mbr0", None).unwrap();
+    let port = ns.add_veth("mport0", "mport1", None).unwrap();
+    let low: Mac = "02:00:00:00:00:01".parse().unwrap();
+    nl.set_mac(port.index, low).unwrap();
+    nl.set_master(port.index, Some(bridge.index)).unwrap();
+    // The bridge took its lowest port's MAC: the name reads it now.
+    let now = ns.run(|_| cni_net::link_mac("mbr0")).unwrap();
+    assert_eq!(now, nl.link("mbr0").unwrap().mac);
+    assert_eq!(now, Some(low), "the bridge follows its only port");
+    assert_eq!(ns.run(|_| cni_net::link_mac("mport0")).unwrap(), Some(low));
+    // Loopback has no Ethernet address; a missing link is named.
+    assert_eq!(ns.run(|_| cni_net::link_mac("lo")).unwrap(), None);
+    let missing = ns.run(|_| cni_net::link_mac("nothere0")).unwrap_err();
+    assert!(matches!(missing, NetError::NoSuchLink(_)), "{missing:?}");
+    assert_eq!(missing.to_string(), "link \"nothere0\" not found");
+}

@@ -243,8 +243,10 @@ impl Port<'_, '_> {
             true => self.host.link(self.port.index)?,
             false => self.host.wait_until_up(self.port.index, PORT_UP_TIMEOUT)?,
         };
-        // The bridge's MAC may have changed as the first port joined.
-        let bridge = self.host.link(&self.plan.bridge)?;
+        // The bridge's MAC may have changed as the first port joined: read
+        // again, as the reference does, without the link lock.
+        let mut bridge = self.bridge.clone();
+        bridge.mac = cni_net::link_mac(&self.plan.bridge)?;
         // Its name and MAC, as configure_iface left them.
         let container = match self.container.take() {
             Some(link) => link,

@@ -380,6 +380,30 @@ fn delete_on_drop(name: &str) -> impl Drop + '_ {
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
+fn a_bridge_without_a_gateway_reports_the_mac_it_took_from_its_first_port() {
+    let (host, container) = namespaces();
+    let ipam = tempfile::tempdir().unwrap();
+    let conf = with_ipam("10.9.8.0/24", ipam.path());
+    let out = run_between(&host, &container, "ADD", "eth0", &conf);
+    assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut nl = host.socket().unwrap();
+    let (bridge, port) = (
+        nl.link("cni0").unwrap(),
+        nl.link(result["interfaces"][1]["name"].as_str().unwrap())
+            .unwrap(),
+    );
+    // Unpinned, the bridge took its only port's MAC as the port joined,
+    // after the plugin first read it: the result says the MAC it has.
+    assert_eq!(bridge.mac, port.mac);
+    assert_eq!(
+        result["interfaces"][0]["mac"],
+        bridge.mac.unwrap().to_string()
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
 fn a_gateway_bridge_keeps_its_mac_as_ports_with_lower_macs_join() {
     let (host, first) = namespaces();
     let second = TempNetns::new("bridge-cont2").unwrap();
