@@ -6,8 +6,9 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -24,23 +25,32 @@ pub struct Etcd {
 }
 
 impl Etcd {
-    /// Starts etcd and waits until it answers.
+    /// Starts etcd and waits until it answers. An etcd that exits at start
+    /// (a port taken after all) costs one more try on new ports, twice at
+    /// most.
     ///
     /// # Panics
-    /// When `etcd` is not installed, or does not answer within 20 s.
+    /// When `etcd` is not installed, or does not answer within 20 s on
+    /// three tries; the message has the end of its log.
     pub fn start() -> Etcd {
-        let data = tempfile::Builder::new()
-            .prefix("cni-etcd-test-")
-            .tempdir()
-            .expect("temporary directory");
-        let etcd = Etcd {
-            data,
-            client_port: free_port(),
-            peer_port: free_port(),
-            child: Mutex::new(None),
-        };
-        etcd.restart();
-        etcd
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let data = tempfile::Builder::new()
+                .prefix("cni-etcd-test-")
+                .tempdir()
+                .expect("temporary directory");
+            let etcd = Etcd {
+                data,
+                client_port: free_port(),
+                peer_port: free_port(),
+                child: Mutex::new(None),
+            };
+            match etcd.try_restart() {
+                Ok(()) => return etcd,
+                Err(why) => failures.push(why),
+            }
+        }
+        panic!("etcd did not start:\n{}", failures.join("\n"));
     }
 
     /// `http://127.0.0.1:<port>`, as the store's `endpoints` take it.
@@ -71,8 +81,16 @@ impl Etcd {
     /// still there.
     ///
     /// # Panics
-    /// As [`Etcd::start`].
+    /// When `etcd` is not installed, or does not answer within 20 s.
     pub fn restart(&self) {
+        if let Err(why) = self.try_restart() {
+            panic!("{why}");
+        }
+    }
+
+    /// [`Etcd::restart`]: an error with the end of etcd's log when it
+    /// exits or does not answer within 20 s.
+    fn try_restart(&self) -> Result<(), String> {
         self.stop();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let bin = PathBuf::from("/usr/bin/etcd");
@@ -81,7 +99,8 @@ impl Etcd {
             "etcd is missing ({} not found); {INSTALL_HINT}",
             bin.display()
         );
-        let log = std::fs::File::create(self.data.path().join("etcd.log")).expect("log file");
+        let log_path = self.data.path().join("etcd.log");
+        let log = std::fs::File::create(&log_path).expect("log file");
         let child = Command::new(bin)
             .arg("--name=test")
             .arg(format!(
@@ -101,13 +120,22 @@ impl Etcd {
         *self.child() = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         while !self.healthy() {
-            assert!(
-                Instant::now() < deadline,
-                "etcd did not become healthy; its log:\n{}",
-                std::fs::read_to_string(self.data.path().join("etcd.log")).unwrap_or_default()
-            );
+            let exited = self
+                .child()
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited || Instant::now() >= deadline {
+                return Err(format!(
+                    "etcd on ports {}/{} did not become healthy ({}); the end of its log:\n{}",
+                    self.client_port,
+                    self.peer_port,
+                    if exited { "it exited" } else { "20 s passed" },
+                    log_tail(&log_path)
+                ));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// Whether `GET /health` answers `"health":"true"`.
@@ -285,12 +313,48 @@ pub fn forget_hints(endpoints: &[String]) {
     }
 }
 
-/// A port nothing listens on now.
+/// A port nothing listens on now, below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`), and new to this process.
+///
+/// A port of the ephemeral range can become the source port of an
+/// outgoing connection (another test's nodes open hundreds a second)
+/// between this pick and etcd's bind, or while a killed member is down,
+/// and etcd then exits on "address already in use": a cluster that never
+/// becomes healthy. Outgoing connections never take a port below that
+/// range, and a process-wide counter keeps two clusters started at once
+/// from picking the same one.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 10_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    if ephemeral < FIRST + 1_000 {
+        // No room below the range: let the kernel choose, as before.
+        return TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+    }
+    let span = ephemeral - FIRST;
+    // Another test process picks from elsewhere in the span.
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(FIRST + (start + n) % span).expect("below 65536");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {FIRST}..{ephemeral}");
+}
+
+/// The last lines of the log at `path`, for a failure's message.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
 }
 
 /// A private three-member etcd cluster on 127.0.0.1, each member on ports
@@ -309,26 +373,36 @@ pub const MEMBERS: usize = 3;
 
 impl Cluster {
     /// Starts three members and waits until the cluster has a leader.
+    /// A member that exits at start (a port taken after all) costs one
+    /// more try on new ports, twice at most.
     ///
     /// # Panics
     /// When `etcd` is not installed, or the cluster is not healthy within
-    /// 20 s.
+    /// 20 s on three tries; the message has each member's last log lines.
     pub fn start() -> Cluster {
-        let data = tempfile::Builder::new()
-            .prefix("cni-etcd-cluster-")
-            .tempdir()
-            .expect("temporary directory");
-        let cluster = Cluster {
-            token: format!("cni-test-{}", std::process::id()),
-            ports: (0..MEMBERS).map(|_| (free_port(), free_port())).collect(),
-            data,
-            children: Mutex::new((0..MEMBERS).map(|_| None).collect()),
-        };
-        for i in 0..MEMBERS {
-            cluster.spawn(i);
+        static STARTED: AtomicU32 = AtomicU32::new(0);
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let data = tempfile::Builder::new()
+                .prefix("cni-etcd-cluster-")
+                .tempdir()
+                .expect("temporary directory");
+            let n = STARTED.fetch_add(1, Ordering::Relaxed);
+            let cluster = Cluster {
+                token: format!("cni-test-{}-{n}", std::process::id()),
+                ports: (0..MEMBERS).map(|_| (free_port(), free_port())).collect(),
+                data,
+                children: Mutex::new((0..MEMBERS).map(|_| None).collect()),
+            };
+            for i in 0..MEMBERS {
+                cluster.spawn(i);
+            }
+            match cluster.until_healthy() {
+                Ok(()) => return cluster,
+                Err(why) => failures.push(why),
+            }
         }
-        cluster.wait_healthy();
-        cluster
+        panic!("the etcd cluster did not start:\n{}", failures.join("\n"));
     }
 
     /// `http://127.0.0.1:<port>` of each member, as the store's
@@ -382,20 +456,45 @@ impl Cluster {
     }
 
     /// Waits until every running member answers `/health` true.
+    ///
+    /// # Panics
+    /// As [`Cluster::until_healthy`] fails.
     fn wait_healthy(&self) {
+        if let Err(why) = self.until_healthy() {
+            panic!("{why}");
+        }
+    }
+
+    /// Waits until every running member answers `/health` true: an error
+    /// with the members' last log lines when one exits or 20 s pass.
+    fn until_healthy(&self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let running: Vec<usize> = (0..MEMBERS)
                 .filter(|i| self.children()[*i].is_some())
                 .collect();
             if running.iter().all(|i| self.healthy(*i)) {
-                return;
+                return Ok(());
             }
-            assert!(
-                Instant::now() < deadline,
-                "the etcd cluster did not become healthy; logs in {}",
-                self.data.path().display()
-            );
+            let exited = running.iter().find(|i| {
+                self.children()[**i]
+                    .as_mut()
+                    .is_some_and(|c| c.try_wait().ok().flatten().is_some())
+            });
+            if exited.is_some() || Instant::now() >= deadline {
+                let why = exited.map_or("20 s passed".to_owned(), |i| format!("m{i} exited"));
+                let logs: Vec<String> = (0..MEMBERS)
+                    .map(|i| {
+                        let log = self.data.path().join(format!("m{i}.log"));
+                        format!("m{i} (ports {:?}):\n{}", self.ports[i], log_tail(&log))
+                    })
+                    .collect();
+                return Err(format!(
+                    "the etcd cluster did not become healthy ({why}); logs in {}:\n{}",
+                    self.data.path().display(),
+                    logs.join("\n")
+                ));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
