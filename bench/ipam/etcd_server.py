@@ -11,10 +11,37 @@ import time
 import urllib.request
 
 
+_next_port = [None]
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now, below the kernel's ephemeral range
+    and new to this process (as tests/src/etcd.rs picks them): a port of
+    that range can become an outgoing connection's source port before
+    etcd binds it, and etcd then exits on "address already in use"."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32768
+    first = 10000
+    if ephemeral < first + 1000:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    span = ephemeral - first
+    if _next_port[0] is None:
+        _next_port[0] = os.getpid() * 7919 % span
+    for _ in range(span):
+        port = first + _next_port[0] % span
+        _next_port[0] += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise SystemExit(f"no free port in {first}..{ephemeral}")
 
 
 def post(endpoint, path, body):
