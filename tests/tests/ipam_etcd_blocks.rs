@@ -952,3 +952,102 @@ fn an_upgrade_with_old_layout_reservations_filling_the_first_block_allocates_aro
     assert_eq!(held_by_id(&etcd).len(), 253);
     assert_eq!(checked_layout(&etcd).len(), 253);
 }
+
+/// An old layout larger than an ADD lists whole (more than 2,000 keys):
+/// here 3,000 reservations of a node gone, from a /20's first address on
+/// as the previous release handed them out, so that its first 46 blocks
+/// are full of them.
+#[test]
+fn an_old_layout_too_large_to_list_is_moved_a_window_an_add_and_none_of_it_is_handed_out() {
+    const OLD: u32 = 3000;
+    let etcd = Etcd::start();
+    let subnet = "10.97.0.0/20";
+    let first = u32::from(Ipv4Addr::new(10, 97, 0, 1));
+    let old_ip = |k: u32| IpAddr::V4(Ipv4Addr::from(first + k));
+    let old: Vec<(String, String)> = (0..OLD)
+        .map(|k| {
+            (
+                format!("{ROOT}ips/{}", old_ip(k)),
+                json!({"containerID": format!("old-{k}"), "ifname": "eth0", "node": "gone"})
+                    .to_string(),
+            )
+        })
+        .collect();
+    etcd.put_all(&old);
+    let was_old = |ip: IpAddr| (0..OLD).any(|k| old_ip(k) == ip);
+    let confs = [
+        conf(&etcd, "node-a", subnet, json!({})),
+        conf(&etcd, "node-b", subnet, json!({})),
+    ];
+    // The first ADD moves a window of the old layout, not all of it.
+    let out = run("ADD", "new-0", &confs[0]);
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert!(!was_old(address(&out)), "{out:?}");
+    let left = etcd.keys(&format!("{ROOT}ips/")).len();
+    assert!(
+        left < OLD as usize && OLD as usize - left <= 200,
+        "{left} old keys left"
+    );
+    // Two nodes keep adding: no old address is handed out, none twice.
+    let mut got = BTreeSet::from([address(&out)]);
+    for i in 1..40 {
+        let out = run("ADD", &format!("new-{i}"), &confs[i % 2]);
+        assert_eq!(out.exit_code, 0, "{out:?}");
+        let ip = address(&out);
+        assert!(
+            !was_old(ip),
+            "{ip} handed out while held before the upgrade"
+        );
+        assert!(got.insert(ip), "{ip} handed out twice");
+    }
+    // Every old reservation is still held, once, by its container; the
+    // old layout drained as the ADDs went (a window each while it held
+    // more than an ADD lists, then the rest), and the network is marked.
+    let held = held_by_id(&etcd);
+    assert_eq!(held.len(), OLD as usize + 40);
+    assert_eq!(held[&old_ip(2999)], "old-2999");
+    assert!(etcd.keys(&format!("{ROOT}ips/")).is_empty());
+    assert_eq!(etcd.keys(&format!("{ROOT}upgraded")).len(), 1);
+    // No block full of old reservations was claimed: each block owned
+    // holds one of the new addresses.
+    let layout = checked_layout(&etcd);
+    let owned = etcd.keys(&format!("{ROOT}owners/"));
+    for key in &owned {
+        let block = &key[ROOT.len() + "owners/".len()..];
+        assert!(
+            got.iter()
+                .any(|ip| layout.get(ip).is_some_and(|b| b == block)),
+            "{block} owned without a new address in it"
+        );
+    }
+    assert!(owned.len() <= 4, "{owned:?}");
+}
+
+/// A network the old layout fills, with more keys than an ADD lists
+/// whole: the ADD looks at every block (none claimed) and answers that no
+/// address is free (code 102), not "try again".
+#[test]
+fn a_network_full_in_an_old_layout_too_large_to_list_answers_range_exhausted() {
+    let etcd = Etcd::start();
+    // 10.96.0.2-10.96.7.254: the /21's range but its gateway, 2,045 keys.
+    let first = u32::from(Ipv4Addr::new(10, 96, 0, 2));
+    let old: Vec<(String, String)> = (0..2045u32)
+        .map(|k| {
+            (
+                format!("{ROOT}ips/{}", Ipv4Addr::from(first + k)),
+                json!({"containerID": format!("old-{k}"), "ifname": "eth0", "node": "gone"})
+                    .to_string(),
+            )
+        })
+        .collect();
+    etcd.put_all(&old);
+    let conf = conf(&etcd, "node-a", "10.96.0.0/21", json!({}));
+    let out = run("ADD", "new", &conf);
+    assert_eq!(
+        out.error().map(|e| e.code),
+        Some(RANGE_EXHAUSTED),
+        "{out:?}"
+    );
+    assert!(etcd.keys(&format!("{ROOT}owners/")).is_empty());
+    assert_eq!(held_by_id(&etcd).len(), 2045);
+}

@@ -20,6 +20,11 @@ const MAX_CLAIMS_PER_ADD: usize = 8;
 /// Most claims of a block an ADD may lose to other nodes before code 11.
 const MAX_LOST_CLAIMS: usize = 32;
 
+/// Most blocks a claim reads, each found full, before the ADD gives up
+/// with code 11: full of reservations moved or left in the old layout
+/// wherever the claim looked, the range not known full.
+const MAX_CHECKED_CLAIMS: usize = 32;
+
 impl EtcdStore {
     /// Where set `i`'s new addresses may come from: the node's blocks;
     /// when those are full (and this is an ADD), a block claimed now, or
@@ -96,7 +101,10 @@ impl EtcdStore {
             // The first free block in host-local's order first (one node
             // alone allocates as host-local does); after a lost claim, from
             // a place of this node's, so that claimants spread out.
-            let hint = match attempt {
+            let mut hint = match attempt {
+                // The old layout not listed: from anywhere, as its keys
+                // may fill the range's first blocks.
+                0 if self.old_unlisted => super::scan::random(),
                 0 => 0,
                 n => stable_hash(&self.node).wrapping_add(n as u64),
             };
@@ -120,14 +128,43 @@ impl EtcdStore {
                     Err(_) => {}
                 }
             }
-            // Past the owned blocks and the few that offer nothing (a
-            // block holding only a gateway), a free one comes, or none is.
-            let bound = owned.len() + known.len() + 2 * set.ranges.len() + 1;
-            let Some(b) = candidates(set, self.sizes, hint).take(bound).find(|b| {
-                !owned.contains(&b.name())
-                    && capacity(&b.pool(set)) > known.get(b).copied().unwrap_or(0)
-            }) else {
-                return Ok(None);
+            let mut checked = 0;
+            let b = loop {
+                // Past the owned blocks and the few that offer nothing (a
+                // block holding only a gateway), a free one comes, or none
+                // is.
+                let bound = owned.len() + known.len() + 2 * set.ranges.len() + 1;
+                let Some(b) = candidates(set, self.sizes, hint).take(bound).find(|b| {
+                    !owned.contains(&b.name())
+                        && capacity(&b.pool(set)) > known.get(b).copied().unwrap_or(0)
+                }) else {
+                    return Ok(None);
+                };
+                // What the block holds is read before it is claimed: keys
+                // moved there from the old layout by an upgrade, whoever's
+                // they are, and while the old layout is not listed, its
+                // keys of the block. A full block is passed over, not
+                // claimed.
+                self.read_unclaimed(b, state)?;
+                let pool = b.pool(set);
+                if free_in(&pool, &state.held) > 0 {
+                    break b;
+                }
+                known.insert(b, capacity(&pool));
+                checked += 1;
+                // Full blocks come in runs (a previous release handed out
+                // addresses in order): look elsewhere, not next door.
+                hint = super::scan::random();
+                if checked > MAX_CHECKED_CLAIMS {
+                    return Err(Error::try_again_later(
+                        format!("the {checked} free blocks looked at were full"),
+                        format!(
+                            "in {}: of reservations moved from the layout before blocks, or \
+                             still in it",
+                            self.describe()
+                        ),
+                    ));
+                }
             };
             let claimed = self.client.txn(&Txn::new(
                 vec![Compare::Absent(self.owner_key(b))],
@@ -232,7 +269,7 @@ fn start_before_random_free(pool: &[Range], held: &[Reservation]) -> Option<IpAd
 }
 
 /// An address of `pool` drawn at random (see [`super::scan::random`]).
-fn random_in(pool: &[Range]) -> Option<IpAddr> {
+pub(super) fn random_in(pool: &[Range]) -> Option<IpAddr> {
     let sizes: Vec<u128> = (pool.iter())
         .map(|r| (bits(r.end) - bits(r.start)).saturating_add(1))
         .collect();

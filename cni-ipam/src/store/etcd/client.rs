@@ -118,6 +118,29 @@ impl Client {
         }
     }
 
+    /// At most `limit` keys under `prefix` with their values, from the key
+    /// `from` on (in etcd's order), or from the prefix's first key when
+    /// none lies after `from`: a bounded window of a listing too large to
+    /// read whole, starting where the caller chose.
+    pub(super) fn range_window(
+        &self,
+        prefix: &str,
+        from: &str,
+        limit: usize,
+        linearizable: bool,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let end = B64.encode(prefix_end(prefix));
+        for start in [from, prefix] {
+            let Range { kvs, .. } = self
+                .range(&json!({"key": B64.encode(start), "range_end": end,
+                        "limit": limit, "serializable": !linearizable}))?;
+            if !kvs.is_empty() || start == prefix {
+                return Ok(kvs);
+            }
+        }
+        Ok(Vec::new())
+    }
+
     /// Runs the transaction `txn`: its outcome, with one response for
     /// each operation that ran, of that operation's kind.
     pub(super) fn txn(&self, txn: &Txn) -> Result<Outcome, Error> {

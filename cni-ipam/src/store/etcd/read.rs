@@ -11,6 +11,7 @@ use super::blocks::Block;
 use super::client::not_etcd;
 use super::keys::Index;
 use super::txn::{Op, Read, Txn};
+use super::upgrade::LISTED_BY_ADD;
 use super::{EtcdStore, Place, MAX_TXN_KEYS};
 use crate::store::{Access, Skipped, State};
 
@@ -34,6 +35,7 @@ impl EtcdStore {
         };
         self.places.clear();
         self.counts.clear();
+        self.old_unlisted = false;
         let serializable = !self.linearizable;
         // 1. The node's index, whether the old layout holds anything
         // (until the network is marked upgraded), and the blocks the
@@ -142,31 +144,20 @@ impl EtcdStore {
                 }
             }
         }
-        // 3. The layout before blocks, while it holds anything.
+        // 3. The layout before blocks, while it holds anything: listed
+        // whole, or near the blocks an ADD allocates from when too large.
         if old_count > 0 {
-            let listed = self.client.range_prefix_paged(&old, self.linearizable)?;
             let listed = match self.access {
-                Access::Read => listed,
-                _ => self.migrate_old(listed, &mut state)?,
-            };
-            for (key, value) in listed {
-                let Some(ip) = key.strip_prefix(&old) else {
-                    continue;
-                };
-                let Ok(ip) = ip.parse::<IpAddr>() else {
-                    state.skipped.push(Skipped {
-                        entry: format!("etcd key {key}"),
-                        why: "not named by an address".to_owned(),
-                    });
-                    continue;
-                };
-                if self.places.contains_key(&ip) {
-                    continue;
+                Access::Read => self.client.range_prefix_paged(&old, self.linearizable)?,
+                Access::Create if old_count > LISTED_BY_ADD && self.blocks_read_by_address() => {
+                    self.read_old_near(&mut state)?
                 }
-                let r = self.reservation(ip, &value, &key, &mut state.skipped);
-                self.places.insert(ip, Place::Old);
-                state.held.push(r);
-            }
+                _ => {
+                    let listed = self.client.range_prefix_paged(&old, self.linearizable)?;
+                    self.migrate_old(listed, &mut state)?
+                }
+            };
+            self.hold_old(listed, &mut state);
         }
         for r in &self.seen {
             if !self.places.contains_key(&r.ip) {
@@ -238,7 +229,12 @@ impl EtcdStore {
     /// The reservations of block `b`, which another node owns, read whole
     /// (`kvs`): into `state`, each placed as borrowed (those of this node
     /// are: its index lists them so).
-    fn lent_reservations(&mut self, b: Block, kvs: &[(String, Vec<u8>)], state: &mut State) {
+    pub(super) fn lent_reservations(
+        &mut self,
+        b: Block,
+        kvs: &[(String, Vec<u8>)],
+        state: &mut State,
+    ) {
         let prefix = self.block_prefix(b);
         for (key, value) in kvs {
             let ip = key

@@ -9,16 +9,35 @@ use cni_types::Error;
 
 use super::answer::{Range, Response};
 use super::blocks::Block;
+use super::claims::random_in;
 use super::keys::node_prefix;
 use super::records::Record;
 use super::scan::random;
 use super::txn::{Compare, Op, Read, Txn};
 use super::{EtcdStore, Place};
-use crate::store::State;
+use crate::range::{bits, from_bits};
+use crate::store::{Skipped, State};
 
 /// Most old reservations one DEL, GC or ADD moves (40 per transaction):
 /// what is left is honoured where it is, and moved by the next.
 const MAX_MOVED: usize = 2000;
+
+/// Most keys the old layout may hold for an ADD to list it whole (and
+/// move them all). Past it, an ADD reads only the old keys of the blocks
+/// it allocates from and moves a window of [`MOVED_BY_ADD`]: a listing
+/// costs etcd about 11 µs a key (100,000 in 1.1 s), and nodes upgrading
+/// at once each listing 100,000 ran past an ADD's deadline.
+pub(super) const LISTED_BY_ADD: u64 = MAX_MOVED as u64;
+
+/// Old reservations an ADD moves when the old layout is too large to
+/// list ([`LISTED_BY_ADD`]): a window of the listing from a random key.
+const MOVED_BY_ADD: usize = 200;
+
+/// Most addresses of a block whose old keys are read one by one (for
+/// the blocks an ADD allocates from, and a block before it is claimed);
+/// larger blocks (a `blockSize` under 22) make the ADD list the old
+/// layout whole instead. A power of two.
+const POINT_READS_MOST: u32 = 1024;
 
 /// Reservations moved in one transaction: 2 comparisons and 3 operations
 /// each (etcd's `--max-txn-ops` is 128 per list).
@@ -142,5 +161,114 @@ impl EtcdStore {
             }
         }
         Ok(left)
+    }
+
+    /// An ADD's reading of the old layout when it is too large to list
+    /// ([`LISTED_BY_ADD`]): first a window of [`MOVED_BY_ADD`] keys from a
+    /// random one is moved (once per ADD), then the old keys of the
+    /// blocks the ADD allocates from (the node's own and the lender read)
+    /// are read address by address, so that what they hold is known
+    /// where it is now. What to honour where it is is returned. Only for
+    /// blocks [`EtcdStore::blocks_read_by_address`] allows.
+    pub(super) fn read_old_near(
+        &mut self,
+        state: &mut State,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let old = self.old_prefix();
+        let mut left = Vec::new();
+        if !self.window_moved {
+            self.window_moved = true;
+            let ranges: Vec<_> = self.sets.iter().flat_map(|s| s.ranges.clone()).collect();
+            let from = random_in(&ranges).map_or(old.clone(), |ip| self.old_key(ip));
+            let window =
+                (self.client).range_window(&old, &from, MOVED_BY_ADD, self.linearizable)?;
+            left = self.migrate_old(window, state)?;
+        }
+        self.old_unlisted = true;
+        let mut blocks = self.owned.clone();
+        blocks.extend(self.lender_read);
+        left.extend(self.old_keys_of(&blocks)?);
+        Ok(left)
+    }
+
+    /// Whether a block of every range set holds at most
+    /// [`POINT_READS_MOST`] addresses, so that its old keys are read
+    /// address by address.
+    pub(super) fn blocks_read_by_address(&self) -> bool {
+        self.sets.iter().all(|set| {
+            let (len, bits) = match set.is_ipv4() {
+                true => (self.sizes.v4, 32),
+                false => (self.sizes.v6, 128),
+            };
+            u32::from(bits - len.min(bits)) <= POINT_READS_MOST.ilog2()
+        })
+    }
+
+    /// The old layout's keys of every address of `blocks` in the range
+    /// sets, with their values, read address by address (in as few
+    /// transactions as etcd takes). Only for blocks
+    /// [`EtcdStore::blocks_read_by_address`] allows.
+    pub(super) fn old_keys_of(&self, blocks: &[Block]) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let ranges = self.read_txn(self.old_key_reads(blocks))?;
+        Ok(ranges.into_iter().flat_map(|r| r.kvs).collect())
+    }
+
+    /// What block `b`, not claimed yet, holds, read before a claim (one
+    /// request), into `state`: the keys under it (moved there from the
+    /// old layout, whoever's they are) and, while the old layout is not
+    /// listed ([`EtcdStore::read_old_near`]), its old keys.
+    pub(super) fn read_unclaimed(&mut self, b: Block, state: &mut State) -> Result<(), Error> {
+        let mut reads = match self.old_unlisted {
+            true => self.old_key_reads(&[b]),
+            false => Vec::new(),
+        };
+        reads.push(Read::prefix(&self.block_prefix(b)).serializable(!self.linearizable));
+        let mut ranges = self.read_txn(reads)?;
+        let under = ranges.pop().map(|r| r.kvs).unwrap_or_default();
+        self.hold_old(ranges.into_iter().flat_map(|r| r.kvs).collect(), state);
+        self.lent_reservations(b, &under, state);
+        Ok(())
+    }
+
+    /// A read of the old key of every address of `blocks` in the range
+    /// sets.
+    fn old_key_reads(&self, blocks: &[Block]) -> Vec<Read> {
+        let mut reads = Vec::new();
+        for b in blocks {
+            for set in &self.sets {
+                for r in b.pool(set) {
+                    for n in bits(r.start)..=bits(r.end) {
+                        let key = self.old_key(from_bits(n, r.start.is_ipv4()));
+                        reads.push(Read::key(&key).serializable(!self.linearizable));
+                    }
+                }
+            }
+        }
+        reads
+    }
+
+    /// Holds the old layout's reservations `kvs` where they are (placed
+    /// as old), but those placed already; the keys that are not named
+    /// by an address are skipped and named.
+    pub(super) fn hold_old(&mut self, kvs: Vec<(String, Vec<u8>)>, state: &mut State) {
+        let old = self.old_prefix();
+        for (key, value) in kvs {
+            let Some(ip) = key.strip_prefix(&old) else {
+                continue;
+            };
+            let Ok(ip) = ip.parse::<IpAddr>() else {
+                state.skipped.push(Skipped {
+                    entry: format!("etcd key {key}"),
+                    why: "not named by an address".to_owned(),
+                });
+                continue;
+            };
+            if self.places.contains_key(&ip) {
+                continue;
+            }
+            let r = self.reservation(ip, &value, &key, &mut state.skipped);
+            self.places.insert(ip, Place::Old);
+            state.held.push(r);
+        }
     }
 }
