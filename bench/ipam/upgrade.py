@@ -6,10 +6,11 @@ ADD p50/p90/p99/max, the answers' codes, duplicates (none allowed), old
 addresses handed out (none allowed), what is left under `ips/`, whether
 the network was marked upgraded, and STATUS after.
 
-Not part of run.sh: at 100,000 old reservations it runs minutes. The
-figures are in BENCHMARKS.md (issue 33).
+Not part of run.sh (a scenario to run by hand; the figures are in
+BENCHMARKS.md, issue 33).
 
-usage: upgrade.py OUT_DIR PLUGIN OLD NODES ADDS
+usage: upgrade.py OUT_DIR PLUGIN OLD NODES ADDS   (UPGRADE_ERRORS=1 prints
+       each failed ADD's answer on stderr)
        e.g. python3 bench/ipam/upgrade.py target/bench/ipam \\
                 target/bench/ipam/ipam-etcd 100000 16 10"""
 import collections
@@ -73,6 +74,8 @@ try:
             ms, rc, stdout = run("ADD", f"n{k}-c{i}", f"node{k}")
             ip = json.loads(stdout)["ips"][0]["address"].split("/")[0] if rc == 0 else None
             code = None if rc == 0 else json.loads(stdout).get("code")
+            if rc and os.environ.get("UPGRADE_ERRORS"):
+                print(stdout.replace("\n", " ")[:400], file=sys.stderr)
             with lock:
                 results.append((ms, code, ip))
 
