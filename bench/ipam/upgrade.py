@@ -10,7 +10,8 @@ Not part of run.sh (a scenario to run by hand; the figures are in
 BENCHMARKS.md, issue 33).
 
 usage: upgrade.py OUT_DIR PLUGIN OLD NODES ADDS   (UPGRADE_ERRORS=1 prints
-       each failed ADD's answer on stderr)
+       each failed answer on stderr; UPGRADE_DEL=1 then DELs every
+       container added, the nodes at once)
        e.g. python3 bench/ipam/upgrade.py target/bench/ipam \\
                 target/bench/ipam/ipam-etcd 100000 16 10"""
 import collections
@@ -87,6 +88,24 @@ try:
         t.join()
     took = time.time() - started
     status_after = [run("STATUS", "s", "node0")[:2] for _ in range(3)]
+    dels = []
+    if os.environ.get("UPGRADE_DEL"):
+        # Then every node DELs what it added, at once.
+        def del_loop(k):
+            for i in range(adds):
+                ms, rc, stdout = run("DEL", f"n{k}-c{i}", f"node{k}")
+                if rc and os.environ.get("UPGRADE_ERRORS"):
+                    print(stdout.replace("\n", " ")[:400], file=sys.stderr)
+                with lock:
+                    dels.append((ms, rc))
+
+        started = time.time()
+        threads = [threading.Thread(target=del_loop, args=(k,)) for k in range(nodes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        del_took = time.time() - started
     ms = sorted(r[0] for r in results)
     pct = lambda p: ms[min(len(ms) - 1, int(p * len(ms)))]  # noqa: E731
     ips = [r[2] for r in results if r[2]]
@@ -99,6 +118,11 @@ try:
           f"| {sum(1 for ip in ips if ip in held)} | {count(ROOT + 'ips/'):,} "
           f"| {'yes' if count(ROOT + 'upgraded') else 'no'} "
           f"| {min(s[0] for s in status_before):.1f} / {min(s[0] for s in status_after):.1f} ms |")
+    if dels:
+        dm = sorted(d[0] for d in dels)
+        print(f"DEL: {len(dels)} in {del_took:.1f} s, p50 {dm[len(dm) // 2]:.0f} ms, "
+              f"p99 {dm[min(len(dm) - 1, int(.99 * len(dm)))]:.0f} ms, max {dm[-1]:.0f} ms, "
+              f"failed {sum(1 for d in dels if d[1])}, left under ips/ {count(ROOT + 'ips/'):,}")
 finally:
     forget_hints([etcd.endpoint])
     etcd.stop()
