@@ -51,6 +51,18 @@ def run(command, container, node):
     return (time.perf_counter() - started) * 1000, p.returncode, p.stdout
 
 
+def at_once(loop):
+    """Runs loop(k) for every node k in threads of their own, at once; the
+    seconds it took."""
+    started = time.time()
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(nodes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.time() - started
+
+
 def count(prefix):
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
     answer = post(etcd.endpoint, "/v3/kv/range",
@@ -80,13 +92,7 @@ try:
             with lock:
                 results.append((ms, code, ip))
 
-    started = time.time()
-    threads = [threading.Thread(target=node_loop, args=(k,)) for k in range(nodes)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    took = time.time() - started
+    took = at_once(node_loop)
     status_after = [run("STATUS", "s", "node0")[:2] for _ in range(3)]
     dels = []
     if os.environ.get("UPGRADE_DEL"):
@@ -99,13 +105,7 @@ try:
                 with lock:
                     dels.append((ms, rc))
 
-        started = time.time()
-        threads = [threading.Thread(target=del_loop, args=(k,)) for k in range(nodes)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        del_took = time.time() - started
+        del_took = at_once(del_loop)
     ms = sorted(r[0] for r in results)
     pct = lambda p: ms[min(len(ms) - 1, int(p * len(ms)))]  # noqa: E731
     ips = [r[2] for r in results if r[2]]
