@@ -294,10 +294,12 @@ impl EtcdStore {
                 .strip_prefix(&prefix)
                 .and_then(|ip| ip.parse::<IpAddr>().ok());
             match ip.filter(|ip| b.contains(*ip)) {
+                // Held once: a claim read the block before it claimed it.
                 Some(ip) => {
-                    let r = self.reservation(ip, &value, &key, &mut state.skipped);
-                    self.places.insert(ip, Place::Block(b));
-                    state.held.push(r);
+                    if self.places.insert(ip, Place::Block(b)).is_none() {
+                        let r = self.reservation(ip, &value, &key, &mut state.skipped);
+                        state.held.push(r);
+                    }
                 }
                 None => state.skipped.push(Skipped {
                     entry: format!("etcd key {key}"),
