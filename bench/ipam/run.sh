@@ -8,7 +8,8 @@
 # usage: bench/ipam/run.sh [ROUNDS]   (default 300 sequential ADD+DEL pairs
 #        per plugin, the first 30 of them warm-up, and 3 interleaved rounds
 #        of 16 concurrent workers x 20 pairs; under 100, a smoke run);
-#        then bench/ipam/cluster.py: the etcd store on three members.
+#        then bench/ipam/cluster.py: the etcd store on three members, and
+#        bench/ipam/upgrade.py: many nodes upgrading from the old layout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-300}
@@ -24,3 +25,11 @@ python3 bench/ipam/bench.py "$out" "$rounds"
 # The etcd store on a three-member cluster: 1,000 ADDs from 10 nodes,
 # STATUS with 100,000 reservations (a smoke run under 100 rounds).
 python3 bench/ipam/cluster.py "$out" "$out/ipam-etcd" "$([ "$rounds" -lt 100 ] && echo 1 || echo 0)"
+# The upgrade from the layout before blocks, many nodes at once, then
+# their DELs: 100,000 old keys and 16 nodes x 10 ADDs (a smoke run under
+# 100 rounds: 3,000 old keys, more than an ADD lists whole, 4 x 5).
+if [ "$rounds" -lt 100 ]; then
+    UPGRADE_DEL=1 python3 bench/ipam/upgrade.py "$out" "$out/ipam-etcd" 3000 4 5
+else
+    UPGRADE_DEL=1 python3 bench/ipam/upgrade.py "$out" "$out/ipam-etcd" 100000 16 10
+fi

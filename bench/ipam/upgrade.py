@@ -2,12 +2,15 @@
 reservations of a node gone written under `ips/` of a /15 (as the
 previous release wrote them), then NODES nodes at once each running ADDS
 ADDs of fresh containers through ipam-etcd on one etcd member. Prints
-ADD p50/p90/p99/max, the answers' codes, duplicates (none allowed), old
-addresses handed out (none allowed), what is left under `ips/`, whether
-the network was marked upgraded, and STATUS after.
+ADD p50/p90/p99/max, the answers' codes, duplicates, old addresses
+handed out, what is left under `ips/`, whether the network was marked
+upgraded, and STATUS after; exits 1 on a duplicate, an old address
+handed out, a failed ADD or DEL, or (after the DELs) anything but the
+old reservations left.
 
-Not part of run.sh (a scenario to run by hand; the figures are in
-BENCHMARKS.md, issue 33).
+bench/ipam/run.sh runs it after cluster.py (100,000 old keys, 16 nodes x
+10 ADDs; under 100 rounds a smoke run of 3,000, 4 x 5, for CI); the
+figures are in BENCHMARKS.md (issue 33).
 
 usage: upgrade.py OUT_DIR PLUGIN OLD NODES ADDS   (UPGRADE_ERRORS=1 prints
        each failed answer on stderr; UPGRADE_DEL=1 then DELs every
@@ -118,11 +121,27 @@ try:
           f"| {sum(1 for ip in ips if ip in held)} | {count(ROOT + 'ips/'):,} "
           f"| {'yes' if count(ROOT + 'upgraded') else 'no'} "
           f"| {min(s[0] for s in status_before):.1f} / {min(s[0] for s in status_after):.1f} ms |")
+    wrong = []
+    if len(ips) != len(set(ips)):
+        wrong.append(f"{len(ips) - len(set(ips))} addresses handed out twice")
+    if any(ip in held for ip in ips):
+        wrong.append(f"{sum(1 for ip in ips if ip in held)} old addresses handed out")
+    if codes:
+        wrong.append(f"{sum(codes.values())} ADDs failed")
     if dels:
         dm = sorted(d[0] for d in dels)
         print(f"DEL: {len(dels)} in {del_took:.1f} s, p50 {dm[len(dm) // 2]:.0f} ms, "
               f"p99 {dm[min(len(dm) - 1, int(.99 * len(dm)))]:.0f} ms, max {dm[-1]:.0f} ms, "
               f"failed {sum(1 for d in dels if d[1])}, left under ips/ {count(ROOT + 'ips/'):,}")
+        if any(d[1] for d in dels):
+            wrong.append(f"{sum(1 for d in dels if d[1])} DELs failed")
+        # Every old reservation still held, in one layout or the other,
+        # and nothing else.
+        left = count(ROOT + "ips/") + count(ROOT + "blocks/")
+        if left != old:
+            wrong.append(f"{left} reservations left after the DELs, not the {old} old ones")
+    if wrong:
+        raise SystemExit("upgrade: " + "; ".join(wrong))
 finally:
     forget_hints([etcd.endpoint])
     etcd.stop()

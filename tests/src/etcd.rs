@@ -667,4 +667,24 @@ mod tests {
         assert_eq!(super::base64(b"foo"), "Zm9v");
         assert_eq!(super::base64(b"/cni-ipam/n"), "L2NuaS1pcGFtL24=");
     }
+
+    #[test]
+    fn test_ports_are_free_distinct_and_below_the_ephemeral_range() {
+        let ephemeral: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or(32_768);
+        let ports: Vec<u16> = (0..64).map(|_| super::free_port()).collect();
+        let distinct: std::collections::HashSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        for port in ports {
+            if ephemeral >= 11_000 {
+                assert!(u32::from(port) < ephemeral, "{port} in the ephemeral range");
+            }
+            assert!(
+                std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+                "{port} not free"
+            );
+        }
+    }
 }
