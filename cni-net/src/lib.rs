@@ -91,6 +91,7 @@ mod bridge_vlan;
 mod check;
 mod configure;
 mod error;
+mod ifreq;
 mod kind;
 mod link;
 mod link_kinds;

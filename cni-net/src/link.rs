@@ -11,6 +11,7 @@ use netlink_packet_route::link::{
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
+use crate::ifreq::IfReq;
 use crate::{validate_ifname, LinkKind, Mac, NetError, Netlink, Op};
 
 /// A link as the kernel reports it.
@@ -173,17 +174,7 @@ pub fn link_name(index: u32) -> Result<String, NetError> {
     }
 }
 
-/// `struct ifreq` holding a hardware address (`ifr_hwaddr`): the name,
-/// then a `struct sockaddr` in the kernel's 24-byte union.
-#[repr(C)]
-struct IfReqHwAddr {
-    name: [u8; 16],
-    family: u16,
-    data: [u8; 14],
-    rest: [u8; 8],
-}
-
-nix::ioctl_readwrite_bad!(get_hw_addr, nix::libc::SIOCGIFHWADDR, IfReqHwAddr);
+nix::ioctl_readwrite_bad!(get_hw_addr, nix::libc::SIOCGIFHWADDR, IfReq);
 
 /// The MAC address the link named `name` has now, in the calling thread's
 /// network namespace (`None` for a link without an Ethernet address):
@@ -219,23 +210,19 @@ pub fn link_mac(name: &str) -> Result<Option<Mac>, NetError> {
         None,
     )
     .map_err(failed)?;
-    let mut req = IfReqHwAddr {
-        name: [0; 16],
-        family: 0,
-        data: [0; 14],
-        rest: [0; 8],
-    };
-    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    let mut req = IfReq::named(name);
     // SAFETY: `req` is a live `struct ifreq` of the kernel's size, with
     // a NUL-terminated name (at most 15 bytes, validated above).
     #[allow(unsafe_code)]
     let answered = unsafe { get_hw_addr(fd.as_raw_fd(), &mut req) };
     answered.map_err(failed)?;
-    if req.family != nix::libc::ARPHRD_ETHER {
+    // The union holds a `struct sockaddr`: its family, then its data.
+    let [f0, f1, data @ ..] = req.union;
+    if u16::from_ne_bytes([f0, f1]) != nix::libc::ARPHRD_ETHER {
         return Ok(None);
     }
     let mut mac = [0u8; 6];
-    mac.copy_from_slice(&req.data[..6]);
+    mac.copy_from_slice(&data[..6]);
     Ok(Some(Mac(mac)))
 }
 

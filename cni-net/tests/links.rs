@@ -176,17 +176,7 @@ fn deleting_a_link_returns_its_global_addresses_and_none_once_gone() {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_links_name_is_read_by_its_index_in_the_threads_namespace_and_a_missing_one_is_named() {
     let ns = temp("lname");
-    let mut nl = ns.socket().unwrap();
-    let made = nl
-        .add_veth(&VethPair {
-            name: "by-index0",
-            peer_name: "by-index1",
-            peer_netns: None,
-            mtu: None,
-            peer_mac: None,
-            master: None,
-        })
-        .unwrap();
+    let made = ns.add_veth("by-index0", "by-index1", None).unwrap();
     let name = ns.run(|_| cni_net::link_name(made.index)).unwrap();
     assert_eq!(name, "by-index0");
     // Not in this (the test's) namespace, under that index or any.

@@ -7,6 +7,7 @@ use std::os::fd::AsRawFd;
 
 use nix::libc::c_int;
 
+use crate::ifreq::IfReq;
 use crate::{validate_ifname, Link, NetError, Netns, Op};
 
 /// A tap device to create, for [`Netns::add_tap`].
@@ -39,15 +40,6 @@ const IFF_VNET_HDR: i16 = 0x4000;
 /// Refuse (`EBUSY`) rather than attach to an existing device of the name.
 const IFF_TUN_EXCL: i16 = -0x8000;
 
-/// `struct ifreq` as TUNSETIFF reads it: the name, the flags, and the
-/// rest of the union (40 bytes in all on every Linux ABI).
-#[repr(C)]
-struct IfReq {
-    name: [u8; 16],
-    flags: i16,
-    rest: [u8; 22],
-}
-
 const INT: usize = std::mem::size_of::<c_int>();
 nix::ioctl_write_ptr_bad!(tun_set_iff, nix::request_code_write!(b'T', 202, INT), IfReq);
 nix::ioctl_write_int_bad!(tun_set_persist, nix::request_code_write!(b'T', 203, INT));
@@ -78,12 +70,9 @@ impl Tap<'_> {
             .write(true)
             .open("/dev/net/tun")?;
         let fd = file.as_raw_fd();
-        let mut req = IfReq {
-            name: [0; 16],
-            flags: self.flags(),
-            rest: [0; 22],
-        };
-        req.name[..self.name.len()].copy_from_slice(self.name.as_bytes());
+        // TUNSETIFF reads the flags from the union's first two bytes.
+        let mut req = IfReq::named(self.name);
+        req.union[..2].copy_from_slice(&self.flags().to_ne_bytes());
         // SAFETY: `req` is a live `struct ifreq` of the kernel's size, and
         // the other calls pass plain integers.
         #[allow(unsafe_code)]
@@ -138,11 +127,6 @@ impl Netns {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_request_is_the_kernels_ifreq_size() {
-        assert_eq!(std::mem::size_of::<IfReq>(), 40);
-    }
 
     #[test]
     fn a_plain_tap_has_no_packet_information_and_never_attaches() {
