@@ -1051,3 +1051,54 @@ fn a_network_full_in_an_old_layout_too_large_to_list_answers_range_exhausted() {
     assert!(etcd.keys(&format!("{ROOT}owners/")).is_empty());
     assert_eq!(held_by_id(&etcd).len(), 2045);
 }
+
+/// `count` old-layout reservations of a node gone, from `first` on.
+fn old_layout_from(first: Ipv4Addr, count: u32) -> Vec<(String, String)> {
+    (0..count)
+        .map(|k| {
+            (
+                format!("{ROOT}ips/{}", Ipv4Addr::from(u32::from(first) + k)),
+                json!({"containerID": format!("old-{k}"), "ifname": "eth0", "node": "gone"})
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// An old layout too large to list filling a range of 256 blocks: a
+/// claim reads 33 of them, all full, and the ADD gives up with code 11
+/// rather than read on (it cannot tell the range is full without
+/// listing it), having claimed none.
+#[test]
+fn a_claim_that_finds_only_full_blocks_of_an_unlisted_old_layout_gives_up_with_code_11() {
+    let etcd = Etcd::start();
+    // 10.95.0.2-10.95.63.254: the /18's range but its gateway.
+    etcd.put_all(&old_layout_from(Ipv4Addr::new(10, 95, 0, 2), 16_381));
+    let out = run(
+        "ADD",
+        "new",
+        &conf(&etcd, "node-a", "10.95.0.0/18", json!({})),
+    );
+    let e = out.error().unwrap_or_else(|| panic!("{out:?}"));
+    assert_eq!(e.code.0, 11, "{out:?}");
+    assert!(
+        e.msg.contains("the 33 free blocks looked at were full"),
+        "{e:?}"
+    );
+    assert!(etcd.keys(&format!("{ROOT}owners/")).is_empty());
+    assert_eq!(held_by_id(&etcd).len(), 16_381);
+}
+
+/// Blocks of more than 1,024 addresses are not read address by address:
+/// an ADD lists the old layout whole as before, and moves 2,000 of it.
+#[test]
+fn with_blocks_too_large_to_read_by_address_an_add_lists_the_old_layout_and_moves_2000() {
+    let etcd = Etcd::start();
+    etcd.put_all(&old_layout_from(Ipv4Addr::new(10, 94, 0, 2), 3000));
+    let conf = conf(&etcd, "node-a", "10.94.0.0/20", json!({"blockSize": 21}));
+    let out = run("ADD", "new", &conf);
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert_eq!(address(&out), "10.94.11.186".parse::<IpAddr>().unwrap());
+    assert_eq!(etcd.keys(&format!("{ROOT}ips/")).len(), 1000);
+    assert_eq!(held_by_id(&etcd).len(), 3001);
+}

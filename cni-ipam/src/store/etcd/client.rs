@@ -96,16 +96,12 @@ impl Client {
         prefix: &str,
         linearizable: bool,
     ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let end = prefix_end(prefix);
         let mut from = prefix.as_bytes().to_vec();
         let mut out = Vec::new();
         loop {
             let Range {
                 kvs: page, more, ..
-            } = self.range(
-                &json!({"key": B64.encode(&from), "range_end": B64.encode(&end),
-                        "limit": PAGE, "serializable": !linearizable}),
-            )?;
+            } = self.page(prefix, &from, PAGE, linearizable)?;
             let Some((last, _)) = page.last() else {
                 return Ok(out);
             };
@@ -126,19 +122,31 @@ impl Client {
         &self,
         prefix: &str,
         from: &str,
-        limit: usize,
+        limit: u64,
         linearizable: bool,
     ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let end = B64.encode(prefix_end(prefix));
-        for start in [from, prefix] {
-            let Range { kvs, .. } = self
-                .range(&json!({"key": B64.encode(start), "range_end": end,
-                        "limit": limit, "serializable": !linearizable}))?;
-            if !kvs.is_empty() || start == prefix {
-                return Ok(kvs);
-            }
+        let window = self.page(prefix, from.as_bytes(), limit, linearizable)?.kvs;
+        if window.is_empty() && from != prefix {
+            return Ok(self
+                .page(prefix, prefix.as_bytes(), limit, linearizable)?
+                .kvs);
         }
-        Ok(Vec::new())
+        Ok(window)
+    }
+
+    /// One request for at most `limit` keys under `prefix`, from the key
+    /// `from` on.
+    fn page(
+        &self,
+        prefix: &str,
+        from: &[u8],
+        limit: u64,
+        linearizable: bool,
+    ) -> Result<Range, Error> {
+        self.range(
+            &json!({"key": B64.encode(from), "range_end": B64.encode(prefix_end(prefix)),
+                           "limit": limit, "serializable": !linearizable}),
+        )
     }
 
     /// Runs the transaction `txn`: its outcome, with one response for

@@ -31,7 +31,7 @@ pub(super) const LISTED_BY_ADD: u64 = MAX_MOVED as u64;
 
 /// Old reservations an ADD moves when the old layout is too large to
 /// list ([`LISTED_BY_ADD`]): a window of the listing from a random key.
-const MOVED_BY_ADD: usize = 200;
+const MOVED_BY_ADD: u64 = 200;
 
 /// Most addresses of a block whose old keys are read one by one (for
 /// the blocks an ADD allocates from, and a block before it is claimed);
