@@ -33,24 +33,15 @@ impl Etcd {
     /// When `etcd` is not installed, or does not answer within 20 s on
     /// three tries; the message has the end of its log.
     pub fn start() -> Etcd {
-        let mut failures = Vec::new();
-        for _ in 0..3 {
-            let data = tempfile::Builder::new()
-                .prefix("cni-etcd-test-")
-                .tempdir()
-                .expect("temporary directory");
+        started("etcd", "cni-etcd-test-", |data| {
             let etcd = Etcd {
                 data,
                 client_port: free_port(),
                 peer_port: free_port(),
                 child: Mutex::new(None),
             };
-            match etcd.try_restart() {
-                Ok(()) => return etcd,
-                Err(why) => failures.push(why),
-            }
-        }
-        panic!("etcd did not start:\n{}", failures.join("\n"));
+            etcd.try_restart().map(|()| etcd)
+        })
     }
 
     /// `http://127.0.0.1:<port>`, as the store's `endpoints` take it.
@@ -118,24 +109,21 @@ impl Etcd {
             .spawn()
             .expect("starting etcd");
         *self.child() = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.healthy() {
-            let exited = self
-                .child()
+        let exited = || {
+            let mut child = self.child();
+            child
                 .as_mut()
-                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
-            if exited || Instant::now() >= deadline {
-                return Err(format!(
-                    "etcd on ports {}/{} did not become healthy ({}); the end of its log:\n{}",
-                    self.client_port,
-                    self.peer_port,
-                    if exited { "it exited" } else { "20 s passed" },
-                    log_tail(&log_path)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(())
+                .is_some_and(has_exited)
+                .then(|| "it".to_owned())
+        };
+        healthy_within_20s(|| self.healthy(), exited).map_err(|why| {
+            format!(
+                "etcd on ports {}/{} did not become healthy ({why}); the end of its log:\n{}",
+                self.client_port,
+                self.peer_port,
+                log_tail(&log_path)
+            )
+        })
     }
 
     /// Whether `GET /health` answers `"health":"true"`.
@@ -350,6 +338,55 @@ fn free_port() -> u16 {
     panic!("no free port in {FIRST}..{ephemeral}");
 }
 
+/// Up to three tries of `attempt`, each given a temporary directory of
+/// its own named `prefix`: an etcd that exits at start (a port taken
+/// after all) is tried again on new ports. Panics with every try's
+/// failure, saying `what` did not start.
+fn started<T>(
+    what: &str,
+    prefix: &str,
+    mut attempt: impl FnMut(tempfile::TempDir) -> Result<T, String>,
+) -> T {
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        let data = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir()
+            .expect("temporary directory");
+        match attempt(data) {
+            Ok(started) => return started,
+            Err(why) => failures.push(why),
+        }
+    }
+    panic!("{what} did not start:\n{}", failures.join("\n"));
+}
+
+/// Polls every 50 ms until `healthy`; an error saying why once `exited`
+/// names what exited, or after 20 s.
+fn healthy_within_20s(
+    healthy: impl Fn() -> bool,
+    exited: impl Fn() -> Option<String>,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if healthy() {
+            return Ok(());
+        }
+        if let Some(who) = exited() {
+            return Err(format!("{who} exited"));
+        }
+        if Instant::now() >= deadline {
+            return Err("20 s passed".to_owned());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether `child` has exited (reaping it).
+fn has_exited(child: &mut Child) -> bool {
+    child.try_wait().ok().flatten().is_some()
+}
+
 /// The last lines of the log at `path`, for a failure's message.
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -381,12 +418,7 @@ impl Cluster {
     /// 20 s on three tries; the message has each member's last log lines.
     pub fn start() -> Cluster {
         static STARTED: AtomicU32 = AtomicU32::new(0);
-        let mut failures = Vec::new();
-        for _ in 0..3 {
-            let data = tempfile::Builder::new()
-                .prefix("cni-etcd-cluster-")
-                .tempdir()
-                .expect("temporary directory");
+        started("the etcd cluster", "cni-etcd-cluster-", |data| {
             let n = STARTED.fetch_add(1, Ordering::Relaxed);
             let cluster = Cluster {
                 token: format!("cni-test-{}-{n}", std::process::id()),
@@ -397,12 +429,8 @@ impl Cluster {
             for i in 0..MEMBERS {
                 cluster.spawn(i);
             }
-            match cluster.until_healthy() {
-                Ok(()) => return cluster,
-                Err(why) => failures.push(why),
-            }
-        }
-        panic!("the etcd cluster did not start:\n{}", failures.join("\n"));
+            cluster.until_healthy().map(|()| cluster)
+        })
     }
 
     /// `http://127.0.0.1:<port>` of each member, as the store's
@@ -468,35 +496,26 @@ impl Cluster {
     /// Waits until every running member answers `/health` true: an error
     /// with the members' last log lines when one exits or 20 s pass.
     fn until_healthy(&self) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let running: Vec<usize> = (0..MEMBERS)
-                .filter(|i| self.children()[*i].is_some())
+        let running = || (0..MEMBERS).filter(|i| self.children()[*i].is_some());
+        let exited = || {
+            let mut children = self.children();
+            (0..MEMBERS)
+                .find(|i| children[*i].as_mut().is_some_and(has_exited))
+                .map(|i| format!("m{i}"))
+        };
+        healthy_within_20s(|| running().all(|i| self.healthy(i)), exited).map_err(|why| {
+            let logs: Vec<String> = (0..MEMBERS)
+                .map(|i| {
+                    let log = self.data.path().join(format!("m{i}.log"));
+                    format!("m{i} (ports {:?}):\n{}", self.ports[i], log_tail(&log))
+                })
                 .collect();
-            if running.iter().all(|i| self.healthy(*i)) {
-                return Ok(());
-            }
-            let exited = running.iter().find(|i| {
-                self.children()[**i]
-                    .as_mut()
-                    .is_some_and(|c| c.try_wait().ok().flatten().is_some())
-            });
-            if exited.is_some() || Instant::now() >= deadline {
-                let why = exited.map_or("20 s passed".to_owned(), |i| format!("m{i} exited"));
-                let logs: Vec<String> = (0..MEMBERS)
-                    .map(|i| {
-                        let log = self.data.path().join(format!("m{i}.log"));
-                        format!("m{i} (ports {:?}):\n{}", self.ports[i], log_tail(&log))
-                    })
-                    .collect();
-                return Err(format!(
-                    "the etcd cluster did not become healthy ({why}); logs in {}:\n{}",
-                    self.data.path().display(),
-                    logs.join("\n")
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            format!(
+                "the etcd cluster did not become healthy ({why}); logs in {}:\n{}",
+                self.data.path().display(),
+                logs.join("\n")
+            )
+        })
     }
 
     fn healthy(&self, i: usize) -> bool {
@@ -666,6 +685,39 @@ mod tests {
         assert_eq!(super::base64(b"fo"), "Zm8=");
         assert_eq!(super::base64(b"foo"), "Zm9v");
         assert_eq!(super::base64(b"/cni-ipam/n"), "L2NuaS1pcGFtL24=");
+    }
+
+    #[test]
+    fn an_etcd_that_exits_at_start_is_tried_again_and_three_failures_are_all_told() {
+        let mut tries = 0;
+        let got = super::started("etcd", "cni-etcd-unit-", |_| {
+            tries += 1;
+            match tries {
+                3 => Ok(tries),
+                n => Err(format!("try {n}")),
+            }
+        });
+        assert_eq!(got, 3);
+        let failed = std::panic::catch_unwind(|| {
+            super::started("etcd", "cni-etcd-unit-", |_| {
+                Err::<(), _>("port taken".to_owned())
+            })
+        })
+        .unwrap_err();
+        let message = failed.downcast_ref::<String>().unwrap();
+        assert_eq!(
+            message,
+            "etcd did not start:\nport taken\nport taken\nport taken"
+        );
+    }
+
+    #[test]
+    fn a_member_that_exited_is_told_at_once_not_after_the_20_s() {
+        let started = std::time::Instant::now();
+        let why = super::healthy_within_20s(|| false, || Some("m1".to_owned())).unwrap_err();
+        assert_eq!(why, "m1 exited");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(super::healthy_within_20s(|| true, || None), Ok(()));
     }
 
     #[test]
