@@ -496,15 +496,20 @@ fn status_of_a_network_still_in_the_old_layout_is_code_50_only_when_its_keys_fil
     let one_block = conf(&etcd, "node-t", "10.86.0.0/26", None);
     let status = run_plugin(&bin, &env("STATUS", ""), &one_block);
     assert!(status.success(), "one address is free: {status:?}");
+    // A node of the previous release takes the last one (and rewrites
+    // its last reserved address, as it did with each reservation).
     etcd.put_all(&old("10.86.0", 62..63));
+    etcd.put("/cni-ipam/net/last_reserved/0", "10.86.0.62");
     let status = run_plugin(&bin, &env("STATUS", ""), &one_block);
     assert_eq!(status.stdout_json()["code"], 50, "{status:?}");
     // Two blocks, the first full: the second has room.
     let two_blocks = conf(&etcd, "node-t", "10.86.0.0/25", None);
     assert!(run_plugin(&bin, &env("STATUS", ""), &two_blocks).success());
-    // STATUS wrote nothing: the old layout is as it was, unmarked.
+    // STATUS wrote nothing but the old layout's size, for the polls to
+    // come: the old layout is as it was, unmarked.
     assert_eq!(etcd.get_prefix(IPS).len(), 61);
     assert!(etcd.keys("/cni-ipam/net/upgraded").is_empty());
+    assert_eq!(etcd.keys("/cni-ipam/net/old_size").len(), 1);
 }
 
 #[test]

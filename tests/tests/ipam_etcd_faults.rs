@@ -239,7 +239,7 @@ fn a_transaction_answered_without_its_responses_is_code_11_naming_the_endpoint()
     assert_eq!(e["code"], 11, "{e}");
     assert!(text(&e, "msg").contains(&fake.endpoint()), "{e}");
     assert!(
-        text(&e, "msg").contains("0 responses to 2 operations"),
+        text(&e, "msg").contains("0 responses to 4 operations"),
         "{e}"
     );
     assert!(text(&e, "details").contains(r#""succeeded":true"#), "{e}");

@@ -28,6 +28,7 @@ mod reserve;
 mod tests;
 
 use std::marker::PhantomData;
+use std::net::IpAddr;
 
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{
@@ -98,6 +99,20 @@ fn attachment(req: &Request<NetConf>) -> Attachment {
     }
 }
 
+/// The addresses of the request's `prevResult` in the network's range
+/// sets: where the attachment's reservations are, as the runtime
+/// remembers the ADD's result (empty without one, or one that cannot be
+/// read as a current result).
+fn expected_addresses(req: &Request<NetConf>, cfg: &IpamConfig) -> Vec<IpAddr> {
+    let Some(Ok(prev)) = req.config.prev_result.as_ref().map(|p| p.as_current()) else {
+        return Vec::new();
+    };
+    (prev.ips.iter())
+        .map(|ip| ip.address.addr())
+        .filter(|ip| cfg.range_sets.iter().any(|set| set.contains(*ip)))
+        .collect()
+}
+
 impl<S: Store> Plugin for Ipam<S> {
     type Config = NetConf;
     const CHECK: CheckSupport = CheckSupport::Full;
@@ -139,6 +154,7 @@ impl<S: Store> Plugin for Ipam<S> {
             return Ok(());
         };
         store.use_ranges(&cfg.range_sets)?;
+        store.expect(&expected_addresses(req, &cfg));
         let state = self.read(req, &mut store, cfg.range_sets.len())?;
         if let Some(unreadable) = state.unreadable.first() {
             // It may be this attachment's: succeeding would leave it held

@@ -22,6 +22,9 @@ pub(super) struct Range {
     pub(super) count: u64,
     /// Whether more keys lie past a `limit`.
     pub(super) more: bool,
+    /// The revision of the last change to a key read (`mod_revision`); 0
+    /// when none was read.
+    pub(super) newest: u64,
 }
 
 /// The response of one operation of a transaction.
@@ -117,15 +120,23 @@ impl Range {
         let object = value
             .as_object()
             .ok_or_else(|| Malformed::new("a range that is not an object", value))?;
-        let kvs = match object.get("kvs") {
-            None => Vec::new(),
-            Some(Value::Array(list)) => list.iter().map(pair).collect::<Result<_, _>>()?,
+        let (kvs, newest) = match object.get("kvs") {
+            None => (Vec::new(), 0),
+            Some(Value::Array(list)) => {
+                let kvs = list.iter().map(pair).collect::<Result<_, _>>()?;
+                let mut newest = 0;
+                for kv in list.iter().filter_map(Value::as_object) {
+                    newest = newest.max(number(kv, "mod_revision")?);
+                }
+                (kvs, newest)
+            }
             Some(other) => return Err(Malformed::new("kvs that are not a list", other)),
         };
         Ok(Range {
             kvs,
             count: number(object, "count")?,
             more: flag(object, "more")?,
+            newest,
         })
     }
 }
@@ -233,8 +244,8 @@ mod tests {
     fn a_transaction_answer_reads_as_its_responses_in_order() {
         let answer = json!({"header": {"revision": "7"}, "succeeded": true, "responses": [
             {"response_range": {"header": {}, "kvs": [
-                {"key": "YQ==", "value": "Yg==", "create_revision": "5"},
-                {"key": "Yw=="}], "count": "2", "more": true}},
+                {"key": "YQ==", "value": "Yg==", "create_revision": "5", "mod_revision": "6"},
+                {"key": "Yw==", "mod_revision": 4}], "count": "2", "more": true}},
             {"response_put": {"header": {}}},
             {"response_delete_range": {"header": {}, "deleted": "1"}},
             {"response_range": {"header": {}}},
@@ -243,6 +254,7 @@ mod tests {
             kvs: vec![("a".into(), b"b".to_vec()), ("c".into(), Vec::new())],
             count: 2,
             more: true,
+            newest: 6,
         };
         assert_eq!(
             txn(&answer),
@@ -285,5 +297,7 @@ mod tests {
         assert!(range(json!({"kvs": [{"value": "YQ=="}]})).contains("without a key"));
         assert!(range(json!({"count": "-1"})).contains("count that is not a count"));
         assert!(range(json!({"kvs": "x"})).contains("kvs that are not a list"));
+        let revision = json!({"kvs": [{"key": "YQ==", "mod_revision": "x"}]});
+        assert!(range(revision).contains("mod_revision that is not a count"));
     }
 }

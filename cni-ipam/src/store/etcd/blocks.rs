@@ -40,6 +40,12 @@ impl Sizes {
             self.v6
         }
     }
+
+    /// How many addresses a block of `set`'s family spans.
+    pub(super) fn addresses(&self, set: &RangeSet) -> u128 {
+        let v4 = set.is_ipv4();
+        host_mask(v4, self.of(v4)).saturating_add(1)
+    }
 }
 
 /// One block: an aligned CIDR of the configured size.
@@ -276,6 +282,13 @@ mod tests {
             (ip("10.1.2.1"), ip("10.1.2.63"))
         );
         assert_eq!(capacity(&first), 62, "10.1.2.1 is the gateway");
+        assert_eq!(
+            SIZES.addresses(set),
+            64,
+            "what a block spans, gateway or not"
+        );
+        let v6 = config(json!([[{"subnet": "fd00::/64"}]]));
+        assert_eq!(SIZES.addresses(&v6.range_sets[0]), 64);
         let last = Block::of(ip("10.1.2.200"), SIZES).pool(set);
         assert_eq!(
             capacity(&last),

@@ -111,6 +111,19 @@ impl EtcdStore {
         format!("{}upgraded", self.root)
     }
 
+    /// `<root>old_size`: how many keys the layout before blocks held, and
+    /// had moved into blocks, as last recorded ([`OldSize`](super::records::OldSize)).
+    pub(super) fn old_size_key(&self) -> String {
+        format!("{}old_size", self.root)
+    }
+
+    /// `<root>last_reserved/`: where the previous release's nodes last
+    /// reserved, one key per range set, rewritten with each reservation
+    /// it made.
+    pub(super) fn old_last_prefix(&self) -> String {
+        format!("{}last_reserved/", self.root)
+    }
+
     pub(super) fn old_key(&self, ip: IpAddr) -> String {
         format!("{}ips/{ip}", self.root)
     }

@@ -30,11 +30,12 @@
 //! lender is forgotten once the node's own blocks serve again.
 //!
 //! **STATUS** reads the node's index and the count of claimed blocks
-//! (`owners/`), and of `ips/` until the network is marked upgraded: a
-//! range set with a block nobody claimed has room. Only when every block
-//! is claimed (or old keys remain) are the reservations counted, and
-//! only a set they nearly fill is counted block by block, as borrowing
-//! does.
+//! (`owners/`), in one request: a range set with a block nobody claimed
+//! has room. Only when every block is claimed (or old keys remain) are
+//! the reservations counted, and only a set they nearly fill is counted
+//! block by block, as borrowing does. Until the network is marked
+//! upgraded, the same request reads the old layout's recorded size
+//! (`old_size`, see Upgrade), never a count of `ips/`.
 //!
 //! **Keys**, under `<prefix>/<network>/` (a block is named
 //! `<first address>-<prefix length>`, `10.1.2.64-26`; a node's name has
@@ -55,7 +56,10 @@
 //!   blocks. Never written; an address held there is honoured (see
 //!   Upgrade);
 //! - `upgraded`: `{"node": ..}`, written once by the first node to find
-//!   no key under `ips/` (see Upgrade).
+//!   no key under `ips/` (see Upgrade);
+//! - `old_size`: `{"count": .., "node": ..}`, until the network is marked
+//!   upgraded: at most how many reservations the old layout holds and
+//!   has had moved into blocks (see Upgrade).
 //!
 //! **Transactions, and the invariants they keep.**
 //!
@@ -83,8 +87,9 @@
 //!   its index.
 //!
 //! **Upgrade** from the layout before blocks (`ips/<address>`, written by
-//! the previous release; `upgrade.rs`). Each read counts the old layout's
-//! keys (one count, in the same request as the node's index) until the
+//! the previous release; `upgrade.rs`). Each read of an ADD, DEL, GC or
+//! CHECK counts the old layout's keys (one count, in the same request as
+//! the node's index) until the
 //! network is marked `upgraded`: the first DEL, GC or ADD to count none
 //! writes the mark (if `ips/` is still empty and the mark absent, in one
 //! transaction), and reads then ask for the mark instead, in the same
@@ -124,6 +129,34 @@
 //! the old layout drains; 16 nodes x 10 ADDs at once in 4.6 s, none
 //! failed, nothing handed out twice.
 //!
+//! A DEL whose request carries a `prevResult` (libcni sends the ADD's
+//! result from its cache) does not list an old layout of more than 2,000
+//! keys either: a container's old reservation is at its address, which
+//! the result names, so the DEL reads the old key of each address of
+//! the `prevResult` in the network's ranges and moves a window of 200.
+//! Without a `prevResult` (or one naming no address of the network) it
+//! lists as before. GC lists: it must find every stale reservation.
+//! Measured (16 nodes DELing 10 containers each at once, 100,000 old
+//! keys): 160 DELs in 4.4 s, p99 559 ms (30.9 s and 13.0 s listing).
+//!
+//! STATUS does not count the old layout on every poll (9-28 ms at
+//! 100,000 here, on every node every 5 seconds): it reads `old_size`, at
+//! most how many reservations the old layout holds *and* has had moved
+//! into blocks, written by the first operation to count (STATUS, ADD,
+//! DEL or GC): the count of `ips/` plus every key under `nodes/` (each
+//! moved reservation leaves its `borrowed/` index key there). Moves
+//! keep that sum and releases lower it, so it stays an upper bound; a
+//! set whose addresses outnumber what the claimed blocks and that bound
+//! can hold has a free address in a block nobody claimed, and nothing
+//! more is read. Otherwise (a set nearly full) STATUS counts as before.
+//! The record is trusted only while the previous release's
+//! `last_reserved/` keys (rewritten with each of its reservations) are
+//! older than it, and written only while they still hold what was read
+//! with the count; a count that finds more than it says (keys written by
+//! hand) records anew. A key written under `ips/` by hand, without
+//! `last_reserved/`, is not seen by STATUS until the next ADD, DEL or
+//! GC. The mark deletes the record.
+//!
 //! Before a block is claimed, what it holds is read (one request): the
 //! keys moved into it from the old layout, whoever's they are, and, while
 //! the old layout is not listed, its old keys. A full block is passed
@@ -131,8 +164,8 @@
 //! blocks come in runs); past 32 full blocks the ADD fails with code 11.
 //! A block partly held offers the rest, and a block found full once
 //! claimed (a race) makes the ADD claim another (at most 8). STATUS
-//! counts the old keys, and lists them (keys only) only when a range set
-//! looks full. Every node must run a plugin with blocks before any ADD
+//! lists the old keys (keys only) only when a range set looks full.
+//! Every node must run a plugin with blocks before any ADD
 //! uses them: an older plugin reads only `ips/`, and does not see what
 //! was moved; an old key it writes after the mark is not listed by
 //! anyone, but its address is still never handed out twice (every
@@ -312,6 +345,10 @@ pub struct EtcdStore {
     /// an ADD to list): a claim then reads a block's old keys before
     /// claiming it.
     old_unlisted: bool,
+    /// Where a DEL's attachment holds its addresses, as its `prevResult`
+    /// says ([`Store::expect`]): their old keys are read instead of
+    /// listing an old layout too large to list.
+    expected: Vec<IpAddr>,
 }
 
 /// Where a reservation's key is.
@@ -342,6 +379,7 @@ impl Store for EtcdStore {
             lender_read: None,
             window_moved: false,
             old_unlisted: false,
+            expected: Vec::new(),
             // An ADD has one deadline in all; DEL, GC and STATUS one per
             // request (a DEL must finish its work, and is retried anyway).
             client: Client::new(
@@ -383,6 +421,10 @@ impl Store for EtcdStore {
         self.sizes = Sizes::for_ranges(self.given, defaults, sets)?;
         self.sets = sets.to_vec();
         Ok(())
+    }
+
+    fn expect(&mut self, ips: &[IpAddr]) {
+        self.expected = ips.to_vec();
     }
 
     fn read(&mut self, sets: usize) -> Result<State, Error> {

@@ -145,12 +145,17 @@ impl EtcdStore {
             }
         }
         // 3. The layout before blocks, while it holds anything: listed
-        // whole, or near the blocks an ADD allocates from when too large.
+        // whole; when too large, near the blocks an ADD allocates from, or
+        // at the addresses a DEL's prevResult names.
         if old_count > 0 {
+            let large = old_count > LISTED_BY_ADD;
             let listed = match self.access {
                 Access::Read => self.client.range_prefix_paged(&old, self.linearizable)?,
-                Access::Create if old_count > LISTED_BY_ADD && self.blocks_read_by_address() => {
+                Access::Create if large && self.blocks_read_by_address() => {
                     self.read_old_near(&mut state)?
+                }
+                Access::Change if large && !self.expected.is_empty() => {
+                    self.read_old_expected(&mut state)?
                 }
                 _ => {
                     let listed = self.client.range_prefix_paged(&old, self.linearizable)?;

@@ -26,6 +26,16 @@ pub(super) struct OwnerRecord {
     pub(super) node: String,
 }
 
+/// The value of [`EtcdStore::old_size_key`]: at most how many
+/// reservations the layout before blocks holds and has had moved into
+/// blocks, as counted by `node`. STATUS trusts it while no node of the
+/// previous release reserved since it was written.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct OldSize {
+    pub(super) count: u64,
+    pub(super) node: String,
+}
+
 impl EtcdStore {
     /// The owner value this node writes, byte for byte (a comparison reads
     /// it).

@@ -11,6 +11,7 @@ use super::blocks::{block_count, candidates, capacity, Block};
 use super::claims::free_in;
 use super::keys::Index;
 use super::txn::Read;
+use super::upgrade::OldLayout;
 use super::{EtcdStore, Place};
 use crate::range::{Range, RangeSet};
 use crate::store::{State, Store};
@@ -124,24 +125,48 @@ impl EtcdStore {
         // Counts of what grows with the network's blocks, never with its
         // reservations: the node's index, the claimed blocks (`owners/`),
         // the old layout's keys (not counted once marked upgraded).
+        // Before the network is marked upgraded, the old layout's size
+        // as recorded (point reads), else counted (a second request).
         let reads = vec![
             Read::prefix(&self.node_prefix()).keys_only(),
             Read::prefix(&self.owners_prefix()).count(),
         ];
-        let (ranges, counted) = self.read_counting_old(reads, false)?;
+        let (ranges, old) = self.read_old_layout(reads, false, false)?;
         let Ok([index, claimed]) = <[_; 2]>::try_from(ranges) else {
             return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
         };
         let mut ignored = State::default();
         let index = Index::parse(self, index.kvs, &mut ignored);
-        let (claimed, old_count) = (claimed.count, counted.unwrap_or(0));
+        let claimed = claimed.count;
+        let (old_count, recorded) = match old {
+            None => (0, false),
+            Some(OldLayout {
+                recorded: Some(bound),
+                ..
+            }) => (bound, true),
+            Some(OldLayout { last, .. }) => {
+                let [counted] = self.read_all([Read::prefix(&self.old_prefix()).count()])?;
+                // Once, for the polls to come; best effort.
+                let _ = self.record_old_size(counted.count, &last);
+                (counted.count, false)
+            }
+        };
         let mut exhausted = Vec::new();
         // A set with a block nobody claimed serves an ADD (it claims the
         // block). Only when every block of a set is claimed (or old-layout
         // keys remain) are the reservations counted, and only a set they
-        // nearly fill is counted block by block.
+        // nearly fill is counted block by block. With old keys, a set
+        // whose addresses outnumber what the claimed blocks and the
+        // recorded old layout can hold has a free address in a block
+        // nobody claimed: no more is read.
         let claimed_all: Vec<&RangeSet> = (self.sets.iter())
-            .filter(|set| old_count > 0 || u128::from(claimed) >= block_count(set, self.sizes))
+            .filter(|set| {
+                let room_unclaimed = recorded
+                    && capacity(&set.ranges)
+                        > u128::from(claimed) * self.sizes.addresses(set) + u128::from(old_count);
+                (old_count > 0 && !room_unclaimed)
+                    || u128::from(claimed) >= block_count(set, self.sizes)
+            })
             .collect();
         if claimed_all.is_empty() {
             return Ok(exhausted);

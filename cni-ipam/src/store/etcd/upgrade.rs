@@ -5,13 +5,13 @@
 
 use std::net::IpAddr;
 
-use cni_types::Error;
+use cni_types::{Code, Error};
 
 use super::answer::{Range, Response};
 use super::blocks::Block;
 use super::claims::random_in;
 use super::keys::node_prefix;
-use super::records::Record;
+use super::records::{OldSize, Record};
 use super::scan::random;
 use super::txn::{Compare, Op, Read, Txn};
 use super::{EtcdStore, Place};
@@ -39,6 +39,18 @@ const MOVED_BY_ADD: u64 = 200;
 /// layout whole instead. A power of two.
 const POINT_READS_MOST: u32 = 1024;
 
+/// What a read while the network is not marked upgraded knows of the
+/// layout before blocks ([`EtcdStore::read_old_layout`]).
+#[derive(Debug)]
+pub(super) struct OldLayout {
+    /// How many keys `ips/` holds, when counted.
+    pub(super) counted: Option<u64>,
+    /// The [`OldSize`] record's count, when it is fresh.
+    pub(super) recorded: Option<u64>,
+    /// The previous release's `last_reserved/` keys and values.
+    pub(super) last: Vec<(String, Vec<u8>)>,
+}
+
 /// Reservations moved in one transaction: 2 comparisons and 3 operations
 /// each (etcd's `--max-txn-ops` is 128 per list).
 const MOVED_PER_TXN: usize = 40;
@@ -51,21 +63,52 @@ impl EtcdStore {
     /// compaction, the moved reservations' tombstones too: 5 ms a count
     /// at 100,000 moved here, on every ADD and STATUS of an upgraded
     /// network whose etcd is never compacted. One transaction whose
-    /// comparison is the marker's absence; at most `2 * MAX_TXN_KEYS`
-    /// reads.
+    /// comparison is the marker's absence; at most `2 * MAX_TXN_KEYS - 3`
+    /// reads. An operation that finds no fresh [`OldSize`] record writes
+    /// one ([`EtcdStore::record_old_size`]).
     pub(super) fn read_counting_old(
         &self,
         reads: Vec<Read>,
         serializable: bool,
     ) -> Result<(Vec<Range>, Option<u64>), Error> {
-        let count = Read::prefix(&self.old_prefix())
-            .count()
-            .serializable(serializable);
-        let mut counting = reads.clone();
-        counting.push(count);
+        let (ranges, old) = self.read_old_layout(reads, serializable, true)?;
+        let Some(old) = old else {
+            return Ok((ranges, None));
+        };
+        let counted = old.counted.unwrap_or(0);
+        // None fresh, or one the count shows short (keys written under
+        // `ips/` by hand): recorded anew. Best effort: without it STATUS
+        // counts, as before.
+        if old.recorded.is_none_or(|n| counted > n) {
+            let _ = self.record_old_size(counted, &old.last);
+        }
+        Ok((ranges, Some(counted)))
+    }
+
+    /// The answers to `reads` and, in the same request while the network
+    /// is not marked upgraded (`None` once it is), what is known of the
+    /// layout before blocks: the [`OldSize`] record when it is fresh, the
+    /// previous release's `last_reserved/` keys, and (when `count`) how
+    /// many keys `ips/` holds. Point reads but for the count.
+    pub(super) fn read_old_layout(
+        &self,
+        reads: Vec<Read>,
+        serializable: bool,
+        count: bool,
+    ) -> Result<(Vec<Range>, Option<OldLayout>), Error> {
+        let mut asked = reads.clone();
+        asked.push(Read::key(&self.old_size_key()).serializable(serializable));
+        asked.push(Read::prefix(&self.old_last_prefix()).serializable(serializable));
+        if count {
+            asked.push(
+                Read::prefix(&self.old_prefix())
+                    .count()
+                    .serializable(serializable),
+            );
+        }
         let txn = Txn {
             compare: vec![Compare::Absent(self.upgraded_key())],
-            success: counting.into_iter().map(Op::Range).collect(),
+            success: asked.into_iter().map(Op::Range).collect(),
             failure: reads.into_iter().map(Op::Range).collect(),
         };
         let outcome = self.client.txn(&txn)?;
@@ -77,8 +120,60 @@ impl EtcdStore {
         if !outcome.succeeded {
             return Ok((ranges, None));
         }
-        let counted = ranges.pop().map(|r| r.count);
-        Ok((ranges, counted))
+        let counted = match count {
+            true => ranges.pop().map(|r| r.count),
+            false => None,
+        };
+        let (Some(last), Some(size)) = (ranges.pop(), ranges.pop()) else {
+            return Err(Error::new(Code::INTERNAL, "fewer answers than etcd reads"));
+        };
+        // Fresh: written after the last reservation of a node of the
+        // previous release (its reservations rewrite `last_reserved/`).
+        let recorded = (size.kvs.first())
+            .filter(|_| size.newest > last.newest)
+            .and_then(|(_, v)| serde_json::from_slice::<OldSize>(v).ok())
+            .map(|r| r.count);
+        Ok((
+            ranges,
+            Some(OldLayout {
+                counted,
+                recorded,
+                last: last.kvs,
+            }),
+        ))
+    }
+
+    /// Writes the [`OldSize`] record: `counted` keys under `ips/` plus
+    /// every key under `nodes/` (each moved reservation left one there,
+    /// `borrowed/<address>`), counted now, so that what the old layout
+    /// held and what was moved out of it since are both within it; only
+    /// while `last_reserved/` still holds `last` (no node of the previous
+    /// release reserved since `counted` was read: if one did, nothing is
+    /// written) and the network is not marked upgraded. Moves keep the
+    /// sum, releases lower it: the record stays an upper bound until a
+    /// node of the previous release reserves again, which STATUS sees.
+    pub(super) fn record_old_size(
+        &self,
+        counted: u64,
+        last: &[(String, Vec<u8>)],
+    ) -> Result<(), Error> {
+        let nodes = Read::prefix(&format!("{}nodes/", self.root)).count();
+        let [moved] = self.read_all([nodes])?;
+        let size = OldSize {
+            count: counted.saturating_add(moved.count),
+            node: self.node.clone(),
+        };
+        let value = serde_json::to_string(&size)
+            .map_err(|e| Error::new(Code::INTERNAL, format!("old size record: {e}")))?;
+        let mut compare = vec![Compare::Absent(self.upgraded_key())];
+        if last.is_empty() {
+            compare.push(Compare::NoneUnder(self.old_last_prefix()));
+        }
+        for (key, v) in last {
+            compare.push(Compare::holds(key, &String::from_utf8_lossy(v)));
+        }
+        let txn = Txn::new(compare, vec![Op::put(&self.old_size_key(), &value)]);
+        self.client.txn(&txn).map(|_| ())
     }
 
     /// Marks the network upgraded ([`EtcdStore::upgraded_key`], naming
@@ -91,7 +186,10 @@ impl EtcdStore {
                 Compare::Absent(self.upgraded_key()),
                 Compare::NoneUnder(self.old_prefix()),
             ],
-            vec![Op::put(&self.upgraded_key(), &self.owner_value())],
+            vec![
+                Op::put(&self.upgraded_key(), &self.owner_value()),
+                Op::delete(&self.old_size_key()),
+            ],
         );
         let _ = self.client.txn(&txn);
     }
@@ -174,21 +272,48 @@ impl EtcdStore {
         &mut self,
         state: &mut State,
     ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let old = self.old_prefix();
-        let mut left = Vec::new();
-        if !self.window_moved {
-            self.window_moved = true;
-            let ranges: Vec<_> = self.sets.iter().flat_map(|s| s.ranges.clone()).collect();
-            let from = random_in(&ranges).map_or(old.clone(), |ip| self.old_key(ip));
-            let window =
-                (self.client).range_window(&old, &from, MOVED_BY_ADD, self.linearizable)?;
-            left = self.migrate_old(window, state)?;
-        }
+        let mut left = self.move_window(state)?;
         self.old_unlisted = true;
         let mut blocks = self.owned.clone();
         blocks.extend(self.lender_read);
         left.extend(self.old_keys_of(&blocks)?);
         Ok(left)
+    }
+
+    /// A DEL's reading of the old layout when it is too large to list
+    /// ([`LISTED_BY_ADD`]) and the request's `prevResult` named the
+    /// attachment's addresses ([`Store::expect`](crate::store::Store::expect)):
+    /// a window of [`MOVED_BY_ADD`] keys is moved, then the old key of
+    /// each address named is read (one request). A reservation of the
+    /// attachment's under the old layout is at its address, which the
+    /// ADD's result names: nothing else of the layout can be its. What to
+    /// honour where it is is returned.
+    pub(super) fn read_old_expected(
+        &mut self,
+        state: &mut State,
+    ) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let mut left = self.move_window(state)?;
+        let reads = (self.expected.iter())
+            .map(|ip| Read::key(&self.old_key(*ip)))
+            .collect();
+        left.extend(self.read_txn(reads)?.into_iter().flat_map(|r| r.kvs));
+        Ok(left)
+    }
+
+    /// Moves a window of [`MOVED_BY_ADD`] old keys from a random one into
+    /// blocks, once per operation; what to honour where it is is
+    /// returned. Nodes upgrading at once move different keys, and every
+    /// operation drains the layout a little without listing it.
+    fn move_window(&mut self, state: &mut State) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        if self.window_moved {
+            return Ok(Vec::new());
+        }
+        self.window_moved = true;
+        let old = self.old_prefix();
+        let ranges: Vec<_> = self.sets.iter().flat_map(|s| s.ranges.clone()).collect();
+        let from = random_in(&ranges).map_or(old.clone(), |ip| self.old_key(ip));
+        let window = (self.client).range_window(&old, &from, MOVED_BY_ADD, self.linearizable)?;
+        self.migrate_old(window, state)
     }
 
     /// Whether a block of every range set holds at most
