@@ -1123,8 +1123,10 @@ fn with_prev_result(conf: &Value, addresses: &[&str]) -> Value {
 /// layout not listed (a window moved, not 2,000); another container's
 /// reservation at a named address is not its and stays; without a
 /// `prevResult` the DEL lists the old layout as before and still finds it.
+/// CHECK finds it the same way.
 #[test]
-fn a_del_with_a_prev_result_releases_its_old_reservation_without_listing_a_large_old_layout() {
+fn a_del_or_check_with_a_prev_result_finds_its_old_reservation_without_listing_a_large_old_layout()
+{
     let etcd = Etcd::start();
     let mut old = old_layout_from(Ipv4Addr::new(10, 93, 0, 2), 3000);
     let mine = |ip: &str, id: &str| {
@@ -1137,6 +1139,20 @@ fn a_del_with_a_prev_result_releases_its_old_reservation_without_listing_a_large
     old.push(mine("10.93.15.201", "c-bare"));
     etcd.put_all(&old);
     let conf = conf(&etcd, "node-u", "10.93.0.0/20", json!({}));
+    // CHECK reads the address its prevResult names, and moves nothing.
+    let check = run(
+        "CHECK",
+        "c-mine",
+        &with_prev_result(&conf, &["10.93.15.200/20"]),
+    );
+    assert_eq!(check.exit_code, 0, "{check:?}");
+    let wrong = run(
+        "CHECK",
+        "c-mine",
+        &with_prev_result(&conf, &["10.93.0.2/20"]),
+    );
+    assert_ne!(wrong.exit_code, 0, "{wrong:?}");
+    assert_eq!(etcd.keys(&format!("{ROOT}ips/")).len(), 3002);
     // Its prevResult also names an address held by another container.
     let del = with_prev_result(&conf, &["10.93.15.200/20", "10.93.0.2/20"]);
     let out = run("DEL", "c-mine", &del);

@@ -196,6 +196,7 @@ impl<S: Store> Plugin for Ipam<S> {
             Some(mut store) => (
                 {
                     store.use_ranges(&cfg.range_sets)?;
+                    store.expect(&expected_addresses(req, &cfg));
                     self.read(req, &mut store, cfg.range_sets.len())?.held
                 },
                 store.describe(),

@@ -135,7 +135,9 @@
 //! the result names, so the DEL reads the old key of each address of
 //! the `prevResult` in the network's ranges and moves a window of 200.
 //! Without a `prevResult` (or one naming no address of the network) it
-//! lists as before. GC lists: it must find every stale reservation.
+//! lists as before. CHECK (whose request always has one) reads the same
+//! keys and moves nothing. GC lists: it must find every stale
+//! reservation.
 //! Measured (16 nodes DELing 10 containers each at once, 100,000 old
 //! keys): 160 DELs in 4.4 s, p99 559 ms (30.9 s and 13.0 s listing).
 //!
@@ -345,9 +347,9 @@ pub struct EtcdStore {
     /// an ADD to list): a claim then reads a block's old keys before
     /// claiming it.
     old_unlisted: bool,
-    /// Where a DEL's attachment holds its addresses, as its `prevResult`
-    /// says ([`Store::expect`]): their old keys are read instead of
-    /// listing an old layout too large to list.
+    /// Where a DEL's or CHECK's attachment holds its addresses, as its
+    /// `prevResult` says ([`Store::expect`]): their old keys are read
+    /// instead of listing an old layout too large to list.
     expected: Vec<IpAddr>,
 }
 

@@ -146,17 +146,17 @@ impl EtcdStore {
         }
         // 3. The layout before blocks, while it holds anything: listed
         // whole; when too large, near the blocks an ADD allocates from, or
-        // at the addresses a DEL's prevResult names.
+        // at the addresses a DEL's or CHECK's prevResult names.
         if old_count > 0 {
             let large = old_count > LISTED_BY_ADD;
             let listed = match self.access {
-                Access::Read => self.client.range_prefix_paged(&old, self.linearizable)?,
                 Access::Create if large && self.blocks_read_by_address() => {
                     self.read_old_near(&mut state)?
                 }
-                Access::Change if large && !self.expected.is_empty() => {
+                Access::Change | Access::Read if large && !self.expected.is_empty() => {
                     self.read_old_expected(&mut state)?
                 }
+                Access::Read => self.client.range_prefix_paged(&old, self.linearizable)?,
                 _ => {
                     let listed = self.client.range_prefix_paged(&old, self.linearizable)?;
                     self.migrate_old(listed, &mut state)?

@@ -16,7 +16,7 @@ use super::scan::random;
 use super::txn::{Compare, Op, Read, Txn};
 use super::{EtcdStore, Place};
 use crate::range::{bits, from_bits};
-use crate::store::{Skipped, State};
+use crate::store::{Access, Skipped, State};
 
 /// Most old reservations one DEL, GC or ADD moves (40 per transaction):
 /// what is left is honoured where it is, and moved by the next.
@@ -280,19 +280,22 @@ impl EtcdStore {
         Ok(left)
     }
 
-    /// A DEL's reading of the old layout when it is too large to list
-    /// ([`LISTED_BY_ADD`]) and the request's `prevResult` named the
-    /// attachment's addresses ([`Store::expect`](crate::store::Store::expect)):
-    /// a window of [`MOVED_BY_ADD`] keys is moved, then the old key of
-    /// each address named is read (one request). A reservation of the
-    /// attachment's under the old layout is at its address, which the
-    /// ADD's result names: nothing else of the layout can be its. What to
-    /// honour where it is is returned.
+    /// A DEL's or CHECK's reading of the old layout when it is too large
+    /// to list ([`LISTED_BY_ADD`]) and the request's `prevResult` named
+    /// the attachment's addresses ([`Store::expect`](crate::store::Store::expect)):
+    /// a window of [`MOVED_BY_ADD`] keys is moved (not by CHECK, which
+    /// only reads), then the old key of each address named is read (one
+    /// request). A reservation of the attachment's under the old layout
+    /// is at its address, which the ADD's result names: nothing else of
+    /// the layout can be its. What to honour where it is is returned.
     pub(super) fn read_old_expected(
         &mut self,
         state: &mut State,
     ) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let mut left = self.move_window(state)?;
+        let mut left = match self.access {
+            Access::Read => Vec::new(),
+            _ => self.move_window(state)?,
+        };
         let reads = (self.expected.iter())
             .map(|ip| Read::key(&self.old_key(*ip)))
             .collect();
