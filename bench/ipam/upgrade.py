@@ -14,7 +14,8 @@ figures are in BENCHMARKS.md (issue 33).
 
 usage: upgrade.py OUT_DIR PLUGIN OLD NODES ADDS   (UPGRADE_ERRORS=1 prints
        each failed answer on stderr; UPGRADE_DEL=1 then DELs every
-       container added, the nodes at once)
+       container added, the nodes at once, each with the ADD's result as
+       its prevResult as libcni sends it; UPGRADE_DEL=bare without)
        e.g. python3 bench/ipam/upgrade.py target/bench/ipam \\
                 target/bench/ipam/ipam-etcd 100000 16 10"""
 import collections
@@ -39,18 +40,20 @@ os.makedirs(work)
 etcd = Etcd(work, "upgrade")
 
 
-def conf(node):
-    return json.dumps({"cniVersion": "1.1.0", "name": "net", "type": "bridge",
-                       "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": str(SUBNET)}]],
-                                "store": {"type": "etcd", "endpoints": [etcd.endpoint],
-                                          "node": node}}})
+def conf(node, prev=None):
+    c = {"cniVersion": "1.1.0", "name": "net", "type": "bridge",
+         "ipam": {"type": "ipam-etcd", "ranges": [[{"subnet": str(SUBNET)}]],
+                  "store": {"type": "etcd", "endpoints": [etcd.endpoint], "node": node}}}
+    if prev:
+        c["prevResult"] = json.loads(prev)
+    return json.dumps(c)
 
 
-def run(command, container, node):
+def run(command, container, node, prev=None):
     env = {"PATH": "/usr/bin:/bin", "CNI_COMMAND": command, "CNI_CONTAINERID": container,
            "CNI_IFNAME": "eth0", "CNI_NETNS": "/var/run/netns/none", "CNI_PATH": "/usr/lib/cni"}
     started = time.perf_counter()
-    p = subprocess.run([plugin], input=conf(node), env=env, capture_output=True, text=True)
+    p = subprocess.run([plugin], input=conf(node, prev), env=env, capture_output=True, text=True)
     return (time.perf_counter() - started) * 1000, p.returncode, p.stdout
 
 
@@ -83,7 +86,7 @@ try:
     put_all(etcd.endpoint, [(f"{ROOT}ips/{ip}", record) for ip in sorted(held)])
     print(f"{old} old reservations written in {time.time() - started:.1f} s", flush=True)
     status_before = [run("STATUS", "s", "node0")[:2] for _ in range(3)]
-    results, lock = [], threading.Lock()
+    results, added, lock = [], {}, threading.Lock()
 
     def node_loop(k):
         for i in range(adds):
@@ -94,6 +97,8 @@ try:
                 print(stdout.replace("\n", " ")[:400], file=sys.stderr)
             with lock:
                 results.append((ms, code, ip))
+                if rc == 0:
+                    added[f"n{k}-c{i}"] = stdout
 
     took = at_once(node_loop)
     status_after = [run("STATUS", "s", "node0")[:2] for _ in range(3)]
@@ -102,7 +107,9 @@ try:
         # Then every node DELs what it added, at once.
         def del_loop(k):
             for i in range(adds):
-                ms, rc, stdout = run("DEL", f"n{k}-c{i}", f"node{k}")
+                container = f"n{k}-c{i}"
+                prev = added.get(container) if os.environ["UPGRADE_DEL"] != "bare" else None
+                ms, rc, stdout = run("DEL", container, f"node{k}", prev)
                 if rc and os.environ.get("UPGRADE_ERRORS"):
                     print(stdout.replace("\n", " ")[:400], file=sys.stderr)
                 with lock:
@@ -114,13 +121,15 @@ try:
     ips = [r[2] for r in results if r[2]]
     codes = collections.Counter(r[1] for r in results if r[1] is not None)
     print(f"| old | nodes x ADDs | took | ADD p50 / p90 / p99 / max | failed (code: n) "
-          f"| duplicates | old handed out | left under ips/ | marked | STATUS before / after |")
+          f"| duplicates | old handed out | left under ips/ | marked "
+          f"| STATUS before: first, next / after |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {old:,} | {nodes} x {adds} | {took:.1f} s | {pct(.5):.0f} / {pct(.9):.0f} / "
           f"{pct(.99):.0f} / {ms[-1]:.0f} ms | {dict(codes) or 0} | {len(ips) - len(set(ips))} "
           f"| {sum(1 for ip in ips if ip in held)} | {count(ROOT + 'ips/'):,} "
           f"| {'yes' if count(ROOT + 'upgraded') else 'no'} "
-          f"| {min(s[0] for s in status_before):.1f} / {min(s[0] for s in status_after):.1f} ms |")
+          f"| {status_before[0][0]:.1f}, {min(s[0] for s in status_before[1:]):.1f} "
+          f"/ {min(s[0] for s in status_after):.1f} ms |")
     wrong = []
     if len(ips) != len(set(ips)):
         wrong.append(f"{len(ips) - len(set(ips))} addresses handed out twice")
