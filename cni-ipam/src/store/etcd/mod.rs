@@ -101,8 +101,9 @@
 //! again. While there are any, a DEL or GC lists them (in pages of 5,000,
 //! each request with its own deadline) and moves up to 2,000 into the
 //! blocks' key space, from a random place of the listing (nodes upgrading
-//! at once move different ones); so does an ADD while they are at most
-//! 2,000. A move is `blocks/<b>/<address>` with the same value and
+//! at once move different ones); an ADD lists them while they are at
+//! most 2,000 and moves 200 (2,000 moves an ADD, 16 nodes at once, put
+//! the ADDs' p99 at 1.5 s with 10,000 old keys; 0.5 s with 200). A move is `blocks/<b>/<address>` with the same value and
 //! `nodes/<node>/borrowed/<address>` in the index of the node the value
 //! names, the old key deleted, in one transaction comparing the old key's
 //! value and the new key's absence (40 per transaction). The address is
