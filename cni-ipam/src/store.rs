@@ -209,11 +209,12 @@ pub trait Store: Sized {
 
     /// The addresses the request says the attachment holds, before
     /// [`Store::read`]: a DEL's or CHECK's `prevResult`, which libcni
-    /// sends from its cache of the ADD's result. A store that would otherwise list every
-    /// reservation to find the attachment's (the etcd store while a large
-    /// layout before blocks drains) may look these up instead; what
-    /// [`Store::read`] returns must still hold every reservation of the
-    /// attachment it can find. Nothing by default.
+    /// sends from its cache of the ADD's result. A store that would
+    /// otherwise list every reservation to find the attachment's (the
+    /// etcd store while a large layout before blocks drains) may look
+    /// these up instead; what [`Store::read`] returns must still hold
+    /// every reservation of the attachment it can find. Nothing by
+    /// default.
     fn expect(&mut self, ips: &[IpAddr]) {
         let _ = ips;
     }

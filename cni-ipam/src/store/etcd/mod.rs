@@ -89,21 +89,21 @@
 //! **Upgrade** from the layout before blocks (`ips/<address>`, written by
 //! the previous release; `upgrade.rs`). Each read of an ADD, DEL, GC or
 //! CHECK counts the old layout's keys (one count, in the same request as
-//! the node's index) until the
-//! network is marked `upgraded`: the first DEL, GC or ADD to count none
-//! writes the mark (if `ips/` is still empty and the mark absent, in one
-//! transaction), and reads then ask for the mark instead, in the same
-//! transaction (its comparison). The count is not free once the keys are
-//! moved: etcd counts a prefix by walking every key it held since its
-//! last compaction, and an etcd nobody compacts keeps the moved keys'
-//! tombstones (100,000 of them cost every ADD and STATUS about 5 ms
-//! here). A wiped network loses its mark with the rest, and is counted
+//! the node's index) until the network is marked `upgraded`: the first
+//! DEL, GC or ADD to count none writes the mark (if `ips/` is still empty
+//! and the mark absent, in one transaction), and reads then ask for the
+//! mark instead, in the same transaction (its comparison). The count is
+//! not free once the keys are moved: etcd counts a prefix by walking
+//! every key it held since its last compaction, and an etcd nobody
+//! compacts keeps the moved keys' tombstones (100,000 of them cost every
+//! ADD about 5 ms here). A wiped network loses its mark with the rest, and is counted
 //! again. While there are any, a DEL or GC lists them (in pages of 5,000,
 //! each request with its own deadline) and moves up to 2,000 into the
 //! blocks' key space, from a random place of the listing (nodes upgrading
 //! at once move different ones); an ADD lists them while they are at
 //! most 2,000 and moves 200 (2,000 moves an ADD, 16 nodes at once, put
-//! the ADDs' p99 at 1.5 s with 10,000 old keys; 0.5 s with 200). A move is `blocks/<b>/<address>` with the same value and
+//! the ADDs' p99 at 1.5 s with 10,000 old keys; 0.5 s with 200). A move
+//! is `blocks/<b>/<address>` with the same value and
 //! `nodes/<node>/borrowed/<address>` in the index of the node the value
 //! names, the old key deleted, in one transaction comparing the old key's
 //! value and the new key's absence (40 per transaction). The address is
@@ -138,9 +138,9 @@
 //! Without a `prevResult` (or one naming no address of the network) it
 //! lists as before. CHECK (whose request always has one) reads the same
 //! keys and moves nothing. GC lists: it must find every stale
-//! reservation.
-//! Measured (16 nodes DELing 10 containers each at once, 100,000 old
-//! keys): 160 DELs in 4.4 s, p99 559 ms (30.9 s and 13.0 s listing).
+//! reservation. Measured (16 nodes DELing 10 containers each at once,
+//! 100,000 old keys): 160 DELs in 4.3 s, p99 554 ms (30.9 s and 13.3 s
+//! listing).
 //!
 //! STATUS does not count the old layout on every poll (9-28 ms at
 //! 100,000 here, on every node every 5 seconds): it reads `old_size`, at
@@ -168,8 +168,8 @@
 //! A block partly held offers the rest, and a block found full once
 //! claimed (a race) makes the ADD claim another (at most 8). STATUS
 //! lists the old keys (keys only) only when a range set looks full.
-//! Every node must run a plugin with blocks before any ADD
-//! uses them: an older plugin reads only `ips/`, and does not see what
+//! Every node must run a plugin with blocks before any ADD uses them:
+//! an older plugin reads only `ips/`, and does not see what
 //! was moved; an old key it writes after the mark is not listed by
 //! anyone, but its address is still never handed out twice (every
 //! reservation compares it).

@@ -123,10 +123,9 @@ impl EtcdStore {
     /// finding room, it is taken as free: ADD will tell.
     pub(super) fn count_fullness(&mut self) -> Result<Vec<usize>, Error> {
         // Counts of what grows with the network's blocks, never with its
-        // reservations: the node's index, the claimed blocks (`owners/`),
-        // the old layout's keys (not counted once marked upgraded).
-        // Before the network is marked upgraded, the old layout's size
-        // as recorded (point reads), else counted (a second request).
+        // reservations: the node's index, the claimed blocks (`owners/`);
+        // until the network is marked upgraded, the old layout's size as
+        // recorded (point reads), else counted (a second request).
         let reads = vec![
             Read::prefix(&self.node_prefix()).keys_only(),
             Read::prefix(&self.owners_prefix()).count(),
@@ -161,9 +160,10 @@ impl EtcdStore {
         // nobody claimed: no more is read.
         let claimed_all: Vec<&RangeSet> = (self.sets.iter())
             .filter(|set| {
-                let room_unclaimed = recorded
-                    && capacity(&set.ranges)
-                        > u128::from(claimed) * self.sizes.addresses(set) + u128::from(old_count);
+                let held_at_most = (u128::from(claimed))
+                    .saturating_mul(self.sizes.addresses(set))
+                    .saturating_add(u128::from(old_count));
+                let room_unclaimed = recorded && capacity(&set.ranges) > held_at_most;
                 (old_count > 0 && !room_unclaimed)
                     || u128::from(claimed) >= block_count(set, self.sizes)
             })
