@@ -156,7 +156,9 @@
 //! `last_reserved/` keys (rewritten with each of its reservations) are
 //! older than it, and written only while they still hold what was read
 //! with the count; a count that finds more than it says (keys written by
-//! hand) records anew. A key written under `ips/` by hand, without
+//! hand) records anew. A stale record is recorded anew by the next ADD,
+//! DEL or GC, not by STATUS (nodes of the previous release reserving
+//! during a rolling upgrade would have every poll of every node write). A key written under `ips/` by hand, without
 //! `last_reserved/`, is not seen by STATUS until the next ADD, DEL or
 //! GC. The mark deletes the record.
 //!

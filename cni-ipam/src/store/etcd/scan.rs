@@ -143,10 +143,15 @@ impl EtcdStore {
                 recorded: Some(bound),
                 ..
             }) => (bound, true),
-            Some(OldLayout { last, .. }) => {
+            Some(OldLayout { last, written, .. }) => {
                 let [counted] = self.read_all([Read::prefix(&self.old_prefix()).count()])?;
-                // Once, for the polls to come; best effort.
-                let _ = self.record_old_size(counted.count, &last);
+                // Once, for the polls to come; best effort. A stale record
+                // is left to the next ADD, DEL or GC: while nodes of the
+                // previous release keep reserving, every poll of every
+                // node would write.
+                if !written {
+                    let _ = self.record_old_size(counted.count, &last);
+                }
                 (counted.count, false)
             }
         };

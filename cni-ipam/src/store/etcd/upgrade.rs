@@ -49,6 +49,8 @@ pub(super) struct OldLayout {
     pub(super) counted: Option<u64>,
     /// The [`OldSize`] record's count, when it is fresh.
     pub(super) recorded: Option<u64>,
+    /// Whether a record is there at all, fresh or not.
+    pub(super) written: bool,
     /// The previous release's `last_reserved/` keys and values.
     pub(super) last: Vec<(String, Vec<u8>)>,
 }
@@ -140,6 +142,7 @@ impl EtcdStore {
             Some(OldLayout {
                 counted,
                 recorded,
+                written: !size.kvs.is_empty(),
                 last: last.kvs,
             }),
         ))
