@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 
-from etcd_server import Cluster, b64, post, put_all
+from etcd_server import Cluster, at_once, b64, post, put_all
 
 out, plugin, smoke = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3] == "1"
 NODES = 10
@@ -103,13 +103,7 @@ try:
                 else:
                     failures.append(proc.stdout.decode()[:300])
 
-    started = time.perf_counter()
-    threads = [threading.Thread(target=stream, args=(n,)) for n in range(NODES)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    total = time.perf_counter() - started
+    total = at_once(stream, NODES)
     addresses = [ip for ip, _ in results]
     stored = held(cluster.endpoint, "alloc")
     duplicates = len(addresses) - len(set(addresses)) + len(stored) - len(set(stored))

@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -161,3 +162,15 @@ class Cluster:
         for data in self.data:
             shutil.rmtree(data, ignore_errors=True)
         forget_hints(self.endpoints)
+
+
+def at_once(loop, n):
+    """Runs loop(k) for k in 0..n, each in a thread of its own, all at
+    once (simulated nodes); the seconds it took."""
+    started = time.perf_counter()
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from etcd_server import Etcd, b64, forget_hints, post, put_all
+from etcd_server import Etcd, at_once, b64, forget_hints, post, put_all
 
 out, plugin = sys.argv[1], os.path.abspath(sys.argv[2])
 old, nodes, adds = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -55,18 +55,6 @@ def run(command, container, node, prev=None):
     started = time.perf_counter()
     p = subprocess.run([plugin], input=conf(node, prev), env=env, capture_output=True, text=True)
     return (time.perf_counter() - started) * 1000, p.returncode, p.stdout
-
-
-def at_once(loop):
-    """Runs loop(k) for every node k in threads of their own, at once; the
-    seconds it took."""
-    started = time.time()
-    threads = [threading.Thread(target=loop, args=(k,)) for k in range(nodes)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return time.time() - started
 
 
 def count(prefix):
@@ -100,7 +88,7 @@ try:
                 if rc == 0:
                     added[f"n{k}-c{i}"] = stdout
 
-    took = at_once(node_loop)
+    took = at_once(node_loop, nodes)
     status_after = [run("STATUS", "s", "node0")[:2] for _ in range(3)]
     dels = []
     if os.environ.get("UPGRADE_DEL"):
@@ -115,7 +103,7 @@ try:
                 with lock:
                     dels.append((ms, rc))
 
-        del_took = at_once(del_loop)
+        del_took = at_once(del_loop, nodes)
     ms = sorted(r[0] for r in results)
     pct = lambda p: ms[min(len(ms) - 1, int(p * len(ms)))]  # noqa: E731
     ips = [r[2] for r in results if r[2]]
