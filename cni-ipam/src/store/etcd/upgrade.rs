@@ -308,10 +308,8 @@ impl EtcdStore {
             Access::Read => Vec::new(),
             _ => self.move_window(state)?,
         };
-        let reads = (self.expected.iter())
-            .map(|ip| Read::key(&self.old_key(*ip)))
-            .collect();
-        left.extend(self.read_txn(reads)?.into_iter().flat_map(|r| r.kvs));
+        let reads = self.expected.iter().map(|ip| self.old_key_read(*ip));
+        left.extend(self.read_old_keys(reads.collect())?);
         Ok(left)
     }
 
@@ -349,7 +347,14 @@ impl EtcdStore {
     /// transactions as etcd takes). Only for blocks
     /// [`EtcdStore::blocks_read_by_address`] allows.
     pub(super) fn old_keys_of(&self, blocks: &[Block]) -> Result<Vec<(String, Vec<u8>)>, Error> {
-        let ranges = self.read_txn(self.old_key_reads(blocks))?;
+        self.read_old_keys(self.old_key_reads(blocks))
+    }
+
+    /// What `reads`, point reads of old keys ([`EtcdStore::old_key_read`]),
+    /// find: each key held and its value, in as few transactions as etcd
+    /// takes.
+    fn read_old_keys(&self, reads: Vec<Read>) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let ranges = self.read_txn(reads)?;
         Ok(ranges.into_iter().flat_map(|r| r.kvs).collect())
     }
 
@@ -378,13 +383,17 @@ impl EtcdStore {
             for set in &self.sets {
                 for r in b.pool(set) {
                     for n in bits(r.start)..=bits(r.end) {
-                        let key = self.old_key(from_bits(n, r.start.is_ipv4()));
-                        reads.push(Read::key(&key).serializable(!self.linearizable));
+                        reads.push(self.old_key_read(from_bits(n, r.start.is_ipv4())));
                     }
                 }
             }
         }
         reads
+    }
+
+    /// A read of `ip`'s old key, as consistent as this store's reads.
+    fn old_key_read(&self, ip: IpAddr) -> Read {
+        Read::key(&self.old_key(ip)).serializable(!self.linearizable)
     }
 
     /// Holds the old layout's reservations `kvs` where they are (placed
