@@ -1220,6 +1220,15 @@ fn status_during_an_upgrade_reads_the_recorded_old_size_not_the_old_layout() {
     assert_eq!(run("ADD", "new-0", &conf).exit_code, 0);
     let (_, _, requests) = status_through_store_in(&etcd, "node-a", subnet);
     assert_eq!(requests, 1, "recorded anew by the ADD");
+    // A record short of what an ADD counts (written by hand) is renewed.
+    etcd.put(
+        &size_key,
+        &json!({"count": 5, "node": "by-hand"}).to_string(),
+    );
+    assert_eq!(run("ADD", "new-1", &conf).exit_code, 0);
+    let size: Value = serde_json::from_str(&etcd.get_prefix(&size_key)[0].1).unwrap();
+    assert!(size["count"].as_u64().unwrap() >= 3000, "{size}");
+    assert_eq!(size["node"], "node-a");
     // One block the old layout fills, recorded: counted exactly, full.
     let etcd = Etcd::start();
     let full = "10.91.0.0/26";
