@@ -97,8 +97,16 @@ fn a_portmap_killed_during_add_leaves_all_of_its_rules_or_none() {
             n => panic!("{id}: {n} of its {ALL} rules after a kill"),
         }
         if attempt == ATTEMPTS - 1 {
+            let record = cni_netfilter::nft::RuleRecord::in_dir(
+                records.parent().expect("the namespace's records"),
+                "killnet",
+                &id,
+            )
+            .expect("a record's names")
+            .read()
+            .expect("the record read");
             assert!(
-                records.join(&id).exists(),
+                record.is_some_and(|r| !r.pending && r.rules.len() == ALL),
                 "{id}: the finished ADD's record"
             );
         }
@@ -113,6 +121,15 @@ fn a_portmap_killed_during_add_leaves_all_of_its_rules_or_none() {
             .filter(|name| name.contains(&id))
             .collect();
         assert_eq!(left, Vec::<String>::new(), "{id}: record files after DEL");
+        let record = cni_netfilter::nft::RuleRecord::in_dir(
+            records.parent().expect("the namespace's records"),
+            "killnet",
+            &id,
+        )
+        .expect("a record's names")
+        .read()
+        .expect("the record read");
+        assert_eq!(record, None, "{id}: its record after DEL");
     }
     assert!(
         !records.exists(),

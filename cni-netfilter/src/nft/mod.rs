@@ -29,6 +29,7 @@ pub(crate) mod nla;
 mod owned;
 mod plan;
 mod record;
+mod record_log;
 mod retry;
 pub(crate) mod socket;
 mod spare;

@@ -1,42 +1,51 @@
 //! [`RuleRecord`]: the handles of the rules an owner (a container) added,
-//! kept in a small file so its DEL deletes them without dumping chains
+//! kept in a small log so its DEL deletes them without dumping chains
 //! that hold every other pod's rules too.
 //!
-//! One file per network namespace, group (a network) and owner:
-//! `/run/cni/nft-rules/<namespace inode>/<group>/<owner>`, a line per
-//! rule (`ip cni_hostport hostports 131`), and a line `adding <pid>`
-//! while an ADD is between its mark and its record. Why the mark: an ADD
-//! killed after its batch committed and before it recorded the handles
-//! leaves rules no record names; the mark it left makes the DEL delete
-//! by comment, as without a record. An owner's first ADD needs none
+//! One log per network namespace and group (a network):
+//! `/run/cni/nft-rules/<namespace inode>/<group>/.log`, in which an
+//! owner's record is a list of lines: a line per rule
+//! (`ip cni_hostport hostports 131`), and a line `adding <pid>` while an
+//! ADD is between its mark and its record (`record_log.rs` has the log's
+//! format and why it is one file per group). Why the mark: an ADD killed
+//! after its batch committed and before it recorded the handles leaves
+//! rules no record names; the mark it left makes the DEL delete by
+//! comment, as without a record. An owner's first ADD needs none
 //! ([`OwnedRules::begin`](super::OwnedRules::begin)): killed, it leaves
-//! no record, and the DEL goes by comment the same. `/run` is where the rules' lifetime
-//! ends too: a reboot clears both.
+//! no record, and the DEL goes by comment the same. `/run` is where the
+//! rules' lifetime ends too: a reboot clears both.
+//!
+//! Before the log, each record was a file of those lines,
+//! `<group>/<owner>`: one left by that version (a node upgraded with pods
+//! running) is still read, and the owner's next change moves it into the
+//! log. That version ignores the log (a node taken back to it): its DEL
+//! finds the rules by comment, and the lines it leaves in the log are
+//! dropped by our GC or by the owner's next DEL.
 //!
 //! A handle names a rule only while its table lives; a record read after
 //! the table was made again may name another rule, so a deletion from a
 //! record checks each rule's comment first
 //! ([`NftBackend::delete_recorded`](super::NftBackend::delete_recorded)).
-//! Updates are a new file renamed over the old one, under an advisory
-//! lock on the group's directory held only for that.
 
 use std::fs;
-use std::io::{self, Write};
-use std::path::PathBuf;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 
+use super::record_log::{self, Log, Word};
 use super::AddedRule;
 use crate::netns_id::NetnsId;
 use crate::{Family, Table};
 
 /// Where records are kept, a directory per network namespace inode.
 pub const RECORD_DIR: &str = "/run/cni/nft-rules";
-/// The most a record file may hold: far above [`super::MAX_RECORDED_RULES`]
-/// lines, a bound on what a corrupt file makes us read.
+/// The most a record file (the layout before the log) may hold: far above
+/// [`super::MAX_RECORDED_RULES`] lines, a bound on what a corrupt file
+/// makes us read.
 const MAX_RECORD_BYTES: u64 = 64 << 10;
 /// How long a writer waits for the group's lock, whose holders only read
-/// a small file and rename one: past it, one is stuck.
+/// the log and append to it or rewrite it: past it, one is stuck.
 const LOCK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// One owner's record in one group of one network namespace.
@@ -90,7 +99,7 @@ impl RuleRecord {
                 && name != "."
                 && name != ".."
                 && !name.starts_with('.')
-                && !name.contains(['/', '\0', '\n'])
+                && !name.contains(['/', '\0', '\n', '\t'])
         };
         (fit(group) && fit(owner)).then(|| RuleRecord {
             dir: dir.into().join(group),
@@ -108,14 +117,15 @@ impl RuleRecord {
     /// Marks the record before an ADD's batch: until
     /// [`RuleRecord::finish`] the record is pending.
     pub fn begin(&self) -> io::Result<()> {
-        // Appended under the lock: no read and no rename, and no rewrite
-        // of another process's can drop it.
         let _turn = self.lock_made()?;
-        let mut file = fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(self.path())?;
-        file.write_all(format!("{}\n", mark()).as_bytes())
+        if let Some((mut lines, true)) = self.lines()? {
+            // A record file of the layout before: the log takes it over
+            // with the mark.
+            lines.push(mark());
+            Log::append(&self.dir, &record_log::state_line(&self.owner, &lines))?;
+            return remove_if_there(&self.path());
+        }
+        Log::append(&self.dir, &record_log::mark_line(&self.owner, pid()))
     }
 
     /// Records what the ADD's batch added to `table` and drops its mark.
@@ -124,28 +134,36 @@ impl RuleRecord {
     /// [`OwnedRules::apply`](super::OwnedRules::apply)).
     pub fn finish(&self, table: &Table, added: &[AddedRule], afresh: bool) -> io::Result<()> {
         let mark = mark();
-        self.update(|lines| {
-            if afresh {
-                lines.retain(|l| {
-                    parse(l).is_some_and(|(family, name, _)| {
-                        family != table.family || name != table.name
-                    })
-                });
-            } else if let Some(at) = lines.iter().position(|l| *l == mark) {
-                lines.remove(at);
-            }
-            for rule in added {
-                let (family, name) = (table.family, &table.name);
-                lines.push(format!("{family} {name} {} {}", rule.chain, rule.handle));
-            }
-        })
+        let _turn = self.lock_made()?;
+        let (mut lines, file) = match self.lines()? {
+            Some((lines, file)) => (lines, file),
+            None => (Vec::new(), false),
+        };
+        if afresh {
+            lines.retain(|l| {
+                parse(l)
+                    .is_some_and(|(family, name, _)| family != table.family || name != table.name)
+            });
+        } else if let Some(at) = lines.iter().position(|l| *l == mark) {
+            lines.remove(at);
+        }
+        for rule in added {
+            let (family, name) = (table.family, &table.name);
+            lines.push(format!("{family} {name} {} {}", rule.chain, rule.handle));
+        }
+        Log::append(&self.dir, &record_log::state_line(&self.owner, &lines))?;
+        if file {
+            // The log speaks for the owner now.
+            remove_if_there(&self.path())?;
+        }
+        Ok(())
     }
 
     /// What the record holds; `None` when there is none. A line it cannot
     /// read makes it pending: whatever wrote it, the rules are then found
     /// by comment.
     pub fn read(&self) -> io::Result<Option<Recorded>> {
-        let Some(lines) = self.lines()? else {
+        let Some((lines, _)) = self.lines()? else {
             return Ok(None);
         };
         let mut recorded = Recorded::default();
@@ -158,69 +176,97 @@ impl RuleRecord {
         Ok(Some(recorded))
     }
 
-    /// Removes the record, and the group's directory once it is empty.
+    /// Removes the record; the group's log and directory go with the
+    /// last one, and a log mostly of what no longer counts is rewritten.
     pub fn remove(&self) -> io::Result<()> {
-        let _turn = match self.lock() {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            turn => turn?,
-        };
-        match fs::remove_file(self.path()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        {
+            let _turn = match self.lock() {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                turn => turn?,
+            };
+            // Appended whether or not the log names the owner: reading it
+            // first would cost more than the line.
+            Log::append(&self.dir, &record_log::removal_line(&self.owner))?;
+            remove_if_there(&self.path())?;
         }
-        // A writer killed between its new file and the rename left it.
+        // A writer of a record file (the layout before the log) killed
+        // between its new file and the rename left it.
         let unfinished = format!(".{}.", self.owner);
         for entry in fs::read_dir(&self.dir)?.flatten() {
             let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let pid = name.strip_prefix(unfinished.as_str());
+            let pid = (name.to_str()).and_then(|n| n.strip_prefix(unfinished.as_str()));
             if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        // Another owner's record keeps it (ENOTEMPTY), and another group
-        // keeps the namespace's.
+        // Read after this removal: of DELs that remove the last records
+        // at once, the last to read sees none left, and no one else holds
+        // the lock when it tidies.
+        let log = Log::read(&self.dir)?;
+        let live = log.live();
+        if live.is_empty() || log.wants_rewrite(&live) {
+            self.tidy();
+        }
+        Ok(())
+    }
+
+    /// Rewrites the group's log with only its records, or removes it and
+    /// the group's directory (and the namespace's) when none is left:
+    /// only when no one else holds the lock (an ADD appending; the next
+    /// DEL tidies then).
+    fn tidy(&self) {
+        let Ok(_turn) = self.try_lock_exclusive() else {
+            return;
+        };
+        let Ok(log) = Log::read(&self.dir) else {
+            return;
+        };
+        if log.rewrite(&self.dir, pid()).is_err() {
+            return;
+        }
+        for entry in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            if record_log::is_temporary(&entry.file_name().to_string_lossy()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        // A record file of the layout before keeps the directory
+        // (ENOTEMPTY), and another group the namespace's.
         if fs::remove_dir(&self.dir).is_ok() {
             if let Some(netns) = self.dir.parent() {
                 let _ = fs::remove_dir(netns);
             }
         }
-        Ok(())
     }
 
+    /// The record file of the layout before the log (read while a node
+    /// upgraded with pods running still has them).
     fn path(&self) -> PathBuf {
         self.dir.join(&self.owner)
     }
 
-    fn lines(&self) -> io::Result<Option<Vec<String>>> {
-        use std::io::Read;
+    /// The record's lines, from the log or else from a record file of the
+    /// layout before, and whether they came from such a file.
+    fn lines(&self) -> io::Result<Option<(Vec<String>, bool)>> {
+        let log = Log::read(&self.dir)?;
+        if log.overlong() {
+            return Err(io::Error::other(format!(
+                "the record log in {} is too long to trust",
+                self.dir.display()
+            )));
+        }
+        match log.word(&self.owner) {
+            Some(Word::Lines(lines)) => return Ok(Some((lines, false))),
+            Some(Word::Removed) => return Ok(None),
+            None => {}
+        }
         let file = match fs::File::open(self.path()) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        // Room for a few dozen lines: one read, then the end.
         let mut text = String::with_capacity(4096);
         file.take(MAX_RECORD_BYTES).read_to_string(&mut text)?;
-        Ok(Some(text.lines().map(str::to_string).collect()))
-    }
-
-    /// Rewrites the record with `change` made to its lines (a record made
-    /// when there is none): a new file renamed over the old, under the
-    /// group directory's lock.
-    fn update(&self, change: impl FnOnce(&mut Vec<String>)) -> io::Result<()> {
-        let _turn = self.lock_made()?;
-        let mut lines = self.lines()?.unwrap_or_default();
-        change(&mut lines);
-        let temporary = self.dir.join(format!(".{}.{}", self.owner, pid()));
-        let mut text = String::new();
-        for line in &lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-        fs::write(&temporary, text)?;
-        fs::rename(&temporary, self.path())
+        Ok(Some((text.lines().map(str::to_string).collect(), true)))
     }
 
     /// [`RuleRecord::lock`] of the group's directory, made if missing:
@@ -251,13 +297,15 @@ impl RuleRecord {
         }
     }
 
-    /// The group directory's advisory lock, held while the returned
-    /// handle lives: only file reads and a rename happen under it.
+    /// The group directory's advisory lock, shared, held while the
+    /// returned handle lives: appends to the log share it; its rewrite
+    /// ([`RuleRecord::tidy`]) holds it alone. Only reads of small files
+    /// and one write happen under it.
     fn lock(&self) -> io::Result<Flock<fs::File>> {
         let started = std::time::Instant::now();
         let mut dir = fs::File::open(&self.dir)?;
         loop {
-            match Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
+            match Flock::lock(dir, FlockArg::LockSharedNonblock) {
                 Ok(locked) => return Ok(locked),
                 Err((back, nix::errno::Errno::EWOULDBLOCK))
                     if started.elapsed() < LOCK_DEADLINE =>
@@ -268,6 +316,20 @@ impl RuleRecord {
                 Err((_, e)) => return Err(io::Error::from(e)),
             }
         }
+    }
+
+    /// The group directory's lock, exclusively, if no one holds it now.
+    fn try_lock_exclusive(&self) -> io::Result<Flock<fs::File>> {
+        let dir = fs::File::open(&self.dir)?;
+        Flock::lock(dir, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| io::Error::from(e))
+    }
+}
+
+/// Removes `path`, which may not be there.
+fn remove_if_there(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -280,7 +342,12 @@ pub struct RecordGroup {
 impl RecordGroup {
     /// The owners that have a record in this group.
     pub fn owners(&self) -> io::Result<Vec<String>> {
-        let mut owners = Vec::new();
+        let log = Log::read(&self.dir)?;
+        let mut owners: Vec<String> = match log.overlong() {
+            true => Vec::new(),
+            false => log.records().into_iter().map(|(owner, _)| owner).collect(),
+        };
+        // Record files of the layout before the log.
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(owners),
@@ -289,7 +356,9 @@ impl RecordGroup {
         for entry in entries {
             let name = entry?.file_name();
             if let Some(name) = name.to_str().filter(|n| !n.starts_with('.')) {
-                owners.push(name.to_string());
+                if !owners.iter().any(|o| o == name) {
+                    owners.push(name.to_string());
+                }
             }
         }
         Ok(owners)
@@ -414,6 +483,99 @@ mod tests {
     }
 
     #[test]
+    fn a_record_file_of_the_version_before_the_log_is_read_and_moved_into_the_log_by_its_next_change(
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
+        let table = Table::new(Family::Ip, "cni_hostport");
+        fs::create_dir_all(dir.path().join("net")).unwrap();
+        fs::write(
+            dir.path().join("net/ctr-1"),
+            "ip cni_hostport hostports 7\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("net/ctr-2"),
+            "ip cni_hostport hostports 8\n",
+        )
+        .unwrap();
+        assert_eq!(
+            record.read().unwrap().unwrap().of_table(&table),
+            [rule("hostports", 7)]
+        );
+        let mut owners = record.group().owners().unwrap();
+        owners.sort();
+        assert_eq!(owners, ["ctr-1", "ctr-2"]);
+
+        record.begin().unwrap();
+        record
+            .finish(&table, &[rule("masquerading", 9)], false)
+            .unwrap();
+        assert!(!dir.path().join("net/ctr-1").exists(), "moved into the log");
+        let moved = record.read().unwrap().unwrap();
+        assert!(!moved.pending, "{moved:?}");
+        assert_eq!(
+            moved.of_table(&table),
+            [rule("hostports", 7), rule("masquerading", 9)]
+        );
+        let mut owners = record.group().owners().unwrap();
+        owners.sort();
+        assert_eq!(owners, ["ctr-1", "ctr-2"]);
+
+        // The other owner's file goes with its DEL, and the group with it.
+        record.remove().unwrap();
+        let other = record.group().of("ctr-2");
+        assert!(other.read().unwrap().is_some());
+        other.remove().unwrap();
+        assert_eq!(other.read().unwrap(), None);
+        assert!(!dir.path().join("net").exists(), "the empty group is gone");
+    }
+
+    #[test]
+    fn records_made_and_removed_by_many_writers_at_once_are_all_kept_and_then_all_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = Table::new(Family::Inet, "cni_plugins_firewall");
+        let record = |i: usize| RuleRecord::in_dir(dir.path(), "fw", &format!("ctr-{i}")).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (record, table) = (&record, &table);
+                s.spawn(move || {
+                    for i in (t * 25)..(t * 25 + 25) {
+                        record(i)
+                            .finish(table, &[rule("cni_forward", i as u64)], true)
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        for i in 0..200 {
+            let read = record(i).read().unwrap().unwrap();
+            assert_eq!(
+                read.of_table(&table),
+                [rule("cni_forward", i as u64)],
+                "ctr-{i}"
+            );
+        }
+        assert_eq!(record(0).group().owners().unwrap().len(), 200);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let record = &record;
+                s.spawn(move || {
+                    for i in (t * 25)..(t * 25 + 25) {
+                        record(i).remove().unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(record(7).read().unwrap(), None);
+        assert!(
+            !dir.path().join("fw").exists(),
+            "the last removal takes the log and the group: {:?}",
+            fs::read_dir(dir.path().join("fw")).map(|d| d.count())
+        );
+    }
+
+    #[test]
     fn a_line_that_is_not_a_rule_makes_the_record_pending() {
         let dir = tempfile::tempdir().unwrap();
         let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
@@ -433,7 +595,14 @@ mod tests {
 
     #[test]
     fn names_that_cannot_be_one_file_have_no_record() {
-        for (group, owner) in [("", "c"), ("n", ""), ("a/b", "c"), ("n", ".."), ("n", ".c")] {
+        for (group, owner) in [
+            ("", "c"),
+            ("n", ""),
+            ("a/b", "c"),
+            ("n", ".."),
+            ("n", ".c"),
+            ("n", "a\tb"),
+        ] {
             assert!(
                 RuleRecord::in_dir("/tmp", group, owner).is_none(),
                 "{group:?} {owner:?}"

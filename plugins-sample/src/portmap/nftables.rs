@@ -14,8 +14,8 @@
 //! ```
 //!
 //! Where ours departs, on purpose: an ADD keeps the handles of the rules
-//! it added in a record file (`/run/cni/nft-rules/<namespace>/<network>/
-//! <container ID>`, [`OwnedRules`]) and its DEL deletes those, each
+//! it added in a record (a log per network, `/run/cni/nft-rules/
+//! <namespace>/<network>/.log`, [`OwnedRules`]) and its DEL deletes those, each
 //! checked for the container's comment, without dumping `hostports` and
 //! `masquerading`, which on a node hold every pod's rules (a node of
 //! 1,000 pods' mappings: a 3,000-rule dump per DEL, bench/process/kind.sh).
