@@ -135,7 +135,12 @@ pub(crate) fn text(value: &[u8]) -> &[u8] {
 /// `NFT_BITWISE_MASK_XOR`, since Linux 5.6) and counts as left out.
 /// Anything that does not parse is unequal.
 pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
-    let level = |bytes: &[u8]| -> Option<Vec<(u16, Vec<u8>)>> {
+    if ours == theirs {
+        return true;
+    }
+    // Borrowed, not copied: a plugin compares every listed rule of a
+    // chain with each of its own, level by level.
+    fn level(bytes: &[u8]) -> Option<Vec<(u16, &[u8])>> {
         let mut attrs = Vec::new();
         let mut rest = bytes;
         while !rest.is_empty() {
@@ -146,15 +151,12 @@ pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
             if len < 4 || len > rest.len() {
                 return None;
             }
-            attrs.push((
-                u16::from_ne_bytes([rest[2], rest[3]]),
-                rest[4..len].to_vec(),
-            ));
+            attrs.push((u16::from_ne_bytes([rest[2], rest[3]]), &rest[4..len]));
             rest = &rest[len.next_multiple_of(4).min(rest.len())..];
         }
         attrs.sort_by_key(|(kind, _)| kind & !(NLA_F_NESTED | NLA_F_NET_BYTEORDER));
         Some(attrs)
-    };
+    }
     let (Some(ours), Some(mut theirs)) = (level(ours), level(theirs)) else {
         return false;
     };
