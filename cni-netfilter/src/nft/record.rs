@@ -192,7 +192,8 @@ impl RuleRecord {
         // A writer of a record file (the layout before the log) killed
         // between its new file and the rename left it.
         let unfinished = format!(".{}.", self.owner);
-        for entry in fs::read_dir(&self.dir)?.flatten() {
+        // (The directory may be gone already: another DEL took the last.)
+        for entry in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
             let name = entry.file_name();
             let pid = (name.to_str()).and_then(|n| n.strip_prefix(unfinished.as_str()));
             if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
@@ -573,6 +574,37 @@ mod tests {
             "the last removal takes the log and the group: {:?}",
             fs::read_dir(dir.path().join("fw")).map(|d| d.count())
         );
+    }
+
+    #[test]
+    fn the_dels_of_a_churning_node_keep_its_log_near_the_size_of_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = Table::new(Family::Ip, "cni_hostport");
+        let record = |i: usize| {
+            let owner = format!("a-container-id-of-sixty-four-characters-or-so-{i:08}");
+            RuleRecord::in_dir(dir.path(), "net", &owner).unwrap()
+        };
+        let rules = [
+            rule("hostports", 1),
+            rule("masquerading", 2),
+            rule("masquerading", 3),
+        ];
+        // Ten pods stay; 5,000 come and go.
+        for i in 0..10 {
+            record(i).finish(&table, &rules, true).unwrap();
+        }
+        let mut largest = 0;
+        for i in 10..5010 {
+            record(i).finish(&table, &rules, true).unwrap();
+            record(i).remove().unwrap();
+            largest = largest.max(fs::metadata(dir.path().join("net/.log")).unwrap().len());
+        }
+        assert!(largest < 100 << 10, "the log reached {largest} bytes");
+        for i in 0..10 {
+            let kept = record(i).read().unwrap().unwrap();
+            assert_eq!(kept.of_table(&table), rules, "pod {i}");
+        }
+        assert_eq!(record(0).group().owners().unwrap().len(), 10);
     }
 
     #[test]
