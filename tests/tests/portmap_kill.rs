@@ -78,6 +78,14 @@ fn a_portmap_killed_during_add_leaves_all_of_its_rules_or_none() {
                 .to_string(),
         )
         .join("killnet");
+    // What the network's records say of `id`.
+    let record_of = |id: &str| {
+        let namespace = records.parent().expect("the namespace's records");
+        (cni_netfilter::nft::RuleRecord::in_dir(namespace, "killnet", id))
+            .expect("a record's names")
+            .read()
+            .expect("the record read")
+    };
     let mut outcomes = (0, 0);
     const ATTEMPTS: usize = 40;
     for attempt in 0..ATTEMPTS {
@@ -97,16 +105,8 @@ fn a_portmap_killed_during_add_leaves_all_of_its_rules_or_none() {
             n => panic!("{id}: {n} of its {ALL} rules after a kill"),
         }
         if attempt == ATTEMPTS - 1 {
-            let record = cni_netfilter::nft::RuleRecord::in_dir(
-                records.parent().expect("the namespace's records"),
-                "killnet",
-                &id,
-            )
-            .expect("a record's names")
-            .read()
-            .expect("the record read");
             assert!(
-                record.is_some_and(|r| !r.pending && r.rules.len() == ALL),
+                record_of(&id).is_some_and(|r| !r.pending && r.rules.len() == ALL),
                 "{id}: the finished ADD's record"
             );
         }
@@ -121,15 +121,7 @@ fn a_portmap_killed_during_add_leaves_all_of_its_rules_or_none() {
             .filter(|name| name.contains(&id))
             .collect();
         assert_eq!(left, Vec::<String>::new(), "{id}: record files after DEL");
-        let record = cni_netfilter::nft::RuleRecord::in_dir(
-            records.parent().expect("the namespace's records"),
-            "killnet",
-            &id,
-        )
-        .expect("a record's names")
-        .read()
-        .expect("the record read");
-        assert_eq!(record, None, "{id}: its record after DEL");
+        assert_eq!(record_of(&id), None, "{id}: its record after DEL");
     }
     assert!(
         !records.exists(),
