@@ -68,13 +68,13 @@ impl Log {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Log::default()),
             Err(e) => return Err(e),
         };
-        let mut text = String::with_capacity(16 << 10);
-        // A log is ASCII as written: bytes that are not UTF-8 are damage,
-        // kept as replacement characters (lines no one can read).
         let mut bytes = Vec::with_capacity(16 << 10);
         file.take(MAX_LOG_BYTES + 1).read_to_end(&mut bytes)?;
         let overlong = bytes.len() as u64 > MAX_LOG_BYTES;
-        text.push_str(&String::from_utf8_lossy(&bytes));
+        // A log is ASCII as written: bytes that are not UTF-8 are damage,
+        // kept as replacement characters (lines no one can read).
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         Ok(Log { text, overlong })
     }
 
@@ -299,6 +299,23 @@ mod tests {
         );
         assert_eq!(l.word("c"), Some(Word::Lines(vec!["ip t c 3".into()])));
         assert_eq!(l.word("d"), None, "a last line without its end is not read");
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_spoil_only_their_own_line() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(LOG),
+            b"\nS\ta\tip t c 1\n\nS\tb\t\xff\xfe\n\nS\tc\tip t c 3\n",
+        )
+        .unwrap();
+        let read = Log::read(dir.path()).unwrap();
+        assert_eq!(read.word("a"), Some(Word::Lines(vec!["ip t c 1".into()])));
+        assert_eq!(read.word("c"), Some(Word::Lines(vec!["ip t c 3".into()])));
+        assert!(
+            matches!(read.word("b"), Some(Word::Lines(l)) if l.len() == 1 && l[0] != "ip t c 2"),
+            "b's line is unreadable, so its record is pending"
+        );
     }
 
     #[test]
