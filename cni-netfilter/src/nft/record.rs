@@ -537,17 +537,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let table = Table::new(Family::Inet, "cni_plugins_firewall");
         let record = |i: usize| RuleRecord::in_dir(dir.path(), "fw", &format!("ctr-{i}")).unwrap();
-        std::thread::scope(|s| {
-            for t in 0..8 {
-                let (record, table) = (&record, &table);
-                s.spawn(move || {
-                    for i in (t * 25)..(t * 25 + 25) {
-                        record(i)
-                            .finish(table, &[rule("cni_forward", i as u64)], true)
-                            .unwrap();
-                    }
-                });
-            }
+        // `each` of owners 0..200, by 8 threads at once (25 owners each).
+        let at_once = |each: &(dyn Fn(usize) + Sync)| {
+            std::thread::scope(|s| {
+                for t in 0..8 {
+                    s.spawn(move || (t * 25..t * 25 + 25).for_each(each));
+                }
+            })
+        };
+        at_once(&|i| {
+            let added = [rule("cni_forward", i as u64)];
+            record(i).finish(&table, &added, true).unwrap();
         });
         for i in 0..200 {
             let read = record(i).read().unwrap().unwrap();
@@ -558,16 +558,7 @@ mod tests {
             );
         }
         assert_eq!(record(0).group().owners().unwrap().len(), 200);
-        std::thread::scope(|s| {
-            for t in 0..8 {
-                let record = &record;
-                s.spawn(move || {
-                    for i in (t * 25)..(t * 25 + 25) {
-                        record(i).remove().unwrap();
-                    }
-                });
-            }
-        });
+        at_once(&|i| record(i).remove().unwrap());
         assert_eq!(record(7).read().unwrap(), None);
         assert!(
             !dir.path().join("fw").exists(),
