@@ -599,6 +599,59 @@ mod tests {
     }
 
     #[test]
+    fn a_group_left_while_another_holds_its_lock_goes_with_the_next_del() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = Table::new(Family::Ip, "cni_hostport");
+        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
+        record
+            .finish(&table, &[rule("hostports", 7)], true)
+            .unwrap();
+        // An ADD between its lock and its append, as the last record goes.
+        let group = fs::File::open(dir.path().join("net")).unwrap();
+        let held = Flock::lock(group, FlockArg::LockSharedNonblock).unwrap();
+        record.remove().unwrap();
+        assert_eq!(record.read().unwrap(), None);
+        assert!(
+            dir.path().join("net").exists(),
+            "not tidied under another's lock"
+        );
+        drop(held);
+        // The next DEL in the group, of an owner never recorded, tidies.
+        record.group().of("ctr-2").remove().unwrap();
+        assert!(!dir.path().join("net").exists(), "the empty group is gone");
+    }
+
+    #[test]
+    fn a_log_too_long_to_trust_is_no_record_and_the_next_del_takes_it_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = Table::new(Family::Ip, "cni_hostport");
+        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
+        record
+            .finish(&table, &[rule("hostports", 7)], true)
+            .unwrap();
+        let line = "\nS\tfiller\tip cni_hostport hostports 1\n";
+        let filler = line.repeat((4 << 20) / line.len() + 1);
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("net/.log"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, filler.as_bytes()))
+            .unwrap();
+        let err = record.read().unwrap_err();
+        assert!(err.to_string().contains("too long to trust"), "{err}");
+        assert!(
+            record.finish(&table, &[], true).is_err(),
+            "nothing recorded"
+        );
+        assert!(record.group().owners().unwrap().is_empty());
+        // Its DEL (by comment then, see OwnedRules) takes the log away.
+        record.remove().unwrap();
+        assert!(
+            !dir.path().join("net").exists(),
+            "the untrusted log is gone"
+        );
+    }
+
+    #[test]
     fn a_line_that_is_not_a_rule_makes_the_record_pending() {
         let dir = tempfile::tempdir().unwrap();
         let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
