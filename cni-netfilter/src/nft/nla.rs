@@ -133,7 +133,8 @@ pub(crate) fn text(value: &[u8]) -> &[u8] {
 /// others byte for byte. An attribute only the kernel lists whose value
 /// is all zeros is a default it echoes (bitwise's `NFTA_BITWISE_OP`,
 /// `NFT_BITWISE_MASK_XOR`, since Linux 5.6) and counts as left out.
-/// Anything that does not parse is unequal.
+/// Bytes identical to ours are equal at once (ours always parse);
+/// otherwise anything that does not parse is unequal.
 pub(crate) fn same_attrs(ours: &[u8], theirs: &[u8]) -> bool {
     if ours == theirs {
         return true;
