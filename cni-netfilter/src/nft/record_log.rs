@@ -31,6 +31,7 @@
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::str::Split;
 
 /// The log's name in its group's directory: no owner's (an owner's name
 /// never starts with a dot).
@@ -93,18 +94,23 @@ impl Log {
         whole.split('\n').filter(|l| !l.is_empty())
     }
 
+    /// Each complete line as its kind, the owner it names, its other
+    /// fields and its length; a line naming no owner is passed over.
+    fn entries(&self) -> impl Iterator<Item = (&str, &str, Split<'_, char>, usize)> {
+        self.lines().filter_map(|line| {
+            let mut fields = line.split('\t');
+            let (kind, named) = (fields.next()?, fields.next()?);
+            Some((kind, named, fields, line.len()))
+        })
+    }
+
     /// What the log last said of `owner`; `None` when it never named it.
     pub(super) fn word(&self, owner: &str) -> Option<Word> {
         let mut word = None;
-        for line in self.lines() {
-            let mut fields = line.split('\t');
-            let (Some(kind), Some(named)) = (fields.next(), fields.next()) else {
-                continue;
-            };
-            if named != owner {
-                continue;
+        for (kind, named, fields, _) in self.entries() {
+            if named == owner {
+                apply(&mut word, kind, fields);
             }
-            apply(&mut word, kind, fields);
         }
         word
     }
@@ -114,11 +120,7 @@ impl Log {
     pub(super) fn records(&self) -> Vec<(String, Vec<String>)> {
         let mut words: Vec<(&str, Option<Word>)> = Vec::new();
         let mut at = std::collections::HashMap::new();
-        for line in self.lines() {
-            let mut fields = line.split('\t');
-            let (Some(kind), Some(named)) = (fields.next(), fields.next()) else {
-                continue;
-            };
+        for (kind, named, fields, _) in self.entries() {
             let index = *at.entry(named).or_insert_with(|| {
                 words.push((named, None));
                 words.len() - 1
@@ -138,20 +140,16 @@ impl Log {
     /// asks it of a log of every pod's record).
     pub(super) fn live(&self) -> std::collections::HashMap<&str, usize> {
         let mut live = std::collections::HashMap::new();
-        for line in self.lines() {
-            let mut fields = line.split('\t');
-            let (Some(kind), Some(named)) = (fields.next(), fields.next()) else {
-                continue;
-            };
+        for (kind, named, _, len) in self.entries() {
             match kind {
                 "S" => {
-                    live.insert(named, line.len());
+                    live.insert(named, len);
                 }
                 "D" => {
                     live.remove(named);
                 }
                 // A mark, or a line no one writes: added to the record.
-                _ => *live.entry(named).or_insert(0) += line.len(),
+                _ => *live.entry(named).or_insert(0) += len,
             }
         }
         live
