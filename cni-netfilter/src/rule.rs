@@ -146,6 +146,11 @@ pub enum Match {
     /// `fib daddr type local` / `-m addrtype --dst-type LOCAL`: addressed
     /// to this host (portmap's condition for its DNAT chains).
     LocalDestination,
+    /// `meta pkttype host` / `-m pkttype --pkt-type unicast`: a packet
+    /// addressed to one host, neither broadcast nor multicast (a bridged
+    /// packet counts as addressed to its host here: the kernel's bridge
+    /// filtering marks it so before the forward hook runs).
+    Unicast,
     /// `meta mark & MASK == VALUE` / `-m mark --mark VALUE/MASK`.
     Mark {
         /// The bits that must be set, within `mask`.

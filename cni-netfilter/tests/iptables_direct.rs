@@ -187,6 +187,12 @@ fn attachment(family: Family, id: &str) -> Vec<Transaction> {
             .matching(Match::CtState(vec![CtState::New, CtState::Invalid]))
             .then(Action::Drop),
     );
+    filter.ensure_rule(
+        Rule::new("CNI-FORWARD")
+            .matching(Match::Unicast)
+            .matching(Match::destination(host_addr))
+            .then(Action::Accept),
+    );
     vec![nat, filter]
 }
 
@@ -321,8 +327,8 @@ fn an_add_repeated_directly_adds_nothing_twice() {
     let after = saved(&ns, Family::Ip, "filter");
     assert_eq!(
         after.lines().count(),
-        before.lines().count() + 3,
-        "three rules added once:\n{after}"
+        before.lines().count() + 4,
+        "four rules added once:\n{after}"
     );
 }
 
@@ -444,8 +450,8 @@ fn rules_iptables_wrote_are_deleted_directly_as_iptables_d_deletes_them() {
             .join(" ");
         assert_eq!(
             after.lines().count(),
-            before.lines().count() - 3,
-            "{family}: three rules deleted, the first once:\n{after}"
+            before.lines().count() - 4,
+            "{family}: four rules deleted, the first once:\n{after}"
         );
         assert!(after.contains(&spec), "{family}: its twin is left: {after}");
     }

@@ -22,8 +22,11 @@
 //!   nftables backend), the table [`NFT_TABLE`] (`inet
 //!   cni_plugins_firewall`):
 //!   - `forward` (filter hook forward, priority filter, policy accept):
-//!     `jump isolation_stage_1`, `jump admin`, `jump cni_forward`, written
-//!     again at every ADD;
+//!     `jump isolation_stage_1`, `jump admin`, `meta pkttype host jump
+//!     cni_forward`, written again by an ADD that finds it otherwise
+//!     (earlier versions jump to `cni_forward` with every packet: the
+//!     verdict is the same, see below; while both versions run ADDs,
+//!     during an upgrade, each rewrites it);
 //!   - `admin`: empty, for the administrator's rules (the reference's
 //!     admin chain; `iptablesAdminChainName` does not apply);
 //!   - `cni_forward`: per container address `ip daddr ADDRESS ct state
@@ -72,7 +75,10 @@
 //! - The nftables backend is ours. Its `accept` ends the packet's walk
 //!   through our table only: a drop in another table's forward chain (an
 //!   iptables-nft `FORWARD` with policy DROP) still drops it. The
-//!   isolation drops hold whatever other tables say.
+//!   isolation drops hold whatever other tables say. Since our table
+//!   accepts a packet whatever `cni_forward` says, only unicast packets
+//!   take the jump there: a multicast packet is flooded to every port of
+//!   a bridge, and would walk two rules per container address at each.
 //! - Under iptables, isolating a bridge whose name ends with `+` is
 //!   refused with code 7 before anything changes
 //!   ([`literal_ifname`](crate::iptables::literal_ifname)): iptables

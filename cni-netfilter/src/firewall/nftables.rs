@@ -93,6 +93,26 @@ fn isolation_rules(bridge: &str, policy: IngressPolicy) -> Vec<Rule> {
     rules
 }
 
+/// What `forward` holds: its jumps to the isolation chains, the admin's
+/// chain and the per-address accepts, the last for unicast packets only.
+///
+/// Why only unicast: a packet that reaches that jump is accepted by our
+/// table whatever `cni_forward` says (its rules accept, and `forward`'s
+/// policy is accept), so the walk through two rules per container
+/// address decides nothing. On a bridge every multicast packet (the
+/// neighbour solicitations and listener reports of each new link) is
+/// flooded to every port, and the kernel's bridge filtering runs the
+/// forward hook once per port: a burst of 100 pods walked those rules
+/// ten million times, 40 ms of a 100-pod ADD burst here (BENCHMARKS.md).
+fn forward_rules() -> [Rule; 3] {
+    let jump = |to: &str| Rule::new(FORWARD).then(Action::Jump(to.into()));
+    [
+        jump(STAGE_1),
+        jump(ADMIN),
+        jump(ACCEPTS).matching(Match::Unicast),
+    ]
+}
+
 /// Ensures the table and chains, writes `forward` again unless it holds
 /// its three jumps already, replaces the
 /// attachment's rules, and adds the bridge's isolation rules that are
@@ -114,8 +134,7 @@ pub(super) fn add(rules: &Rules, bridge: Option<&str>) -> Result<(), FilterError
     // Written again only when it differs: a flush deletes rules, and the
     // process then waits for the kernel to retire them when it closes its
     // socket (see `NftBackend::chain_holds`).
-    let jumps =
-        [STAGE_1, ADMIN, ACCEPTS].map(|to| Rule::new(FORWARD).then(Action::Jump(to.into())));
+    let jumps = forward_rules();
     if !nft.chain_holds(&table(), FORWARD, &jumps)? {
         tx.flush_chain(FORWARD);
         for rule in jumps {

@@ -164,6 +164,17 @@ pub(crate) fn xt_rule(rule: &Rule, family: Family) -> Option<XtRule> {
                     info,
                 });
             }
+            Match::Unicast => {
+                // struct xt_pkttype_info: pkttype (PACKET_HOST), invert.
+                let mut info = Vec::with_capacity(8);
+                info.extend(0i32.to_ne_bytes());
+                info.extend(0i32.to_ne_bytes());
+                exprs.push(Expr::XtMatch {
+                    name: "pkttype",
+                    rev: 0,
+                    info,
+                });
+            }
             Match::Mark { value, mask } => {
                 exprs.push(Expr::Meta {
                     key: MetaKey::Mark,

@@ -65,6 +65,10 @@ pub(crate) fn render(rule: &Rule, family: Family) -> Result<Vec<String>, FilterE
                 extensions.extend(["-m", "addrtype", "--dst-type", "LOCAL"].map(String::from));
                 "--dst-type"
             }
+            Match::Unicast => {
+                extensions.extend(["-m", "pkttype", "--pkt-type", "unicast"].map(String::from));
+                "--pkt-type"
+            }
             Match::Mark { value, mask } => {
                 extensions.extend(["-m", "mark", "--mark"].map(String::from));
                 // As iptables-save prints it: no mask when all bits count.

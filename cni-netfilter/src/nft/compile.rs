@@ -7,7 +7,8 @@ use cni_types::{IpFamily, IpNetwork};
 
 use super::expr::Expr;
 use super::keys::{
-    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
+    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, PACKET_HOST,
+    RTN_LOCAL,
 };
 use super::message::nfproto;
 use crate::rule::validate_ifname;
@@ -104,6 +105,14 @@ impl Compiler {
                     dreg: Register::R1,
                 });
                 self.cmp(CmpOp::Eq, RTN_LOCAL.to_ne_bytes().to_vec());
+                Ok(())
+            }
+            Match::Unicast => {
+                self.load(Expr::Meta {
+                    key: MetaKey::Pkttype,
+                    dreg: Register::R1,
+                });
+                self.cmp(CmpOp::Eq, vec![PACKET_HOST]);
                 Ok(())
             }
             Match::Mark { value, mask } => {

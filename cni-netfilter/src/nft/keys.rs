@@ -51,6 +51,9 @@ pub enum MetaKey {
     Nfproto,
     /// `l4proto` (16): the transport protocol.
     L4proto,
+    /// `pkttype` (19): unicast to a host, broadcast, multicast, or to
+    /// another host (`PACKET_HOST` ..).
+    Pkttype,
 }
 
 /// The comparison of [`Expr::Cmp`](super::Expr::Cmp).
@@ -128,6 +131,10 @@ pub mod fib {
     pub const OIF: u32 = 16;
 }
 
+/// `PACKET_HOST`: the [`MetaKey::Pkttype`] of a packet addressed to one
+/// host.
+pub const PACKET_HOST: u8 = 0;
+
 /// `RTN_LOCAL`: the [`FibResult::AddrType`] of an address of this host.
 pub const RTN_LOCAL: u32 = 2;
 
@@ -141,6 +148,7 @@ impl MetaKey {
             MetaKey::Oifname => 7,
             MetaKey::Nfproto => 15,
             MetaKey::L4proto => 16,
+            MetaKey::Pkttype => 19,
         }
     }
 }

@@ -64,6 +64,7 @@ pub(crate) fn compiled_is(
 pub(crate) use expr::jumps_to;
 pub use expr::Expr;
 pub use keys::{
-    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, RTN_LOCAL,
+    fib, CmpOp, CtKey, FibResult, MetaKey, NatKind, PayloadBase, Register, Verdict, PACKET_HOST,
+    RTN_LOCAL,
 };
 pub use udata::MAX_COMMENT_LEN;

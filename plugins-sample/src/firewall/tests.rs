@@ -290,6 +290,65 @@ fn a_bridge_named_as_an_iptables_wildcard_is_refused_under_iptables_and_matched_
     }
 }
 
+/// Under nftables only unicast packets walk the per-address accepts (a
+/// multicast packet, flooded to every bridge port, is accepted by our
+/// table either way), and an ADD rewrites the jump that earlier versions
+/// took with every packet.
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn nftables_forward_walks_the_per_address_accepts_with_unicast_packets_only() {
+    let host = TempNetns::new("fw-unicast").unwrap();
+    let earlier = "add table inet cni_plugins_firewall
+add chain inet cni_plugins_firewall admin
+add chain inet cni_plugins_firewall isolation_stage_1
+add chain inet cni_plugins_firewall isolation_stage_2
+add chain inet cni_plugins_firewall cni_forward
+add chain inet cni_plugins_firewall forward { type filter hook forward priority filter; policy accept; }
+add rule inet cni_plugins_firewall forward jump isolation_stage_1
+add rule inet cni_plugins_firewall forward jump admin
+add rule inet cni_plugins_firewall forward jump cni_forward
+";
+    let mut nft = Command::new("ip")
+        .args(["netns", "exec", host.name(), "nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(earlier.as_bytes())
+        .unwrap();
+    assert!(nft.wait().unwrap().success());
+
+    let c = conf(json!({"backend": "nftables"}));
+    let added = run_in(&host, "ADD", "c1", &c);
+    assert_eq!(added.exit_code, 0, "{:?}", added.error());
+    let listed = ruleset(&host);
+    let forward: Vec<&str> = listed
+        .split("chain forward {")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(
+        forward,
+        [
+            "type filter hook forward priority filter; policy accept;",
+            "jump isolation_stage_1",
+            "jump admin",
+            "meta pkttype host jump cni_forward",
+        ],
+        "{listed}"
+    );
+    assert!(listed.contains("ip saddr 10.88.0.5 accept"), "{listed}");
+    assert_eq!(run_in(&host, "CHECK", "c1", &c).exit_code, 0);
+    assert_eq!(run_in(&host, "DEL", "c1", &c).exit_code, 0);
+}
+
 /// The one record file of `network` in the test's data directory.
 fn record_file(network: &str) -> std::path::PathBuf {
     let mut files: Vec<_> = std::fs::read_dir(data_dir().join(network))
