@@ -7,6 +7,7 @@ use std::process::Command as Process;
 use cni_skel::{Command, TraceContext, TRACE_VARS};
 use cni_types::{CniResult, Code, Error};
 
+use crate::builtin::run_builtin;
 use crate::deadline::{Deadline, Stopped, KILL_GRACE};
 use crate::limits::STDOUT_LIMIT;
 use crate::raw::{excerpt, exec_raw, Exit, RawOutput};
@@ -102,6 +103,11 @@ impl Invocation {
 /// busy") is tried again a second later, up to five times, as the
 /// reference runtime library does.
 ///
+/// A plugin this binary carries built in ([`set_builtins`](crate::set_builtins)),
+/// found as a file that carries the same mark, runs in-process instead,
+/// with the same environment, input and output, when the invocation has
+/// no deadline (see [`Builtin`](crate::Builtin)).
+///
 /// With a [`Deadline`], the plugin runs in a process group of its own; if
 /// it has not finished when the deadline passes, the group gets `SIGTERM`,
 /// then `SIGKILL` after [`KILL_GRACE`](crate::KILL_GRACE), the plugin is
@@ -130,19 +136,26 @@ fn exec_succeeding(
     for var in TRACE_VARS {
         command.env_remove(var);
     }
-    command.envs(invocation.env());
-    let out = exec_raw(&mut command, stdin, invocation.deadline.clone()).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            return Error::new(
-                Code::INTERNAL,
-                format!(
-                    "plugin {name} was not started: {} was cancelled",
-                    invocation.command
-                ),
-            );
-        }
-        Error::io("execute plugin", plugin, e)
-    })?;
+    let env = invocation.env();
+    let built_in = match invocation.deadline {
+        None => run_builtin(plugin, &env, stdin),
+        Some(_) => None,
+    };
+    let out = match built_in {
+        Some(out) => out,
+        None => exec_raw(command.envs(env), stdin, invocation.deadline.clone()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Error::new(
+                    Code::INTERNAL,
+                    format!(
+                        "plugin {name} was not started: {} was cancelled",
+                        invocation.command
+                    ),
+                );
+            }
+            Error::io("execute plugin", plugin, e)
+        })?,
+    };
     pass_stderr_on(&name, &out);
 
     let how = |stopped: Stopped| match stopped {

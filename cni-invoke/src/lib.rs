@@ -9,7 +9,9 @@
 //!   an optional deadline (for tools that judge a plugin's output, such as
 //!   `cni-conformance`); a [`Cancel`] switch stops running plugins early.
 //! - [`delegate_add`] and friends, [`add_with_cleanup`]: spec section 4, for
-//!   plugins that run their IPAM plugin.
+//!   plugins that run their IPAM plugin; [`set_builtins`] and
+//!   [`mark_builtin!`] let a plugin that carries its delegate's code run it
+//!   in-process when the delegate's file is that same plugin.
 //! - [`get_version_info`], [`check_plugin_version`]: `VERSION` probing.
 //! - [`Runtime`], [`NetworkList`], [`RuntimeConf`]: spec section 3, running
 //!   a configuration list for one attachment (ADD, CHECK, DEL, GC, STATUS),
@@ -50,8 +52,12 @@
 //! - A plugin sees exactly the trace context of its [`Invocation`], never
 //!   one inherited from our environment; libcni appends the context's to
 //!   the inherited environment.
+//! - A plugin this binary carries built in ([`Builtin`]) runs in-process
+//!   in place of a file of its name that carries its mark; libcni and the
+//!   reference's delegation always execute the file.
 
 mod alongside;
+mod builtin;
 mod cache;
 mod cancel;
 mod deadline;
@@ -65,6 +71,9 @@ mod runtime;
 mod version;
 
 pub use alongside::{add_alongside, add_alongside_then, add_ipam, del_alongside, FirstError};
+#[doc(hidden)]
+pub use builtin::__mark_bytes;
+pub use builtin::{set_builtins, Builtin, BuiltinMain, MARK_SECTION};
 pub use cache::CachedAttachment;
 pub use cancel::Cancel;
 pub use deadline::{Deadline, Stopped, KILL_GRACE};

@@ -19,7 +19,9 @@
 //!   cluster, in blocks each node owns, so that an ADD reads its node's
 //!   keys only.
 //! - [`gc`]: which reservations a GC releases: none without a list.
-//! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store.
+//! - [`Ipam`]: the plugin (ADD, DEL, CHECK, GC, STATUS) over any store;
+//!   [`host_local`]: the plugin under host-local's name, as its binary and
+//!   the plugins that carry it built in run it.
 //!
 //! ```
 //! use cni_ipam::{store::file::FileStore, Ipam};
@@ -90,6 +92,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gc;
+pub mod host_local;
 pub mod plan;
 mod plugin;
 pub mod range;

@@ -2,11 +2,14 @@
 //! [`cni_ipam::Ipam`] over the file store (the same engine and data
 //! directory as `ipam-file`), so network lists naming `host-local` run
 //! unchanged. Where it differs from the reference is in `cni_ipam`'s
-//! crate documentation.
+//! crate documentation. Its mark lets `bridge` and `ptp`, which carry it
+//! built in, run it in-process (`cni_invoke::Builtin`).
 #![no_main]
 
+cni_invoke::mark_builtin!(cni_ipam::host_local::MARK);
+
 cni_skel::plugin_main!(
-    cni_ipam::Ipam::<cni_ipam::store::file::FileStore>::new("host-local"),
+    cni_ipam::host_local::plugin(),
     cni_version::PluginInfo::all(),
-    "CNI host-local plugin v0.1.0 (cni-rs)"
+    cni_ipam::host_local::ABOUT
 );
