@@ -79,15 +79,6 @@
 //!   `ip.RandomVethName` is random, so a test or an operator can find the
 //!   host end; DEL and CHECK find it from the container's side
 //!   ([`Link::veth_peer`]), as Go does.
-//! - A veth pair ([`Netlink::add_veth`], [`Netlink::add_container_veth`])
-//!   is made with one transmit and one receive queue on each end, the
-//!   number the kernel leaves in use on a veth it sizes itself (a queue
-//!   per CPU, then cut to one). Cutting them makes each end wait for an
-//!   expedited RCU grace period while it holds the kernel's link lock,
-//!   which every other link change on the node waits for: in a burst of
-//!   pods that was the longest wait of an ADD. The queues allocated
-//!   (`ip -d link`'s `numtxqueues`) are one rather than the CPU count, so
-//!   `ethtool -L` cannot raise the channels of a pod's veth.
 //! - [`validate_ifname`] refuses control characters (NUL among them),
 //!   which the kernel takes, and netlink cuts a name at NUL.
 //! - [`Netns::of_for_del`] reads a path that is no longer a namespace as

@@ -108,12 +108,9 @@ pub struct ContainerVeth<'a> {
 
 impl Netlink {
     /// Creates a veth pair and returns this end (down; the peer is down
-    /// too, in its namespace under its name), each end with one transmit
-    /// and one receive queue (see the crate's "Where we deliberately
-    /// differ").
+    /// too, in its namespace under its name).
     ///
-    /// Like `ip link add NAME numtxqueues 1 numrxqueues 1 type veth peer
-    /// name PEER numtxqueues 1 numrxqueues 1 netns NS`.
+    /// Like `ip link add NAME type veth peer name PEER netns NS`.
     pub fn add_veth(&mut self, pair: &VethPair) -> Result<Link, NetError> {
         validate_ifname(pair.name)?;
         validate_ifname(pair.peer_name)?;
@@ -136,15 +133,6 @@ impl Netlink {
         }
         if let Some(master) = pair.master {
             msg.attributes.push(LinkAttribute::Controller(master));
-        }
-        // One queue each way, as the kernel leaves a veth it sized itself,
-        // but said at creation: sized by the kernel (a queue per CPU) and
-        // then cut to one, each end waits for an expedited RCU grace
-        // period while it holds the link lock that every other link
-        // change of the node waits for (`veth_init_queues`).
-        for attrs in [&mut msg.attributes, &mut peer.attributes] {
-            attrs.push(LinkAttribute::NumTxQueues(1));
-            attrs.push(LinkAttribute::NumRxQueues(1));
         }
         msg.attributes.push(LinkAttribute::LinkInfo(vec![
             LinkInfo::Kind(InfoKind::Veth),
@@ -345,61 +333,6 @@ mod tests {
             "container veth name provided (eth0) already exists"
         );
         assert_eq!(nl.links().unwrap().len(), before, "a link was left");
-    }
-
-    /// What `ip netns exec` shows of `link` in `netns`: its allocated
-    /// queues (`ip -d -j link`) and its queues in use (`/sys`, which
-    /// `ip netns exec` mounts for the namespace).
-    fn queues(netns: &crate::testing::TempNetns, link: &str) -> (String, String) {
-        let run = |args: &[&str]| {
-            let out = std::process::Command::new("ip")
-                .args(["netns", "exec", netns.name()])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{args:?}: {out:?}");
-            String::from_utf8(out.stdout).unwrap()
-        };
-        let details: serde_json::Value =
-            serde_json::from_str(&run(&["ip", "-d", "-j", "link", "show", "dev", link])).unwrap();
-        let allocated = format!(
-            "tx {} rx {}",
-            details[0]["num_tx_queues"], details[0]["num_rx_queues"]
-        );
-        let sys = format!("/sys/class/net/{link}/queues");
-        let mut in_use: Vec<String> = run(&["ls", &sys])
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        in_use.sort();
-        (allocated, in_use.join(" "))
-    }
-
-    #[test]
-    #[ignore = "needs root: scripts/test.sh runs it"]
-    fn both_ends_are_made_with_the_one_queue_each_way_the_kernel_would_leave_them() {
-        let host = crate::testing::TempNetns::new("veth-q-host").unwrap();
-        let container = crate::testing::TempNetns::new("veth-q-ctr").unwrap();
-        let veth = ContainerVeth {
-            container_id: "c1",
-            ifname: "eth0",
-            netns: &container,
-            mtu: None,
-            mac: None,
-            master: None,
-        };
-        let host_end = host.socket().unwrap().add_container_veth(&veth).unwrap();
-        let one = ("tx 1 rx 1".to_owned(), "rx-0 tx-0".to_owned());
-        assert_eq!(queues(&host, &host_end.name), one);
-        assert_eq!(queues(&container, "eth0"), one);
-        // A pair the kernel sizes itself (a queue per CPU) uses one too.
-        let status = std::process::Command::new("ip")
-            .args(["-n", host.name(), "link", "add", "dflt0", "type", "veth"])
-            .args(["peer", "name", "dflt1"])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        assert_eq!(queues(&host, "dflt0").1, one.1);
     }
 
     #[test]
