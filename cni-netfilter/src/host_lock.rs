@@ -9,6 +9,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::MetadataExt;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
@@ -89,6 +90,14 @@ impl Drop for Turn {
 /// cannot be opened (a read-only `/run`), which leaves only the caller's
 /// retry.
 ///
+/// A held lock is waited for by a blocking `flock` on a thread of its
+/// own, so the wait ends the moment the holder lets go; this thread
+/// looks at the holder every [`HOLDER_LOOK`] meanwhile. (Trying again
+/// after growing pauses, as before, left the lock free for up to 20 ms
+/// at each turn: in a burst of 100 pods the turns queued behind those
+/// pauses, and the ADDs of Podman's list took twice as long.) A wait
+/// given up leaves the waiting thread to release what it gets at once.
+///
 /// Measured (bench/process/burst.sh, 100 pods of Podman's list at once
 /// on 2 cores in a slow hour): 300 turns of a save and a restore each
 /// kept one ADD waiting past 10 s in all, though no holder was stuck.
@@ -97,8 +106,7 @@ pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterErr
     let shared = path == IPTABLES_LOCK || path == IP6TABLES_LOCK;
     let started = Instant::now();
     // When the holder last changed, and who it was.
-    let (mut moved, mut looked, mut seen) = (started, started, None);
-    let mut pause = Duration::from_millis(1);
+    let (mut moved, mut seen) = (started, None);
     loop {
         let Ok(file) = OpenOptions::new()
             .create(true)
@@ -112,61 +120,129 @@ pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterErr
             });
         };
         let opened = file.metadata().map(|m| (m.dev(), m.ino())).ok();
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(held) => {
-                let now = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).ok();
-                if shared || now == opened {
-                    let remove = (!shared).then(|| path.clone());
-                    return Ok(Turn {
-                        file: Some(held),
-                        remove,
-                    });
+        let held = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(held) => held,
+            Err((file, nix::errno::Errno::EWOULDBLOCK)) => {
+                let waiting = Waiting::start(file);
+                loop {
+                    match waiting.until(HOLDER_LOOK) {
+                        Some(Ok(held)) => break held,
+                        Some(Err(())) => {
+                            return Ok(Turn {
+                                file: None,
+                                remove: None,
+                            })
+                        }
+                        None => {}
+                    }
+                    let holder = || opened.and_then(|(dev, ino)| holder_of(dev, ino));
+                    let now = holder();
+                    if now.is_some() && now != seen {
+                        if seen.is_some() {
+                            moved = Instant::now();
+                        }
+                        seen = now;
+                    }
+                    let ahead = |since: Instant| since.elapsed() + HOLDER_LOOK;
+                    if let Some(stuck) = give_up(ahead(started), ahead(moved), deadline) {
+                        waiting.give_up();
+                        return Err(busy(&path, stuck, deadline, holder()));
+                    }
                 }
-                // Its holder removed it before we got it: open it again.
-                continue;
             }
-            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {}
             Err(_) => {
                 return Ok(Turn {
                     file: None,
                     remove: None,
                 })
             }
+        };
+        let now = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).ok();
+        if shared || now == opened {
+            let remove = (!shared).then(|| path.clone());
+            return Ok(Turn {
+                file: Some(held),
+                remove,
+            });
         }
-        let holder = || opened.and_then(|(dev, ino)| holder_of(dev, ino));
-        if looked.elapsed() >= HOLDER_LOOK {
-            looked = Instant::now();
-            let now = holder();
-            if now.is_some() && now != seen {
-                if seen.is_some() {
-                    moved = looked;
-                }
-                seen = now;
+        // Its holder removed it before we got it: open it again.
+    }
+}
+
+/// Whether a wait that will have lasted `waited`, the holder unchanged
+/// for `unchanged` of it, is given up: `Some(true)` when one holder kept
+/// the lock past `deadline`, `Some(false)` when the turns of others took
+/// past [`MOST_DEADLINES`] deadlines.
+fn give_up(waited: Duration, unchanged: Duration, deadline: Duration) -> Option<bool> {
+    if unchanged > deadline {
+        Some(true)
+    } else if waited > deadline * MOST_DEADLINES {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The error of a wait given up: `stuck` when one holder kept the lock
+/// past `deadline`, else the turns of others took too long.
+fn busy(path: &str, stuck: bool, deadline: Duration, holder: Option<u32>) -> FilterError {
+    let name = holder.map_or("another process".into(), |p| format!("process {p}"));
+    let what = if stuck {
+        format!(
+            "{path} was held by {name} for more than {} s: nothing was changed",
+            deadline.as_secs_f32()
+        )
+    } else {
+        format!(
+            "{path} was taken in turn by other processes for more than {} s (now {name}): \
+             nothing was changed",
+            (deadline * MOST_DEADLINES).as_secs_f32(),
+        )
+    };
+    FilterError::Busy { what }
+}
+
+/// A blocking `flock` on a thread of its own: what it gets is handed
+/// over, or released at once once the wait was given up.
+struct Waiting {
+    got: mpsc::Receiver<Result<Flock<File>, ()>>,
+    given_up: Arc<Mutex<bool>>,
+}
+
+impl Waiting {
+    fn start(file: File) -> Waiting {
+        let (send, got) = mpsc::channel();
+        let given_up = Arc::new(Mutex::new(false));
+        let flag = Arc::clone(&given_up);
+        std::thread::spawn(move || {
+            let held = Flock::lock(file, FlockArg::LockExclusive).map_err(drop);
+            // Under the flag's lock: either the waiter still wants it, or
+            // it is dropped here (released) rather than kept unknown.
+            let given_up = flag.lock().map_or(true, |g| *g);
+            if !given_up {
+                let _ = send.send(held);
             }
+        });
+        Waiting { got, given_up }
+    }
+
+    /// The lock (or why there is none) if the thread got it within
+    /// `span`; `None` while it still waits.
+    fn until(&self, span: Duration) -> Option<Result<Flock<File>, ()>> {
+        match self.got.recv_timeout(span) {
+            Ok(got) => Some(got),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Some(Err(())),
         }
-        let stuck = moved.elapsed() + pause > deadline;
-        let too_long = started.elapsed() + pause > deadline * MOST_DEADLINES;
-        if stuck || too_long {
-            let name =
-                |pid: Option<u32>| pid.map_or("another process".into(), |p| format!("process {p}"));
-            let what = if stuck {
-                format!(
-                    "{path} was held by {} for more than {} s: nothing was changed",
-                    name(holder()),
-                    deadline.as_secs_f32()
-                )
-            } else {
-                format!(
-                    "{path} was taken in turn by other processes for more than {} s (now {}): \
-                     nothing was changed",
-                    (deadline * MOST_DEADLINES).as_secs_f32(),
-                    name(holder())
-                )
-            };
-            return Err(FilterError::Busy { what });
+    }
+
+    /// Stops waiting: the thread releases what it gets; a lock it got
+    /// just before is released here.
+    fn give_up(self) {
+        if let Ok(mut given_up) = self.given_up.lock() {
+            *given_up = true;
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
+        drop(self.got.try_recv());
     }
 }
 
@@ -192,6 +268,56 @@ fn holder_of(dev: u64, ino: u64) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_ends_when_one_holder_keeps_the_lock_past_the_deadline_or_the_turns_take_too_long() {
+        let s = Duration::from_secs;
+        // One holder all along: given up past the deadline, as stuck.
+        assert_eq!(give_up(s(9), s(9), s(10)), None);
+        assert_eq!(give_up(s(11), s(11), s(10)), Some(true));
+        // Turns moving from holder to holder: waited on, up to the bound.
+        assert_eq!(give_up(s(45), s(3), s(10)), None);
+        assert_eq!(give_up(s(61), s(3), s(10)), Some(false));
+    }
+
+    #[test]
+    fn a_waiting_thread_hands_over_the_lock_or_releases_it_once_given_up() {
+        let path = std::env::temp_dir().join(format!("cni-netfilter-wait-{}", std::process::id()));
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .unwrap()
+        };
+        let first = Flock::lock(open(), FlockArg::LockExclusiveNonblock).unwrap();
+        let waiting = Waiting::start(open());
+        assert!(
+            waiting.until(Duration::from_millis(50)).is_none(),
+            "held by the first"
+        );
+        drop(first);
+        let second = waiting
+            .until(Duration::from_secs(5))
+            .expect("handed over")
+            .unwrap();
+        // Given up while the lock is held: the thread gets it later and
+        // lets it go, so a third can take it.
+        let waiting = Waiting::start(open());
+        waiting.give_up();
+        drop(second);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let third = loop {
+            match Flock::lock(open(), FlockArg::LockExclusiveNonblock) {
+                Ok(held) => break held,
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                Err((_, e)) => panic!("the given-up waiter kept the lock: {e}"),
+            }
+        };
+        drop(third);
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn the_holder_of_a_lock_is_found_by_its_file() {

@@ -94,49 +94,37 @@ fn iptables_writers_wait_only_for_their_own_namespace_and_not_past_the_deadline(
 
 #[test]
 #[ignore = "needs root: scripts/test.sh runs it"]
-fn a_writer_waits_past_its_deadline_while_the_turns_move_from_holder_to_holder() {
+fn a_writer_waits_for_turns_that_outlast_its_deadline_and_takes_the_lock_at_one_of_them() {
     // Four `flock`s take the lock one after the other, each 0.5 s, each
     // already waiting when the one before lets go: 2 s of turns, no
-    // holder stuck. A writer with a 1 s deadline waits them out. It may
-    // also slip in between two turns (flock has no queue, and a busy
-    // machine can be slow to wake the next holder): it never fails, and
-    // in one of three tries at least it is seen waiting past its deadline.
-    // Each try in a namespace of its own: a try whose rules are already
-    // there needs no lock at all (the rules are seen in place).
-    let mut waits = Vec::new();
-    for _ in 0..3 {
-        let ns = netns("lock-turns");
-        let lock = ns
-            .run(|_| Ok::<_, cni_net::NetError>(host_lock_of(Family::Ip)))
-            .unwrap();
-        let script = format!(
-            "for i in 1 2 3 4; do flock -x {lock} -c 'echo held; sleep 0.5' & sleep 0.3; done; wait"
-        );
-        let mut turns = Command::new("sh")
-            .args(["-c", &script])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(turns.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line, "held\n");
-        let started = std::time::Instant::now();
-        try_iptables(&ns, Variant::Default, |ipt| {
-            let mut ipt = std::mem::take(ipt).with_lock_deadline(Duration::from_secs(1));
-            ipt.apply(&add())
-        })
+    // holder stuck. A writer with a 1 s deadline waits for a turn of its
+    // own (flock has no queue: whichever waiter runs first after a
+    // release gets it) and never fails. When it took the lock is not
+    // asserted; the deadline's arithmetic has a unit test (host_lock.rs).
+    let ns = netns("lock-turns");
+    let lock = ns
+        .run(|_| Ok::<_, cni_net::NetError>(host_lock_of(Family::Ip)))
         .unwrap();
-        let waited = started.elapsed();
-        turns.wait().unwrap();
-        let _ = std::fs::remove_file(&lock);
-        if waited > Duration::from_millis(1200) {
-            return;
-        }
-        waits.push(waited);
-    }
-    panic!("the writer slipped in before its deadline every time: {waits:?}");
+    let script = format!(
+        "for i in 1 2 3 4; do flock -x {lock} -c 'echo held; sleep 0.5' & sleep 0.3; done; wait"
+    );
+    let mut turns = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(turns.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "held\n");
+    try_iptables(&ns, Variant::Default, |ipt| {
+        let mut ipt = std::mem::take(ipt).with_lock_deadline(Duration::from_secs(1));
+        ipt.apply(&add())
+    })
+    .unwrap();
+    turns.wait().unwrap();
+    let _ = std::fs::remove_file(&lock);
 }
 
 #[test]
