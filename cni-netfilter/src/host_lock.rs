@@ -123,7 +123,9 @@ pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterErr
         let held = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(held) => held,
             Err((file, nix::errno::Errno::EWOULDBLOCK)) => {
-                let waiting = Waiting::start(file);
+                let waiting = Waiting::start(file).map_err(|e| FilterError::Busy {
+                    what: format!("{path} is held, and no thread could wait for it: {e}"),
+                })?;
                 loop {
                     match waiting.until(HOLDER_LOOK) {
                         Some(Ok(held)) => break held,
@@ -210,20 +212,22 @@ struct Waiting {
 }
 
 impl Waiting {
-    fn start(file: File) -> Waiting {
+    fn start(file: File) -> std::io::Result<Waiting> {
         let (send, got) = mpsc::channel();
         let given_up = Arc::new(Mutex::new(false));
         let flag = Arc::clone(&given_up);
-        std::thread::spawn(move || {
+        std::thread::Builder::new().spawn(move || {
             let held = Flock::lock(file, FlockArg::LockExclusive).map_err(drop);
-            // Under the flag's lock: either the waiter still wants it, or
-            // it is dropped here (released) rather than kept unknown.
-            let given_up = flag.lock().map_or(true, |g| *g);
-            if !given_up {
-                let _ = send.send(held);
+            // Sent under the flag's lock: the waiter either still wants
+            // it, or gave up before, and then it is dropped (released)
+            // here; one that gives up after finds it sent.
+            if let Ok(given_up) = flag.lock() {
+                if !*given_up {
+                    let _ = send.send(held);
+                }
             }
-        });
-        Waiting { got, given_up }
+        })?;
+        Ok(Waiting { got, given_up })
     }
 
     /// The lock (or why there is none) if the thread got it within
@@ -292,7 +296,7 @@ mod tests {
                 .unwrap()
         };
         let first = Flock::lock(open(), FlockArg::LockExclusiveNonblock).unwrap();
-        let waiting = Waiting::start(open());
+        let waiting = Waiting::start(open()).unwrap();
         assert!(
             waiting.until(Duration::from_millis(50)).is_none(),
             "held by the first"
@@ -304,7 +308,7 @@ mod tests {
             .unwrap();
         // Given up while the lock is held: the thread gets it later and
         // lets it go, so a third can take it.
-        let waiting = Waiting::start(open());
+        let waiting = Waiting::start(open()).unwrap();
         waiting.give_up();
         drop(second);
         let deadline = Instant::now() + Duration::from_secs(5);
