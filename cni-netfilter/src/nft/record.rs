@@ -598,14 +598,21 @@ mod tests {
         assert_eq!(record(0).group().owners().unwrap().len(), 10);
     }
 
-    #[test]
-    fn a_group_left_while_another_holds_its_lock_goes_with_the_next_del() {
-        let dir = tempfile::tempdir().unwrap();
+    /// `ctr-1`'s finished record of one `hostports` rule in group `net`
+    /// under `dir`.
+    fn recorded_with_one_rule(dir: &Path) -> RuleRecord {
+        let record = RuleRecord::in_dir(dir, "net", "ctr-1").unwrap();
         let table = Table::new(Family::Ip, "cni_hostport");
-        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
         record
             .finish(&table, &[rule("hostports", 7)], true)
             .unwrap();
+        record
+    }
+
+    #[test]
+    fn a_group_left_while_another_holds_its_lock_goes_with_the_next_del() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = recorded_with_one_rule(dir.path());
         // An ADD between its lock and its append, as the last record goes.
         let group = fs::File::open(dir.path().join("net")).unwrap();
         let held = Flock::lock(group, FlockArg::LockSharedNonblock).unwrap();
@@ -624,11 +631,7 @@ mod tests {
     #[test]
     fn a_log_too_long_to_trust_is_no_record_and_the_next_del_takes_it_away() {
         let dir = tempfile::tempdir().unwrap();
-        let table = Table::new(Family::Ip, "cni_hostport");
-        let record = RuleRecord::in_dir(dir.path(), "net", "ctr-1").unwrap();
-        record
-            .finish(&table, &[rule("hostports", 7)], true)
-            .unwrap();
+        let record = recorded_with_one_rule(dir.path());
         let line = "\nS\tfiller\tip cni_hostport hostports 1\n";
         let filler = line.repeat((4 << 20) / line.len() + 1);
         fs::OpenOptions::new()
@@ -639,7 +642,9 @@ mod tests {
         let err = record.read().unwrap_err();
         assert!(err.to_string().contains("too long to trust"), "{err}");
         assert!(
-            record.finish(&table, &[], true).is_err(),
+            record
+                .finish(&Table::new(Family::Ip, "cni_hostport"), &[], true)
+                .is_err(),
             "nothing recorded"
         );
         assert!(record.group().owners().unwrap().is_empty());
