@@ -98,5 +98,15 @@ pub mod veth;
 pub mod vlan;
 pub mod vrf;
 
+/// The IPAM plugins `bridge` and `ptp` carry built in: our `host-local`,
+/// run in-process when the `host-local` on `CNI_PATH` is ours of the
+/// same release ([`cni_invoke::Builtin`]), one process less per pod.
+/// Their binaries register it ([`cni_invoke::set_builtins`]).
+pub static CARRIED_IPAM: [cni_invoke::Builtin; 1] = [cni_invoke::Builtin {
+    name: cni_ipam::host_local::NAME,
+    mark: cni_ipam::host_local::MARK,
+    main: cni_ipam::host_local::run,
+}];
+
 #[cfg(test)]
 mod test_support;
