@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::nft_form::{host_address, xt_rule, XtRule};
 use super::peek::legacy_may_hold;
-use super::{IptablesBackend, Variant};
+use super::{is_builtin, IptablesBackend, Variant};
 use crate::nft::message::{del_chain, del_rule, new_chain_exclusive, new_xt_rule};
 use crate::nft::nla::{self, Attrs};
 use crate::nft::{Expr, NftBackend};
@@ -109,7 +109,26 @@ impl IptablesBackend {
     }
 }
 
+/// What [`IptablesBackend::write_directly`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Directly {
+    /// The transaction is applied.
+    Done,
+    /// Nothing changed: the table, or a base chain a rule goes into,
+    /// does not exist yet, which only a restore makes (as iptables-nft
+    /// makes them).
+    Unmade,
+    /// Nothing changed: the restore must apply it.
+    Restore,
+}
+
+/// How many batches [`IptablesBackend::ensure_directly`] plans and sends
+/// while other writers' changes refuse them, before it leaves the
+/// transaction to the restore.
+const DIRECT_ATTEMPTS: usize = 3;
+
 /// What a transaction asks for, compiled before anything is looked at.
+#[derive(Clone)]
 enum Wanted<'t> {
     Chain(&'t str),
     Rule {
@@ -142,8 +161,10 @@ impl IptablesBackend {
     /// No lock is taken and the batch is tied to no ruleset generation:
     /// the chains made are made exclusively (`NLM_F_EXCL`), so a writer
     /// that made one meanwhile makes the whole batch fail; what else was
-    /// listed (a shared chain's rules) only ever grows. A refused batch
-    /// changed nothing and answers `false`.
+    /// listed (a shared chain's rules) only ever grows. A batch refused
+    /// that way (or because a chain it writes into was removed) changed
+    /// nothing and is planned again from a new listing, up to three
+    /// batches; any other refusal answers `false`.
     ///
     /// Measured (bench/process/podman.sh, portmap's and the firewall's
     /// ADD): the `iptables-save` and `iptables-restore` each ADD ran cost
@@ -152,9 +173,14 @@ impl IptablesBackend {
     ///
     /// Go: none; go-iptables runs `iptables` for each rule.
     pub fn ensure_directly(&mut self, tx: &Transaction) -> bool {
+        self.write_directly(tx) == Directly::Done
+    }
+
+    /// [`IptablesBackend::ensure_directly`], saying why not.
+    pub(super) fn write_directly(&mut self, tx: &Transaction) -> Directly {
         let table = tx.table();
         if !self.writes_through_nf_tables(table) {
-            return false;
+            return Directly::Restore;
         }
         let mut wanted = Vec::with_capacity(tx.ops().len());
         for op in tx.ops() {
@@ -166,10 +192,10 @@ impl IptablesBackend {
                 }
                 Op::EnsureRule { rule, first } => (rule, *first, true),
                 Op::AddRule(rule) => (rule, false, false),
-                _ => return false,
+                _ => return Directly::Restore,
             };
             let Some(xt) = xt_rule(rule, table.family) else {
-                return false;
+                return Directly::Restore;
             };
             wanted.push(Wanted::Rule {
                 rule,
@@ -179,28 +205,55 @@ impl IptablesBackend {
             });
         }
         let Ok(mut nft) = NftBackend::open() else {
-            return false;
+            return Directly::Restore;
         };
-        match self.plan_directly(&mut nft, table, wanted) {
-            Some(requests) if requests.is_empty() => true,
-            Some(requests) => matches!(nft.send_requests(requests), Ok(None)),
-            None => false,
+        // A batch refused because another writer made one of its chains
+        // (`EEXIST`) or removed one (`ENOENT`) since the listing changed
+        // nothing: planned again from a new listing. In a burst the first
+        // wave of ADDs all find the shared chains absent; one makes them,
+        // the others add their rules on the next try rather than falling
+        // back to a save and a restore in turns.
+        for _ in 0..DIRECT_ATTEMPTS {
+            let Ok(chains) = nft.list_chains(table) else {
+                return Directly::Restore;
+            };
+            // iptables makes a table, and each of its base chains, where
+            // a rule first needs them.
+            let unmade = |w: &Wanted<'_>| match w {
+                Wanted::Rule { rule, .. } => {
+                    is_builtin(&rule.chain) && !chains.contains(&rule.chain)
+                }
+                Wanted::Chain(_) => false,
+            };
+            if chains.is_empty() || wanted.iter().any(unmade) {
+                return Directly::Unmade;
+            }
+            let Some(requests) = self.plan_directly(&mut nft, table, &chains, wanted.clone())
+            else {
+                return Directly::Restore;
+            };
+            if requests.is_empty() {
+                return Directly::Done;
+            }
+            match nft.send_requests(requests) {
+                Ok(None) => return Directly::Done,
+                Ok(Some((_, errno)))
+                    if errno == nix::libc::EEXIST || errno == nix::libc::ENOENT => {}
+                _ => return Directly::Restore,
+            }
         }
+        Directly::Restore
     }
 
-    /// The batch's requests for `wanted`, or `None` when the restore
-    /// must do it.
+    /// The batch's requests for `wanted` into `table`, whose chains are
+    /// `chains`, or `None` when the restore must do it.
     fn plan_directly(
         &self,
         nft: &mut NftBackend,
         table: &Table,
+        chains: &[String],
         wanted: Vec<Wanted<'_>>,
     ) -> Option<Vec<(crate::nft::message::Request, &'static str, String)>> {
-        let chains = nft.list_chains(table).ok()?;
-        if chains.is_empty() {
-            // No such table yet: iptables makes it with its base chains.
-            return None;
-        }
         let mut made: Vec<&str> = Vec::new();
         let mut listed: HashMap<&str, Vec<(u64, Vec<u8>)>> = HashMap::new();
         let mut added: Vec<(&str, Vec<u8>)> = Vec::new();

@@ -26,12 +26,14 @@ pub use save::Saved;
 
 use std::collections::HashSet;
 
+use self::direct::Directly;
 use crate::host_lock::lock;
 use crate::table::validate_name;
 use crate::{
     Backend, BackendKind, Chain, Family, FilterError, ListedRule, Op, RuleHandle, Table,
     Transaction,
 };
+use std::sync::atomic::Ordering;
 
 /// The most `iptables-save` may print for one table: far above a large
 /// Kubernetes node's tables, and a bound on what we hold.
@@ -130,6 +132,19 @@ pub struct IptablesBackend {
     /// [`IptablesBackend::restore_takes_no_lock`] per family (IPv4,
     /// IPv6), found once: a walk of `PATH` and a link followed.
     lockless: [std::sync::OnceLock<bool>; 2],
+    /// How many commands it started.
+    started: StartCount,
+}
+
+/// A count of the commands a backend started; a clone starts from the
+/// same count.
+#[derive(Debug, Default)]
+struct StartCount(std::sync::atomic::AtomicUsize);
+
+impl Clone for StartCount {
+    fn clone(&self) -> StartCount {
+        StartCount(self.0.load(Ordering::Relaxed).into())
+    }
 }
 
 impl IptablesBackend {
@@ -145,6 +160,7 @@ impl IptablesBackend {
             deadline: LOCK_DEADLINE,
             direct: true,
             lockless: Default::default(),
+            started: StartCount::default(),
         }
     }
 
@@ -166,6 +182,35 @@ impl IptablesBackend {
         self
     }
 
+    /// How many `iptables-save` and `iptables-restore` processes it has
+    /// started: in a burst of ADDs, what its writes cost beyond the
+    /// kernel's own work (each a process start and a parse of the
+    /// table), where the direct path could not be taken.
+    pub fn commands_started(&self) -> usize {
+        self.started.0.load(Ordering::Relaxed)
+    }
+
+    fn spawn(
+        &self,
+        program: &str,
+        args: &[&str],
+        stdin: bool,
+    ) -> Result<command::Started, FilterError> {
+        self.started.0.fetch_add(1, Ordering::Relaxed);
+        command::Started::spawn(program, args, stdin)
+    }
+
+    fn run_command(
+        &self,
+        program: &str,
+        args: &[&str],
+        stdin: Option<&[u8]>,
+        stdout_limit: usize,
+    ) -> Result<Vec<u8>, FilterError> {
+        self.started.0.fetch_add(1, Ordering::Relaxed);
+        command::run(program, args, stdin, stdout_limit)
+    }
+
     /// `--noflush` and `-w` with the deadline in whole seconds (at least
     /// one): iptables-legacy waits that long for the xtables lock.
     fn restore_args(&self) -> [String; 3] {
@@ -176,8 +221,9 @@ impl IptablesBackend {
     fn save(&self, table: &Table) -> Result<save::Saved, FilterError> {
         check_table(table)?;
         let program = self.variant.program(table.family, "save");
-        let out =
-            command::run(&program, &["-t", &table.name], None, SAVE_LIMIT).map_err(unlisted)?;
+        let out = self
+            .run_command(&program, &["-t", &table.name], None, SAVE_LIMIT)
+            .map_err(unlisted)?;
         Ok(save::parse(&String::from_utf8_lossy(&out), &table.name))
     }
 
@@ -270,25 +316,52 @@ impl IptablesBackend {
     pub fn apply_listed(
         &mut self,
         table: &Table,
+        build: impl FnMut(&Saved) -> Transaction,
+    ) -> Result<(), FilterError> {
+        self.apply_listed_unless_direct(table, build, None)
+    }
+
+    /// [`IptablesBackend::write_directly`] where direct writes are on.
+    fn try_directly(&mut self, tx: &Transaction) -> Directly {
+        match self.direct {
+            true => self.write_directly(tx),
+            false => Directly::Restore,
+        }
+    }
+
+    /// [`IptablesBackend::apply_listed`], or with `direct` (found without
+    /// its table or a base chain) first that transaction tried again as
+    /// one nf_tables batch when our turn comes, no restore started
+    /// before: a node's first ADDs all find the table absent, and the one
+    /// whose restore makes it leaves it for the others to write directly,
+    /// so their turns are a listing and a commit, not a save and a
+    /// restore (nor a restore process started for nothing).
+    fn apply_listed_unless_direct(
+        &mut self,
+        table: &Table,
         mut build: impl FnMut(&Saved) -> Transaction,
+        direct: Option<&Transaction>,
     ) -> Result<(), FilterError> {
         let program = self.variant.program(table.family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         // Started before our turn where it takes no lock of its own, so
         // a process start is not part of the turn others wait for.
-        let mut early = match self.restore_takes_no_lock(table.family) {
-            true => Some(command::Started::spawn(&program, &args, true)?),
+        let mut early = match direct.is_none() && self.restore_takes_no_lock(table.family) {
+            true => Some(self.spawn(&program, &args, true)?),
             false => None,
         };
         let _turn = lock(table.family, self.deadline)?;
+        if direct.is_some_and(|tx| self.ensure_directly(tx)) {
+            return Ok(());
+        }
         let mut attempt = 1;
         loop {
             // Otherwise started before the listing, so its start overlaps
             // it.
             let restore = match early.take() {
                 Some(started) => started,
-                None => command::Started::spawn(&program, &args, true)?,
+                None => self.spawn(&program, &args, true)?,
             };
             let saved = self.save(table)?;
             let tx = build(&saved);
@@ -329,19 +402,28 @@ impl IptablesBackend {
         if script.lines().count() == 2 {
             return Ok(());
         }
-        if self.direct && self.ensure_directly(tx) {
+        let direct = self.try_directly(tx);
+        if direct == Directly::Done {
             return Ok(());
         }
         let program = self.variant.program(tx.table().family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let applied = if self.restore_takes_no_lock(tx.table().family) {
-            let restore = command::Started::spawn(&program, &args, true)?;
+        let applied = if direct == Directly::Unmade {
+            // As in `apply_listed_unless_direct`: made meanwhile, most
+            // likely, by the writer before us.
+            let _turn = lock(tx.table().family, self.deadline)?;
+            if self.ensure_directly(tx) {
+                return Ok(());
+            }
+            self.run_command(&program, &args, Some(script.as_bytes()), 1 << 16)
+        } else if self.restore_takes_no_lock(tx.table().family) {
+            let restore = self.spawn(&program, &args, true)?;
             let _turn = lock(tx.table().family, self.deadline)?;
             restore.finish(Some(script.as_bytes()), 1 << 16)
         } else {
             let _turn = lock(tx.table().family, self.deadline)?;
-            command::run(&program, &args, Some(script.as_bytes()), 1 << 16)
+            self.run_command(&program, &args, Some(script.as_bytes()), 1 << 16)
         };
         match applied {
             Ok(_) => Ok(()),
@@ -390,12 +472,12 @@ impl IptablesBackend {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let script = lines.join("\n");
         let ran = if self.restore_takes_no_lock(table.family) {
-            let restore = command::Started::spawn(&program, &args, true)?;
+            let restore = self.spawn(&program, &args, true)?;
             let _turn = lock(table.family, self.deadline)?;
             restore.finish(Some(script.as_bytes()), 1 << 16)
         } else {
             let _turn = lock(table.family, self.deadline)?;
-            command::run(&program, &args, Some(script.as_bytes()), 1 << 16)
+            self.run_command(&program, &args, Some(script.as_bytes()), 1 << 16)
         };
         Ok(ran.is_ok())
     }
@@ -490,10 +572,13 @@ impl Backend for IptablesBackend {
         // Our own processes take turns (in `apply_listed`); other writers
         // are caught by its retry only when their change makes ours fail.
         if lists {
-            if self.direct && self.ensure_directly(tx) {
-                return Ok(());
-            }
-            return self.apply_listed(tx.table(), |_| tx.clone());
+            return match self.try_directly(tx) {
+                Directly::Done => Ok(()),
+                Directly::Unmade => {
+                    self.apply_listed_unless_direct(tx.table(), |_| tx.clone(), Some(tx))
+                }
+                Directly::Restore => self.apply_listed(tx.table(), |_| tx.clone()),
+            };
         }
         if script.lines().count() == 2 {
             // Only `*table` and `COMMIT`: nothing to change.
@@ -502,7 +587,8 @@ impl Backend for IptablesBackend {
         let program = self.variant.program(tx.table().family, "restore");
         let args = self.restore_args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        command::run(&program, &args, Some(script.as_bytes()), 1 << 16).map(drop)
+        self.run_command(&program, &args, Some(script.as_bytes()), 1 << 16)
+            .map(drop)
     }
 
     fn list_rules(&mut self, table: &Table, chain: &str) -> Result<Vec<ListedRule>, FilterError> {
