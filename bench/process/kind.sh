@@ -8,9 +8,10 @@
 # bench/process/netns_harness.c: Debian's reference plugins
 # (/usr/lib/cni), ours with the default backend (no `backend` key: the
 # probe picks iptables), ours with `"backend": "nftables"`. Then growth:
-# ours with nftables again, with 1,000 pods' mappings already in the
-# tables (one `nft -f` batch, in the harness's host namespace, before the
-# first round).
+# ours with nftables again, empty and with 1,000 pods' mappings already
+# in the tables (one `nft -f` batch, in the harness's host namespace,
+# before the first round), in alternating blocks of rounds (KIND_BLOCKS,
+# default 5), so that the machine's drift between runs falls on both.
 #
 # usage: bench/process/kind.sh [ROUNDS]   (default 220: 20 warm-up + 200;
 #        under 100 rounds, none is a warm-up: CI runs it with 3 to check it
@@ -73,6 +74,14 @@ for cid, ip, _ in pods:
 lines += ['  }', '}']
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 PY
-"$out/netns_harness" --setup "nft -f $root/$out/prefill.nft && test \$(nft -a list table ip cni_hostport | grep -c comment) = 3001" \
-    "${settle[@]}" "$rounds" "$netns" "${specs[2]}" > "$out/samples-grown"
+# Each block a harness run of its own, in a host namespace of its own;
+# the empty node's blocks alternate with the full node's.
+blocks=${KIND_BLOCKS:-5}
+per_block=$(( (rounds + blocks - 1) / blocks ))
+rm -f "$out"/samples-empty.* "$out"/samples-grown.*
+for block in $(seq "$blocks"); do
+    "$out/netns_harness" "${settle[@]}" "$per_block" "$netns" "${specs[2]}" > "$out/samples-empty.$block"
+    "$out/netns_harness" --setup "nft -f $root/$out/prefill.nft && test \$(nft -a list table ip cni_hostport | grep -c comment) = 3001" \
+        "${settle[@]}" "$per_block" "$netns" "${specs[2]}" > "$out/samples-grown.$block"
+done
 python3 bench/process/report_kind.py "$out" "$warmup"
