@@ -335,7 +335,10 @@ impl IptablesBackend {
     /// before: a node's first ADDs all find the table absent, and the one
     /// whose restore makes it leaves it for the others to write directly,
     /// so their turns are a listing and a commit, not a save and a
-    /// restore (nor a restore process started for nothing).
+    /// restore (nor a restore process started for nothing). The writer
+    /// that makes the table starts its save and restore in its turn: once
+    /// per table and namespace, where starting one early for every
+    /// writer cost 70 unused restores in a burst of 100 ADDs.
     fn apply_listed_unless_direct(
         &mut self,
         table: &Table,
