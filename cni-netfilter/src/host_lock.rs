@@ -9,9 +9,9 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::MetadataExt;
-use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cni_skel::FlockWait;
 use nix::fcntl::{Flock, FlockArg};
 
 use crate::netns_id::NetnsId;
@@ -91,8 +91,9 @@ impl Drop for Turn {
 /// retry.
 ///
 /// A held lock is waited for by a blocking `flock` on a thread of its
-/// own, so the wait ends the moment the holder lets go; this thread
-/// looks at the holder every [`HOLDER_LOOK`] meanwhile. (Trying again
+/// own ([`cni_skel::FlockWait`]), so the wait ends the moment the holder
+/// lets go; this thread looks at the holder every [`HOLDER_LOOK`]
+/// meanwhile. (Trying again
 /// after growing pauses, as before, left the lock free for up to 20 ms
 /// at each turn: in a burst of 100 pods the turns queued behind those
 /// pauses, and the ADDs of Podman's list took twice as long.) A wait
@@ -123,13 +124,13 @@ pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterErr
         let held = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(held) => held,
             Err((file, nix::errno::Errno::EWOULDBLOCK)) => {
-                let waiting = Waiting::start(file).map_err(|e| FilterError::Busy {
+                let waiting = FlockWait::start(file, true).map_err(|e| FilterError::Busy {
                     what: format!("{path} is held, and no thread could wait for it: {e}"),
                 })?;
                 loop {
                     match waiting.until(HOLDER_LOOK) {
                         Some(Ok(held)) => break held,
-                        Some(Err(())) => {
+                        Some(Err(_)) => {
                             return Ok(Turn {
                                 file: None,
                                 remove: None,
@@ -147,7 +148,7 @@ pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterErr
                     }
                     let ahead = |since: Instant| since.elapsed() + HOLDER_LOOK;
                     if let Some(stuck) = give_up(ahead(started), ahead(moved), deadline) {
-                        waiting.give_up();
+                        // Dropping `waiting` gives the wait up.
                         return Err(busy(&path, stuck, deadline, holder()));
                     }
                 }
@@ -204,52 +205,6 @@ fn busy(path: &str, stuck: bool, deadline: Duration, holder: Option<u32>) -> Fil
     FilterError::Busy { what }
 }
 
-/// A blocking `flock` on a thread of its own: what it gets is handed
-/// over, or released at once once the wait was given up.
-struct Waiting {
-    got: mpsc::Receiver<Result<Flock<File>, ()>>,
-    given_up: Arc<Mutex<bool>>,
-}
-
-impl Waiting {
-    fn start(file: File) -> std::io::Result<Waiting> {
-        let (send, got) = mpsc::channel();
-        let given_up = Arc::new(Mutex::new(false));
-        let flag = Arc::clone(&given_up);
-        std::thread::Builder::new().spawn(move || {
-            let held = Flock::lock(file, FlockArg::LockExclusive).map_err(drop);
-            // Sent under the flag's lock: the waiter either still wants
-            // it, or gave up before, and then it is dropped (released)
-            // here; one that gives up after finds it sent.
-            if let Ok(given_up) = flag.lock() {
-                if !*given_up {
-                    let _ = send.send(held);
-                }
-            }
-        })?;
-        Ok(Waiting { got, given_up })
-    }
-
-    /// The lock (or why there is none) if the thread got it within
-    /// `span`; `None` while it still waits.
-    fn until(&self, span: Duration) -> Option<Result<Flock<File>, ()>> {
-        match self.got.recv_timeout(span) {
-            Ok(got) => Some(got),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
-            Err(mpsc::RecvTimeoutError::Disconnected) => Some(Err(())),
-        }
-    }
-
-    /// Stops waiting: the thread releases what it gets; a lock it got
-    /// just before is released here.
-    fn give_up(self) {
-        if let Ok(mut given_up) = self.given_up.lock() {
-            *given_up = true;
-        }
-        drop(self.got.try_recv());
-    }
-}
-
 /// The process holding a `flock` on the file of this device and inode,
 /// from `/proc/locks` (`1: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> 0 EOF`).
 fn holder_of(dev: u64, ino: u64) -> Option<u32> {
@@ -282,45 +237,6 @@ mod tests {
         // Turns moving from holder to holder: waited on, up to the bound.
         assert_eq!(give_up(s(45), s(3), s(10)), None);
         assert_eq!(give_up(s(61), s(3), s(10)), Some(false));
-    }
-
-    #[test]
-    fn a_waiting_thread_hands_over_the_lock_or_releases_it_once_given_up() {
-        let path = std::env::temp_dir().join(format!("cni-netfilter-wait-{}", std::process::id()));
-        let open = || {
-            OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .unwrap()
-        };
-        let first = Flock::lock(open(), FlockArg::LockExclusiveNonblock).unwrap();
-        let waiting = Waiting::start(open()).unwrap();
-        assert!(
-            waiting.until(Duration::from_millis(50)).is_none(),
-            "held by the first"
-        );
-        drop(first);
-        let second = waiting
-            .until(Duration::from_secs(5))
-            .expect("handed over")
-            .unwrap();
-        // Given up while the lock is held: the thread gets it later and
-        // lets it go, so a third can take it.
-        let waiting = Waiting::start(open()).unwrap();
-        waiting.give_up();
-        drop(second);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let third = loop {
-            match Flock::lock(open(), FlockArg::LockExclusiveNonblock) {
-                Ok(held) => break held,
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-                Err((_, e)) => panic!("the given-up waiter kept the lock: {e}"),
-            }
-        };
-        drop(third);
-        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

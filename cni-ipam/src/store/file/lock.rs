@@ -3,9 +3,9 @@
 use std::fs::File;
 use std::io;
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::Duration;
 
+use cni_skel::FlockWait;
 use cni_types::Error;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -19,23 +19,21 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// `file` flocked (exclusive or shared) within `timeout`, else code 11
 /// naming `path`.
 ///
-/// One try without waiting first; when another process holds the lock, a
-/// thread waits for it in a blocking `flock`, which the kernel ends as
-/// soon as the holder lets go, while this one waits for that thread
-/// within the bound. (Polling, as this did before, left the lock idle
-/// while its waiters slept between looks: up to 20 ms a turn, the tail
-/// of a burst of ADDs.) A thread still waiting at the deadline lets the
-/// lock go as soon as it gets it.
+/// One try without waiting first; when another process holds the lock,
+/// [`FlockWait`] waits for it, ending the moment the holder lets go (not
+/// after a pause: polling left the lock idle while its waiters slept, up
+/// to 20 ms a turn, the tail of a burst of ADDs). A wait past the
+/// deadline is given up: its thread lets the lock go as soon as it gets
+/// it.
 pub(super) fn lock_within(
     file: File,
     exclusive: bool,
     path: &Path,
     timeout: Duration,
 ) -> Result<Flock<File>, Error> {
-    let (now, later) = if exclusive {
-        (FlockArg::LockExclusiveNonblock, FlockArg::LockExclusive)
-    } else {
-        (FlockArg::LockSharedNonblock, FlockArg::LockShared)
+    let now = match exclusive {
+        true => FlockArg::LockExclusiveNonblock,
+        false => FlockArg::LockSharedNonblock,
     };
     let failed = |errno: Errno| Error::io("lock", path, io::Error::from_raw_os_error(errno as i32));
     let file = match Flock::lock(file, now) {
@@ -43,25 +41,12 @@ pub(super) fn lock_within(
         Err((file, Errno::EWOULDBLOCK | Errno::EINTR)) => file,
         Err((_, errno)) => return Err(failed(errno)),
     };
-    let (sender, receiver) = mpsc::sync_channel(1);
-    let waiter = std::thread::Builder::new().spawn(move || {
-        let mut file = file;
-        let got = loop {
-            match Flock::lock(file, later) {
-                Err((again, Errno::EINTR)) => file = again,
-                other => break other.map_err(|(_, errno)| errno),
-            }
-        };
-        // With nobody left to receive it, the lock is dropped here.
-        let _ = sender.send(got);
-    });
-    if let Err(e) = waiter {
-        return Err(Error::io("start a thread to wait for", path, e));
-    }
-    match receiver.recv_timeout(timeout) {
-        Ok(Ok(lock)) => Ok(lock),
-        Ok(Err(errno)) => Err(failed(errno)),
-        Err(_) => Err(Error::try_again_later(
+    let waiting = FlockWait::start(file, exclusive)
+        .map_err(|e| Error::io("start a thread to wait for", path, e))?;
+    match waiting.until(timeout) {
+        Some(Ok(lock)) => Ok(lock),
+        Some(Err(errno)) => Err(failed(errno)),
+        None => Err(Error::try_again_later(
             format!("timed out waiting for the lock {}", path.display()),
             format!(
                 "another process held it for {timeout:?}; if none is running, it is stuck \
