@@ -30,7 +30,10 @@
 #        and 100; `burst.sh 1 4` is the smoke run). Needs root. Writes
 #        target/bench/burst/{table.md,burst-N.svg}; BURST_LISTS picks lists,
 #        BURST_BINS a directory of plugins already built, BURST_FLOOR=no
-#        leaves the floor out (scripts/demo.sh's burst of ten).
+#        leaves the floor out (scripts/demo.sh's burst of ten), BURST_STATE
+#        the directory of each case's IPAM dataDir and libcni cache
+#        (default target/bench/burst; BURST_STATE=/dev/shm/cni-burst puts
+#        them on a tmpfs, see BENCHMARKS.md for why that can matter).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -43,6 +46,10 @@ lists=(${BURST_LISTS:-podman podman-nft kind containerd})
 out=target/bench/burst
 rm -rf "$out"
 mkdir -p "$out/ours" "$out/runs"
+state=${BURST_STATE:-$root/$out}
+case $state in /*) ;; *) state="$root/$state" ;; esac
+rm -rf "$state"/ipam-* "$state"/cache-*
+mkdir -p "$state"
 scripts/install-test-deps.sh >/dev/null
 reference=/usr/lib/cni
 echo "building: cniburst (Go, Debian's libcni), the floor and our plugins (static musl, as deployed)" >&2
@@ -64,7 +71,7 @@ for bin in bridge ptp host-local portmap firewall tuning; do cp "$bins/$bin" "$o
 
 # list NAME CASE: the list's file for a case (its own IPAM directory).
 list() {
-    local name=$1 case=$2 ipam="$root/$out/ipam-$2-$1" masq= pm= fw='""'
+    local name=$1 case=$2 ipam="$state/ipam-$2-$1" masq= pm= fw='""'
     mkdir -p "$ipam"
     case $name in
     podman | podman-nft)
@@ -146,8 +153,8 @@ fi
 SH
     cniburst="$root/$out/cniburst" floor_bin="$root/$out/floor" prefix=$prefix n=$n case=$case \
         floor="$(floor_bridge "$name")" rules="$(floor_rules "$name")" file="$root/$file" \
-        conflist="$root/$out/$case-$name.conflist" dir=$dir cache="$root/$out/cache-$case-$name" \
-        ipam="$root/$out/ipam-$case-$name" leaks="$root/$out/leaks-$case" \
+        conflist="$root/$out/$case-$name.conflist" dir=$dir cache="$state/cache-$case-$name" \
+        ipam="$state/ipam-$case-$name" leaks="$root/$out/leaks-$case" \
         unshare --net bash "$out/node.sh"
 }
 
