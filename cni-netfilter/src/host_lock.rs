@@ -138,7 +138,7 @@ pub(crate) fn lock(family: Family, deadline: Duration) -> Result<Turn, FilterErr
                         }
                         None => {}
                     }
-                    let holder = || opened.and_then(|(dev, ino)| holder_of(dev, ino));
+                    let holder = || opened.and_then(|(dev, ino)| cni_skel::flock_holder(dev, ino));
                     let now = holder();
                     if now.is_some() && now != seen {
                         if seen.is_some() {
@@ -205,25 +205,6 @@ fn busy(path: &str, stuck: bool, deadline: Duration, holder: Option<u32>) -> Fil
     FilterError::Busy { what }
 }
 
-/// The process holding a `flock` on the file of this device and inode,
-/// from `/proc/locks` (`1: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> 0 EOF`).
-fn holder_of(dev: u64, ino: u64) -> Option<u32> {
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let wanted = format!(
-        "{:02x}:{:02x}:{ino}",
-        nix::sys::stat::major(dev),
-        nix::sys::stat::minor(dev)
-    );
-    locks.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // Blocked waiters are listed as `1: -> FLOCK ...`.
-        if fields.get(1) == Some(&"->") || !fields.contains(&wanted.as_str()) {
-            return None;
-        }
-        fields.get(4)?.parse().ok()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,18 +218,5 @@ mod tests {
         // Turns moving from holder to holder: waited on, up to the bound.
         assert_eq!(give_up(s(45), s(3), s(10)), None);
         assert_eq!(give_up(s(61), s(3), s(10)), Some(false));
-    }
-
-    #[test]
-    fn the_holder_of_a_lock_is_found_by_its_file() {
-        let dir = std::env::temp_dir().join(format!("cni-netfilter-lock-{}", std::process::id()));
-        std::fs::write(&dir, b"").unwrap();
-        let file = File::open(&dir).unwrap();
-        let meta = file.metadata().unwrap();
-        let held = Flock::lock(file, FlockArg::LockExclusive).unwrap();
-        assert_eq!(holder_of(meta.dev(), meta.ino()), Some(std::process::id()));
-        drop(held);
-        assert_eq!(holder_of(meta.dev(), meta.ino()), None);
-        std::fs::remove_file(dir).unwrap();
     }
 }

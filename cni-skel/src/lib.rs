@@ -158,7 +158,7 @@ pub use async_plugin::{AsyncPlugin, Blocking, Executor, ParkThread};
 pub use command::Command;
 pub use dispatch::{dispatch, sanitize_utf8};
 pub use env::{Env, ProcessEnv};
-pub use flock_wait::FlockWait;
+pub use flock_wait::{flock_holder, flock_within, FlockWait};
 pub use harness::{Outcome, TestRequest};
 pub use late_close::{close_after_exit, exit};
 pub use plugin::{BoxError, CheckSupport, FromConfig, Plugin, Reply};

@@ -309,6 +309,34 @@ fn status_and_check_answer_at_once_while_a_writer_holds_the_lock() {
 }
 
 #[test]
+fn an_add_behind_a_stuck_lock_holder_fails_with_code_11_naming_the_lock_and_holder() {
+    let dir = TempDir::new();
+    let stdin = v4(&dir);
+    address(&run("ADD", "c1", &stdin), 0);
+    let before = dir.files();
+    // Another process's ADD, stuck in the middle of its change.
+    let lock = dir.net().join("lock");
+    let held = nix::fcntl::Flock::lock(
+        std::fs::File::open(&lock).unwrap(),
+        nix::fcntl::FlockArg::LockExclusiveNonblock,
+    )
+    .map_err(|(_, e)| e)
+    .unwrap();
+    let started = std::time::Instant::now();
+    let e = err(&run("ADD", "c2", &stdin));
+    let waited = started.elapsed();
+    drop(held);
+    assert_eq!(e.code, cni_types::Code::TRY_AGAIN_LATER, "{e:?}");
+    assert!(e.msg.contains(&lock.display().to_string()), "{e:?}");
+    let holder = format!("held by process {}", std::process::id());
+    assert!(e.msg.contains(&holder), "{e:?}");
+    assert!(waited >= crate::store::file::LOCK_TIMEOUT, "{waited:?}");
+    assert_eq!(dir.files(), before, "nothing changed");
+    // Once the holder is gone, the same ADD goes through.
+    address(&run("ADD", "c2", &stdin), 0);
+}
+
+#[test]
 fn requested_addresses_args_win_over_cni_args() {
     let dir = TempDir::new();
     let with_args = conf(

@@ -49,11 +49,12 @@ mod config;
 mod routing;
 
 use std::fs::File;
+use std::time::Duration;
 
 use cni_net::Netns;
 use cni_skel::{BoxError, CheckSupport, Plugin, Reply, Request};
 use cni_types::{Code, Error, IpConfig, NetConf, Result100};
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 
 use self::config::plan;
 pub use self::config::Fields;
@@ -143,11 +144,15 @@ fn addresses_of(prev: &Result100, ifname: &str) -> Result<Vec<IpConfig>, Error> 
         .collect())
 }
 
-/// Takes this namespace's turn: a lock on its file, held until dropped.
+/// The longest sbr waits for another process's turn on a namespace (each
+/// holds it for milliseconds): then code 11 naming it and its holder.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Takes this namespace's turn: a lock on its file, held until dropped,
+/// as the reference's sbr takes it (without a bound there).
 fn lock(netns: &Netns) -> Result<Flock<File>, Error> {
     let file = File::open(netns.path()).map_err(|e| Error::io("open", netns.path(), e))?;
-    Flock::lock(file, FlockArg::LockExclusive)
-        .map_err(|(_, e)| Error::io("lock", netns.path(), e.into()))
+    cni_skel::flock_within(file, true, netns.path(), LOCK_TIMEOUT)
 }
 
 #[cfg(test)]

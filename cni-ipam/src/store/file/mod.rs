@@ -19,7 +19,7 @@
 //!   which runtimes poll every few seconds, never waits behind a burst of
 //!   ADDs or a stuck holder. A writer waits for the lock no longer than
 //!   [`LOCK_TIMEOUT`] (host-local waits forever): then code 11 naming the
-//!   lock file.
+//!   lock file and the process holding it, having changed nothing.
 //!
 //! A reservation is written to a hidden temporary file and hard-linked to
 //! its final name, which fails if the name exists: a file of that name is
@@ -45,7 +45,6 @@
 
 mod config;
 mod format;
-mod lock;
 
 use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions};
@@ -54,6 +53,7 @@ use std::net::IpAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, DirEntryExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use cni_types::{Attachment, Error, Extra};
 use nix::fcntl::Flock;
@@ -62,11 +62,14 @@ use nix::libc;
 pub use self::config::{FileConfig, DEFAULT_DATA_DIR};
 use self::format::{address_of, read_entry, Content};
 pub use self::format::{owner_key, parse_owner};
-use self::lock::lock_within;
-pub use self::lock::LOCK_TIMEOUT;
 use crate::range::{RangeIter, RangeSet};
 use crate::store::{Access, Assigned, Owner, Reservation, Reserved, Skipped, State, Store};
 
+/// The longest a change waits for the lock held by another process
+/// (every operation holds it for milliseconds); then code 11 naming the
+/// lock file and its holder ([`cni_skel::flock_within`]), so that a stuck
+/// holder fails the runtime's call instead of hanging it.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Prefix of the per-range-set round-robin files.
 pub const LAST_RESERVED_PREFIX: &str = "last_reserved_ip.";
 /// Between the container id and the interface name in a reservation.
@@ -277,7 +280,7 @@ impl FileStore {
             other => other,
         }
         .map_err(|e| Error::io("open the lock file", &path, e))?;
-        let lock = lock_within(file, true, &path, LOCK_TIMEOUT)?;
+        let lock = cni_skel::flock_within(file, true, &path, LOCK_TIMEOUT)?;
         Ok(FileStore {
             dir,
             lock: Some(lock),
