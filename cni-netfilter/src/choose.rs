@@ -105,15 +105,18 @@ fn iptables_first_with<T, E: ListingFailure>(
 }
 
 /// Whether `iptables` can be used: it runs, and can check for the filter
-/// table's INPUT chain (`iptables -t filter -S INPUT 1 -w` ends with status 0
-/// or 1). It says nothing about whether anything else on the host uses
-/// iptables.
+/// table's INPUT chain (`iptables -t filter -S INPUT 1 -w 10` ends with
+/// status 0 or 1). It says nothing about whether anything else on the host
+/// uses iptables. iptables-legacy waits for its host-wide xtables lock at
+/// most [`LOCK_DEADLINE`](crate::iptables::LOCK_DEADLINE) (a bare `-w` would wait
+/// for as long as a stuck holder keeps it).
 ///
 /// Go: plugins `utils.SupportsIPTables`.
 pub fn iptables_usable() -> bool {
     let program = Variant::Default.program(Family::Ip, "");
+    let wait = crate::iptables::LOCK_DEADLINE.as_secs().max(1).to_string();
     std::process::Command::new(program)
-        .args(["-t", "filter", "-S", "INPUT", "1", "-w"])
+        .args(["-t", "filter", "-S", "INPUT", "1", "-w", &wait])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
