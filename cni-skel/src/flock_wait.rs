@@ -154,8 +154,8 @@ pub fn flock_within(
 /// The process holding a `flock` on the file of this device and inode,
 /// from `/proc/locks` (`1: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> 0
 /// EOF`); the first of them when several share it, `None` when none
-/// does or the table cannot be read. A pid of another pid namespace is
-/// shown as this one sees it.
+/// does, the table cannot be read, or the holder is in a pid namespace
+/// this process cannot see (the kernel shows its pid as 0).
 pub fn flock_holder(dev: u64, ino: u64) -> Option<u32> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     let wanted = format!(
@@ -169,7 +169,7 @@ pub fn flock_holder(dev: u64, ino: u64) -> Option<u32> {
         if fields.get(1) == Some(&"->") || !fields.contains(&wanted.as_str()) {
             return None;
         }
-        fields.get(4)?.parse().ok()
+        fields.get(4)?.parse().ok().filter(|&pid| pid != 0)
     })
 }
 
