@@ -25,6 +25,7 @@ pub use render::{literal_ifname, MAX_COMMENT_LEN};
 pub use save::Saved;
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 
 use self::direct::Directly;
 use crate::host_lock::lock;
@@ -33,7 +34,6 @@ use crate::{
     Backend, BackendKind, Chain, Family, FilterError, ListedRule, Op, RuleHandle, Table,
     Transaction,
 };
-use std::sync::atomic::Ordering;
 
 /// The most `iptables-save` may print for one table: far above a large
 /// Kubernetes node's tables, and a bound on what we hold.
