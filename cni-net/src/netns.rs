@@ -67,9 +67,15 @@ impl Netns {
         if fs.filesystem_type() != NSFS_MAGIC && fs.filesystem_type() != PROC_SUPER_MAGIC {
             return Err(NetError::NotANetns { path });
         }
-        // Another kind of namespace (ns/mnt, ns/uts) is nsfs too; entering
-        // it as a network namespace fails with EINVAL, reported as
-        // NotANetns then (Go checks as much as this, too).
+        // Another kind of namespace (ns/mnt, ns/uts) is nsfs too: the
+        // kernel names the kind, so it is refused here, before a plugin
+        // changes anything (a plugin may not enter the namespace before
+        // it makes its first link). A kernel before 4.11 cannot name it
+        // (ENOTTY): entering it as a network namespace fails with EINVAL
+        // then, reported as NotANetns too.
+        if fs.filesystem_type() == NSFS_MAGIC && namespace_kind(&file) == Some(KindIs::Other) {
+            return Err(NetError::NotANetns { path });
+        }
         Ok(Netns { file, path })
     }
 
@@ -252,6 +258,28 @@ impl Netns {
                 .join()
         });
         joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+nix::ioctl_none!(ns_get_nstype, 0xb7, 0x3);
+
+/// What `NS_GET_NSTYPE` says of a namespace file.
+#[derive(Debug, PartialEq, Eq)]
+enum KindIs {
+    Net,
+    Other,
+}
+
+/// The kind of the namespace `file` is, when the kernel names it
+/// (`NS_GET_NSTYPE`, Linux 4.11).
+fn namespace_kind(file: &File) -> Option<KindIs> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an ioctl without argument on a descriptor we own.
+    #[allow(unsafe_code)]
+    let kind = unsafe { ns_get_nstype(file.as_raw_fd()) }.ok()?;
+    match kind == CloneFlags::CLONE_NEWNET.bits() {
+        true => Some(KindIs::Net),
+        false => Some(KindIs::Other),
     }
 }
 

@@ -192,21 +192,21 @@ impl Netlink {
 
 /// Creates the container's pair from the host (`host`) and returns the
 /// host end (both ends down); a link already named `CNI_IFNAME` in the
-/// container (`inside`) is refused first, code 999 with the reference's
-/// message, so a repeated ADD never touches the live pair.
+/// container (`veth.netns`) is refused first, code 999 with the
+/// reference's message, so a repeated ADD never touches the live pair.
+/// Only that refusal opens a socket in the container.
 ///
 /// Go: `ip.SetupVeth`, whose "container veth name provided (..) already
 /// exists" this keeps.
 pub fn add_container_pair(
     host: &mut Netlink,
-    inside: &mut Netlink,
     veth: &ContainerVeth,
 ) -> Result<Link, cni_types::Error> {
     // The kernel refuses the whole pair when the container's name is
     // taken, creating nothing: the name is looked up only then, for the
     // reference's words (a lookup per ADD waits for the link lock).
     match host.add_container_veth(veth) {
-        Err(e) if e.is_exists() && inside.find_link(veth.ifname)?.is_some() => {
+        Err(e) if e.is_exists() && veth.netns.socket()?.find_link(veth.ifname)?.is_some() => {
             let what = format!(
                 "container veth name provided ({}) already exists",
                 veth.ifname
@@ -315,10 +315,10 @@ mod tests {
             mac: None,
             master: None,
         };
-        let (mut nl, mut inside) = (host.socket().unwrap(), container.socket().unwrap());
+        let mut nl = host.socket().unwrap();
         // What the creation answers (the kernel's echo where it gives one)
         // is the link as read afterwards.
-        let made = add_container_pair(&mut nl, &mut inside, &veth("c1")).unwrap();
+        let made = add_container_pair(&mut nl, &veth("c1")).unwrap();
         let read = nl.link(made.index).unwrap();
         let seen = |l: &Link| (l.index, l.name.clone(), l.mac, l.mtu, l.up, l.kind.clone());
         assert_eq!(seen(&made), seen(&read));
@@ -326,7 +326,7 @@ mod tests {
         // Another attachment's pair for the same container name: the
         // reference's words, and no host end made for it.
         let before = nl.links().unwrap().len();
-        let err = add_container_pair(&mut nl, &mut inside, &veth("c2")).unwrap_err();
+        let err = add_container_pair(&mut nl, &veth("c2")).unwrap_err();
         assert_eq!(err.code, cni_types::Code::INTERNAL);
         assert_eq!(
             err.msg,

@@ -35,11 +35,19 @@ fn a_file_that_is_not_a_namespace_is_named() {
 }
 
 #[test]
-fn another_kind_of_namespace_is_refused_when_entered() {
-    let mnt = Netns::open("/proc/self/ns/mnt").unwrap();
-    let err = mnt.run(|_| Ok::<_, NetError>(())).unwrap_err();
-    assert!(matches!(err, NetError::NotANetns { .. }), "{err:?}");
-    assert!(err.to_string().contains("/proc/self/ns/mnt"), "{err}");
+fn another_kind_of_namespace_is_refused_when_opened() {
+    // Refused before a plugin could change anything with it: a veth made
+    // into it, or a bridge made before the first use of the namespace.
+    for kind in ["mnt", "uts", "ipc"] {
+        let path = format!("/proc/self/ns/{kind}");
+        let err = Netns::open(&path).unwrap_err();
+        assert!(matches!(err, NetError::NotANetns { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!("{path} is not a network namespace")
+        );
+    }
+    assert!(Netns::open("/proc/self/ns/net").is_ok());
 }
 
 #[test]

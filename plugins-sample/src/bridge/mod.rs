@@ -34,9 +34,10 @@
 //! DEL deletes the container end, releases the IPAM reservation and
 //! removes the masquerading and the spoof check; a namespace or link
 //! already gone is success. The first three run at once (the kernel takes
-//! tens of milliseconds to delete a pair), and ADD runs the IPAM plugin,
-//! then the masquerading of its addresses, while it makes the bridge, the
-//! pair and the port; whichever side fails, the other is undone. DEL's
+//! tens of milliseconds to delete a pair). ADD runs the IPAM plugin, then
+//! the masquerading of its addresses, while it makes the bridge, the pair
+//! and the port, then enters the container once for its sysctls,
+//! addresses and routes; whichever step fails, the others are undone. DEL's
 //! masquerading teardown takes the previous result's addresses (the
 //! reference takes the deleted link's; the rules are found by comment
 //! either way). CHECK compares the bridge, the port and the
@@ -112,25 +113,29 @@ impl Plugin for Bridge {
         let mac = requested_mac(&req.config, &req.args, None, MacPrecedence::Interface)?;
         let mac = mac.map(|m| m.mac);
         let netns = Netns::of(req)?;
-        let sockets = (Netlink::open()?, netns.socket()?);
+        // The container's side is one thread, once its addresses are
+        // known (`Port::layer3`): nothing enters the namespace before.
+        let host = Netlink::open()?;
         Undo::scope(|undo| {
             let Some(ipam) = &plan.ipam else {
-                let mut port = make_port(req, &plan, &netns, mac, sockets, undo)?;
+                let mut port = make_port(req, &plan, &netns, mac, host, undo)?;
                 let result = port.layer2()?;
                 return Ok(port.describe(result)?.into());
             };
-            // The IPAM plugin (a process of about a millisecond) and then
-            // the masquerading of its addresses (with iptables, two
-            // processes of a few ms) run while the bridge, the pair and the
-            // port are made. A repeated ADD finds both refused (the name
-            // taken, the attachment held) and undoes nothing of the live
-            // pod; the pair's error is the reference's.
+            // The IPAM plugin and then the masquerading of its addresses
+            // run while the bridge, the pair and the port are made: in a
+            // burst each pod's wait for IPAM's lock overlaps its own link
+            // work (one after the other, the pods queued on that lock:
+            // ADD p99/p50 1.10 -> 1.35 at 100 pods). A repeated ADD finds
+            // both refused (the name taken, the attachment held) and
+            // undoes nothing of the live pod; the pair's error is the
+            // reference's.
             let (mut port, result) = cni_invoke::add_alongside_then(
                 ipam,
                 req,
                 undo,
                 FirstError::Link,
-                |undo| make_port(req, &plan, &netns, mac, sockets, undo),
+                |undo| make_port(req, &plan, &netns, mac, host, undo),
                 |result, undo| masquerade(req, &plan, result, undo),
             )?;
             let result = port.layer3(result)?;

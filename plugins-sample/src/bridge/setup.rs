@@ -63,7 +63,7 @@ pub(super) fn make_port<'a, 'r>(
     plan: &'a Plan,
     netns: &'a Netns,
     mac: Option<cni_types::Mac>,
-    (mut host, mut inside): (Netlink, Netlink),
+    mut host: Netlink,
     undo: &mut Undo<'a>,
 ) -> Result<Port<'a, 'r>, BoxError> {
     let f = &req.config.plugin;
@@ -77,7 +77,7 @@ pub(super) fn make_port<'a, 'r>(
         // The host end is the bridge's port from its creation.
         master: Some(bridge.index),
     };
-    let port = cni_net::add_container_pair(&mut host, &mut inside, &veth)?;
+    let port = cni_net::add_container_pair(&mut host, &veth)?;
     let index = port.index;
     undo.push(format!("deleting veth {}", port.name), move || {
         Netlink::open()?.delete_link_if_present(index)?;
@@ -93,7 +93,6 @@ pub(super) fn make_port<'a, 'r>(
         plan,
         netns,
         host,
-        inside,
         bridge,
         port,
         container: None,
@@ -114,7 +113,6 @@ pub(super) struct Port<'a, 'r> {
     pub plan: &'a Plan,
     pub netns: &'a Netns,
     pub host: Netlink,
-    pub inside: Netlink,
     pub bridge: Link,
     pub port: Link,
     /// The container end as configured, once it is.
@@ -144,7 +142,7 @@ impl Port<'_, '_> {
             self.host.set_up(port)?;
         }
         if f.macspoofchk {
-            let container = self.inside.link(&self.req.ifname)?;
+            let container = self.netns.socket()?.link(&self.req.ifname)?;
             let mac = container.mac.ok_or_else(|| {
                 Error::new(
                     Code::INTERNAL,
@@ -159,10 +157,19 @@ impl Port<'_, '_> {
     /// Without IPAM: the container end up (unless
     /// `disableContainerInterface`), nothing more.
     pub fn layer2(&mut self) -> Result<Result100, BoxError> {
-        if !self.req.config.plugin.disable_container_interface {
-            let eth = self.inside.link(&self.req.ifname)?;
-            self.inside.set_up(eth.index)?;
-        }
+        let (ifname, up) = (
+            &self.req.ifname,
+            !self.req.config.plugin.disable_container_interface,
+        );
+        let container = self.netns.run(|inside| {
+            let eth = inside.link(ifname)?;
+            if !up {
+                return Ok::<_, cni_net::NetError>(eth);
+            }
+            inside.set_up(eth.index)?;
+            inside.link(eth.index)
+        })?;
+        self.container = Some(container);
         Ok(Result100::new(SpecVersion::V1_0_0))
     }
 
@@ -212,9 +219,15 @@ impl Port<'_, '_> {
             .iter()
             .filter_map(|(key, value)| Some((sysctl_for_ifname(key, &req.ifname).ok()?, *value)))
             .collect();
-        let _ = self.netns.set_sysctls(&named);
         let dad = if f.enable_dad { Dad::Run } else { Dad::Skip };
-        let configured = cni_net::configure_iface(&mut self.inside, &req.ifname, &view, dad)?;
+        // One thread in the container for its sysctls and its addresses:
+        // the sysctls are written from inside, without a thread of their
+        // own.
+        let netns = self.netns;
+        let configured = netns.run(|inside| {
+            let _ = netns.set_sysctls(&named);
+            cni_net::configure_iface(inside, &req.ifname, &view, dad)
+        })?;
         self.container = Some(configured);
         if plan.gateway {
             let mut added = false;
@@ -250,7 +263,7 @@ impl Port<'_, '_> {
         // Its name and MAC, as configure_iface left them.
         let container = match self.container.take() {
             Some(link) => link,
-            None => self.inside.link(&self.req.ifname)?,
+            None => self.netns.socket()?.link(&self.req.ifname)?,
         };
         result.cni_version = SpecVersion::V1_0_0;
         result.interfaces = vec![

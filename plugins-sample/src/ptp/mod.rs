@@ -88,7 +88,7 @@ impl Plugin for Ptp {
                         mac: None,
                         master: None,
                     };
-                    let host_end = cni_net::add_container_pair(&mut host, &mut inside, &veth)?;
+                    let host_end = cni_net::add_container_pair(&mut host, &veth)?;
                     let index = host_end.index;
                     undo.push(format!("deleting veth {}", host_end.name), move || {
                         Netlink::open()?.delete_link_if_present(index)?;
