@@ -1,6 +1,7 @@
-//! Our `bridge` carries `host-local` built in: when the `host-local` it
-//! finds on `CNI_PATH` is ours of the same release (its binary's mark), it
-//! runs it in-process; any other file of that name (a wrapper script, the
+//! Our `bridge` carries `host-local` built in, as every sample plugin
+//! that takes an `ipam` section does (`plugins_sample::CARRIERS`): when
+//! the `host-local` it finds on `CNI_PATH` is ours of the same release
+//! (its binary's mark), it runs it in-process; any other file of that name (a wrapper script, the
 //! reference's binary) is executed as before. A copy of ours that is not
 //! executable shows which way was taken: only the in-process run can use
 //! it.
@@ -80,6 +81,32 @@ fn bridge_runs_our_host_local_in_process_and_executes_any_other_file_of_that_nam
     host_local(first.path(), &reference, 0o644);
     let status = dirs.cnitool("c1").status(net);
     assert_eq!(status["ok"], false, "{status}");
+}
+
+/// A list of one plugin of `kind` with host-local IPAM, as its users
+/// write it; a master or device that need not exist: STATUS asks only
+/// the IPAM plugin.
+fn one_plugin_list(net: &str, kind: &str, dirs: &NetDirs) -> Value {
+    json!({"cniVersion": "1.1.0", "name": net, "plugins": [
+        {"type": kind, "bridge": "bi1", "master": "nonexistent0", "device": "nonexistent0",
+         "vlanId": 42,
+         "ipam": {"type": "host-local", "dataDir": dirs.ipam(),
+                  "ranges": [[{"subnet": "10.216.8.0/24"}]]}}
+    ]})
+}
+
+#[test]
+fn every_plugin_that_takes_ipam_runs_our_host_local_in_process() {
+    let (first, dirs) = sandbox("builtin-carriers-");
+    let ours = fs::read(plugin_bin_dir().join("host-local")).unwrap();
+    // Ours, not executable: only a plugin that carries it can answer.
+    host_local(first.path(), &ours, 0o644);
+    for kind in plugins_sample::CARRIERS {
+        let net = format!("builtin-{kind}");
+        dirs.reset(&one_plugin_list(&net, kind, &dirs));
+        let status = dirs.cnitool("c1").status(&net);
+        assert_eq!(status["ok"], true, "{kind}: {status}");
+    }
 }
 
 #[test]

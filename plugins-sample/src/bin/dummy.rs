@@ -1,8 +1,12 @@
-//! `dummy`: see `plugins_sample::dummy`.
+//! `dummy`: see `plugins_sample::dummy`. It carries `host-local` built in
+//! (`plugins_sample::CARRIED_IPAM`).
 #![no_main]
 
-cni_skel::plugin_main!(
-    plugins_sample::dummy::Dummy,
-    cni_version::PluginInfo::all(),
-    plugins_sample::dummy::ABOUT
-);
+cni_skel::plugin_main!(|| {
+    cni_invoke::set_builtins(&plugins_sample::CARRIED_IPAM);
+    cni_skel::try_run(
+        &plugins_sample::dummy::Dummy,
+        &cni_version::PluginInfo::all(),
+        plugins_sample::dummy::ABOUT,
+    )
+});

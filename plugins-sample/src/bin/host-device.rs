@@ -1,8 +1,12 @@
-//! `host-device`: see `plugins_sample::host_device`.
+//! `host-device`: see `plugins_sample::host_device`. It carries
+//! `host-local` built in (`plugins_sample::CARRIED_IPAM`).
 #![no_main]
 
-cni_skel::plugin_main!(
-    plugins_sample::host_device::HostDevice,
-    cni_version::PluginInfo::all(),
-    plugins_sample::host_device::ABOUT
-);
+cni_skel::plugin_main!(|| {
+    cni_invoke::set_builtins(&plugins_sample::CARRIED_IPAM);
+    cni_skel::try_run(
+        &plugins_sample::host_device::HostDevice,
+        &cni_version::PluginInfo::all(),
+        plugins_sample::host_device::ABOUT,
+    )
+});

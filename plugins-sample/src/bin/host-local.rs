@@ -2,8 +2,9 @@
 //! [`cni_ipam::Ipam`] over the file store (the same engine and data
 //! directory as `ipam-file`), so network lists naming `host-local` run
 //! unchanged. Where it differs from the reference is in `cni_ipam`'s
-//! crate documentation. Its mark lets `bridge` and `ptp`, which carry it
-//! built in, run it in-process (`cni_invoke::Builtin`).
+//! crate documentation. Its mark lets the plugins that carry it built in
+//! (`plugins_sample::CARRIED_IPAM`) run it in-process
+//! (`cni_invoke::Builtin`).
 #![no_main]
 
 cni_invoke::mark_builtin!(cni_ipam::host_local::MARK);

@@ -1,8 +1,12 @@
-//! `ipvlan`: see `plugins_sample::ipvlan`.
+//! `ipvlan`: see `plugins_sample::ipvlan`. It carries `host-local` built in
+//! (`plugins_sample::CARRIED_IPAM`).
 #![no_main]
 
-cni_skel::plugin_main!(
-    plugins_sample::ipvlan::Ipvlan,
-    cni_version::PluginInfo::all(),
-    plugins_sample::ipvlan::ABOUT
-);
+cni_skel::plugin_main!(|| {
+    cni_invoke::set_builtins(&plugins_sample::CARRIED_IPAM);
+    cni_skel::try_run(
+        &plugins_sample::ipvlan::Ipvlan,
+        &cni_version::PluginInfo::all(),
+        plugins_sample::ipvlan::ABOUT,
+    )
+});

@@ -1,8 +1,12 @@
-//! `macvlan`: see `plugins_sample::macvlan`.
+//! `macvlan`: see `plugins_sample::macvlan`. It carries `host-local` built
+//! in (`plugins_sample::CARRIED_IPAM`).
 #![no_main]
 
-cni_skel::plugin_main!(
-    plugins_sample::macvlan::Macvlan,
-    cni_version::PluginInfo::all(),
-    plugins_sample::macvlan::ABOUT
-);
+cni_skel::plugin_main!(|| {
+    cni_invoke::set_builtins(&plugins_sample::CARRIED_IPAM);
+    cni_skel::try_run(
+        &plugins_sample::macvlan::Macvlan,
+        &cni_version::PluginInfo::all(),
+        plugins_sample::macvlan::ABOUT,
+    )
+});

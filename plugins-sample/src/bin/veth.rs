@@ -1,8 +1,12 @@
-//! `veth`: the interface sample; see `plugins_sample::veth`.
+//! `veth`: the interface sample; see `plugins_sample::veth`. It carries
+//! `host-local` built in (`plugins_sample::CARRIED_IPAM`).
 #![no_main]
 
-cni_skel::plugin_main!(
-    plugins_sample::veth::Veth,
-    cni_version::PluginInfo::all(),
-    plugins_sample::veth::ABOUT
-);
+cni_skel::plugin_main!(|| {
+    cni_invoke::set_builtins(&plugins_sample::CARRIED_IPAM);
+    cni_skel::try_run(
+        &plugins_sample::veth::Veth,
+        &cni_version::PluginInfo::all(),
+        plugins_sample::veth::ABOUT,
+    )
+});

@@ -1,8 +1,12 @@
-//! `vlan`: see `plugins_sample::vlan`.
+//! `vlan`: see `plugins_sample::vlan`. It carries `host-local` built in
+//! (`plugins_sample::CARRIED_IPAM`).
 #![no_main]
 
-cni_skel::plugin_main!(
-    plugins_sample::vlan::Vlan,
-    cni_version::PluginInfo::all(),
-    plugins_sample::vlan::ABOUT
-);
+cni_skel::plugin_main!(|| {
+    cni_invoke::set_builtins(&plugins_sample::CARRIED_IPAM);
+    cni_skel::try_run(
+        &plugins_sample::vlan::Vlan,
+        &cni_version::PluginInfo::all(),
+        plugins_sample::vlan::ABOUT,
+    )
+});
