@@ -37,6 +37,7 @@ bench/process/interface.sh 3 >/dev/null
 bench/process/kind.sh 3 >/dev/null
 bench/process/podman.sh 3 >/dev/null
 bench/process/burst.sh 1 4 >/dev/null
+bench/process/status.sh 3 >/dev/null
 # The churn's short version: 20 pods present, 200 cycles, STATUS every
 # second and GC every 5 s, then the leak check (any leftover fails it).
 CHURN_CASES=ours bench/process/churn.sh 200 20 1s 5s >/dev/null

@@ -1,0 +1,37 @@
+"""Report of bench/process/status.sh: each plugin's STATUS against our
+noop's, median and p90 of the wall time from fork to exit, and peak RSS.
+
+usage: report_status.py OUT WARMUP PLUGIN...   (reads OUT/status.samples:
+case index, nanoseconds, peak RSS in KiB per line; case 0 is the noop)
+"""
+
+import os
+import statistics
+import sys
+
+out, warmup, plugins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+samples = {i: [] for i in range(len(plugins))}
+rss = {i: 0 for i in range(len(plugins))}
+seen = {i: 0 for i in range(len(plugins))}
+with open(os.path.join(out, "status.samples")) as f:
+    for line in f:
+        case, ns, maxrss = (int(x) for x in line.split())
+        seen[case] += 1
+        rss[case] = max(rss[case], maxrss)
+        if seen[case] > warmup:
+            samples[case].append(ns)
+noop = statistics.median(samples[0])
+print("| plugin | median | p90 | median / noop's | peak RSS |")
+print("|---|---|---|---|---|")
+over = []
+for i, name in enumerate(plugins):
+    xs = sorted(samples[i])
+    med = statistics.median(xs)
+    p90 = xs[max(0, int(len(xs) * 0.9) - 1)]
+    if med / noop > 2:
+        over.append(name)
+    print(f"| {name} | {med / 1000:.0f} µs | {p90 / 1000:.0f} µs | {med / noop:.2f}x | {rss[i] / 1024:.2f} MiB |")
+print(f"\n{len(samples[0])} timed STATUS calls per plugin after {warmup} warm-up rounds, interleaved;"
+      " one execution each (host-local built in).")
+print("The issue's target, each plugin's STATUS within 2x the noop's per execution: "
+      + ("met by every plugin." if not over else "over for " + ", ".join(over) + "."))
