@@ -2,7 +2,8 @@
 # A plugin author copies a sample out of the workspace: the `macvlan`
 # sample, its tests and its `main`, into a new crate whose only path
 # dependencies are the SDK's crates (cni-skel, cni-types, cni-version,
-# cni-net, cni-invoke). It must build and pass its own tests, the root ones
+# cni-net, cni-invoke, and cni-ipam for the host-local it carries built
+# in). It must build and pass its own tests, the root ones
 # too: nothing of plugins-sample may be needed, what the samples share is
 # the SDK's.
 #
@@ -20,7 +21,7 @@ dir=$(mktemp -d /tmp/my-macvlan.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/src"
 deps=""
-for crate in cni-skel cni-types cni-version cni-net cni-invoke; do
+for crate in cni-skel cni-types cni-version cni-net cni-invoke cni-ipam; do
     deps+="$crate = { path = \"$root/$crate\" }"$'\n'
 done
 cat > "$dir/Cargo.toml" <<TOML

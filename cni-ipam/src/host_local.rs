@@ -23,6 +23,22 @@ pub const ABOUT: &str = concat!(
 /// file that carries the same.
 pub const MARK: &str = concat!("cni-rs host-local ", env!("CARGO_PKG_VERSION"));
 
+/// host-local as a built-in: what a plugin that delegates its IPAM
+/// registers with [`cni_invoke::set_builtins`] to run our `host-local` in
+/// its own process when the `host-local` on `CNI_PATH` is ours of the
+/// same release (it carries [`MARK`]), one process less per ADD, DEL,
+/// CHECK, GC and STATUS. Any other file of that name is executed as
+/// before.
+///
+/// ```no_run
+/// cni_invoke::set_builtins(&cni_ipam::host_local::BUILTINS);
+/// ```
+pub static BUILTINS: [cni_invoke::Builtin; 1] = [cni_invoke::Builtin {
+    name: NAME,
+    mark: MARK,
+    main: run,
+}];
+
 /// The plugin.
 pub fn plugin() -> Ipam<FileStore> {
     Ipam::new(NAME)

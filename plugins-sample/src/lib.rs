@@ -98,22 +98,12 @@ pub mod veth;
 pub mod vlan;
 pub mod vrf;
 
-/// The IPAM plugin every sample plugin that takes an `ipam` section
-/// carries built in (bridge, ptp, macvlan, ipvlan, vlan, tap, dummy,
-/// host-device, veth): our `host-local`, run in-process when the
-/// `host-local` on `CNI_PATH` is ours of the same release
-/// ([`cni_invoke::Builtin`]), one process less per ADD, DEL, CHECK, GC
-/// and STATUS, for about 210 KiB more of each binary (mapped, not read,
-/// until used). Their binaries register it
-/// ([`cni_invoke::set_builtins`]); [`CARRIERS`] names them.
-pub static CARRIED_IPAM: [cni_invoke::Builtin; 1] = [cni_invoke::Builtin {
-    name: cni_ipam::host_local::NAME,
-    mark: cni_ipam::host_local::MARK,
-    main: cni_ipam::host_local::run,
-}];
-
-/// The binaries that carry [`CARRIED_IPAM`], for the tests that check
-/// each one runs it in-process.
+/// The sample plugins that carry our `host-local` built in
+/// ([`cni_ipam::host_local::BUILTINS`]): every one that takes an `ipam`
+/// section, so each of its ADD, DEL, CHECK, GC and STATUS is one process
+/// when the `host-local` on `CNI_PATH` is ours, for about 230 KiB more of
+/// each binary (mapped, not read, until used). Named for the test that
+/// checks each one registers it.
 pub const CARRIERS: [&str; 9] = [
     "bridge",
     "ptp",

@@ -3,7 +3,7 @@
 //! directory as `ipam-file`), so network lists naming `host-local` run
 //! unchanged. Where it differs from the reference is in `cni_ipam`'s
 //! crate documentation. Its mark lets the plugins that carry it built in
-//! (`plugins_sample::CARRIED_IPAM`) run it in-process
+//! (`cni_ipam::host_local::BUILTINS`) run it in-process
 //! (`cni_invoke::Builtin`).
 #![no_main]
 
