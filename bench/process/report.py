@@ -4,6 +4,8 @@ import os
 import statistics
 import sys
 
+import harness_samples
+
 out, warmup = sys.argv[1], int(sys.argv[2])
 names = ["floor (static C)", "reference noop (Go, default build)", "our noop (static musl build)",
          "reference noop (Go, static)", "our noop (static glibc build)", "our noop (default build)",
@@ -15,15 +17,7 @@ print(f"| scenario | binary | median | p90 | median / floor | p90 / floor-median
 print("|---|---|---|---|---|---|---|---|")
 summary = {}
 for scenario in ["version", "add"]:
-    samples = {i: [] for i in range(len(names))}
-    rss = {i: 0 for i in range(len(names))}
-    seen = {i: 0 for i in range(len(names))}
-    for line in open(os.path.join(out, f"{scenario}.samples")):
-        case, ns, maxrss = (int(x) for x in line.split())
-        seen[case] += 1
-        rss[case] = max(rss[case], maxrss)
-        if seen[case] > warmup:
-            samples[case].append(ns)
+    samples, rss = harness_samples.read(os.path.join(out, f"{scenario}.samples"), len(names), warmup)
     floor = statistics.median(samples[0])
     for i in range(len(names)):
         xs = sorted(samples[i])

@@ -9,17 +9,10 @@ import os
 import statistics
 import sys
 
+import harness_samples
+
 out, warmup, plugins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-samples = {i: [] for i in range(len(plugins))}
-rss = {i: 0 for i in range(len(plugins))}
-seen = {i: 0 for i in range(len(plugins))}
-with open(os.path.join(out, "status.samples")) as f:
-    for line in f:
-        case, ns, maxrss = (int(x) for x in line.split())
-        seen[case] += 1
-        rss[case] = max(rss[case], maxrss)
-        if seen[case] > warmup:
-            samples[case].append(ns)
+samples, rss = harness_samples.read(os.path.join(out, "status.samples"), len(plugins), warmup)
 noop = statistics.median(samples[0])
 print("| plugin | median | p90 | median / noop's | peak RSS |")
 print("|---|---|---|---|---|")
