@@ -10,8 +10,9 @@
 # The node is not empty: the host-local store that bridge, ptp, macvlan,
 # ipvlan, vlan, tap, dummy and veth delegate to holds 1,000 reservations,
 # and so does ipam-file's, so a STATUS that listed them would show. A
-# plugin with IPAM runs its IPAM plugin's STATUS too: here host-local is
-# ours, built into each of them, so each STATUS is one execution.
+# plugin with IPAM runs its IPAM plugin's STATUS too: the host-local on
+# CNI_PATH here is ours, so a plugin that carries it built in (all of
+# these; tests/tests/builtin_delegate.rs checks it) makes one execution.
 #
 # Left out: dhcp (its STATUS asks its daemon; bench/process/interface.sh
 # runs the daemon) and ipam-etcd (one etcd request; bench/ipam/run.sh).

@@ -1,10 +1,10 @@
 //! Our `bridge` carries `host-local` built in, as every sample plugin
 //! that takes an `ipam` section does (`plugins_sample::CARRIERS`): when
 //! the `host-local` it finds on `CNI_PATH` is ours of the same release
-//! (its binary's mark), it runs it in-process; any other file of that name (a wrapper script, the
-//! reference's binary) is executed as before. A copy of ours that is not
-//! executable shows which way was taken: only the in-process run can use
-//! it.
+//! (its binary's mark), it runs it in-process; any other file of that
+//! name (a wrapper script, the reference's binary) is executed as before.
+//! A copy of ours that is not executable shows which way was taken: only
+//! the in-process run can use it.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
