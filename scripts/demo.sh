@@ -205,12 +205,27 @@ wait_served() {
     return 1
 }
 
-# A port in [$1, $1 + 9] nobody listens on, or a failure.
+# Succeeds when no TCP socket of the host, in any state, holds a port in
+# [$1, $1 + 9].
 free_ports() {
     local base=$1 p
     for p in $(seq "$base" $((base + 9))); do
-        [ -z "$(ss -Hltn "sport = :$p")" ] || return 1
+        [ -z "$(ss -Htan "sport = :$p")" ] || return 1
     done
+}
+
+# A base for twenty published ports outside the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range): a port in that range may be the local
+# end of any connection of the host, and Podman's bind of it then fails
+# with "address already in use" (a CI run lost a burst that way).
+published_ports_base() {
+    local low high
+    read -r low high </proc/sys/net/ipv4/ip_local_port_range
+    if [ "$low" -gt 9000 ]; then
+        echo $((low - 8020 + $$ % 800 * 10))
+    else
+        echo $((high + 1 + $$ % ((65515 - high) / 10) * 10))
+    fi
 }
 
 # Ten containers at once with the plugins of $1, then removed at once.
@@ -315,7 +330,8 @@ CONF
     ip -n "$outside" link set lo up
     ip -n "$outside" route add default via "$outside_host"
 
-    local port=$((30000 + $$ % 10000 / 10 * 10)) id
+    local port id
+    port=$(published_ports_base)
     free_ports "$port" || port=$((port + 10))
     burst_port=$((port + 10))
     free_ports "$port" && free_ports "$burst_port" || {

@@ -27,7 +27,7 @@
 //! reference plugins; `go`: Go programs and the reference noop; `cnitool`:
 //! our runtime's command line), running them (`process`: [`run_plugin`],
 //! [`StdoutJson`]; `driver`: libcni through [`Driver`]), namespaces and
-//! links (`netns`: [`NetNs`], [`ip`]), JSON (`json`: files, comparison,
+//! links (`netns`: [`NetNs`], [`ip`]), ports (`ports`: [`free_port`]), JSON (`json`: files, comparison,
 //! normalisation) and where the tests run (`vm`: [`slowness`]). The public
 //! modules hold what a few test files share: a peer started for the test
 //! ([`etcd`], [`firewalld`], [`podman`]), the fuzz [`invariants`], and
@@ -49,6 +49,7 @@ mod driver;
 mod go;
 mod json;
 mod netns;
+mod ports;
 mod process;
 mod runtime_knobs;
 mod vm;
@@ -70,6 +71,7 @@ pub use netns::{
     delete_host_link, global_addrs, host_link, in_host_namespace, ip, link_is_up,
     require_root_and_ip, NetNs,
 };
+pub use ports::free_port;
 pub use process::{
     become_user, output_of, run_plugin, run_plugin_in_netns, RawOutput, StdoutJson, FAKE_NETNS,
 };

@@ -474,11 +474,6 @@ impl Pod {
     }
 }
 
-/// A host port unique to this process and `offset`.
-fn host_port(offset: u16) -> u16 {
-    20_000 + (std::process::id() % 10_000) as u16 * 2 + offset
-}
-
 /// The tbf on `dev`, as `tc -j qdisc show dev DEV` prints it.
 fn tbf(dev: &str) -> Option<Value> {
     let out = tests::output_of(
@@ -497,7 +492,7 @@ fn tbf(dev: &str) -> Option<Value> {
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn cri_pods_on_containerds_default_list_get_their_ip_reach_each_other_and_their_host_port() {
     let ctrd = Containerd::start("a", "10.219.1.0/24");
-    let port = host_port(0);
+    let port = tests::free_port();
     let mapping = format!("tcp:80:{port}");
     let web = ctrd.run_pod(
         "web",
@@ -582,7 +577,7 @@ fn cri_pods_on_containerds_default_list_get_their_ip_reach_each_other_and_their_
 #[ignore = "needs root: scripts/test.sh runs it"]
 fn a_containerd_restart_under_a_running_pod_then_its_removal_leave_nothing() {
     let mut ctrd = Containerd::start("b", "10.219.2.0/24");
-    let port = host_port(1);
+    let port = tests::free_port();
     let mapping = format!("tcp:80:{port}");
     let pod = ctrd.run_pod(
         "survivor",

@@ -269,7 +269,7 @@ impl Outside {
 fn a_published_port_is_reachable_traffic_is_masqueraded_and_rm_leaves_nothing() {
     let podman = podman("pub");
     let subnet = "10.219.20.0/24";
-    let port = 30_000 + (std::process::id() % 10_000) as u16;
+    let port = tests::free_port();
     let publish = format!("{port}:80");
     let (net, bridge, web) = {
         let _names = bridge_names();
