@@ -214,17 +214,25 @@ free_ports() {
     done
 }
 
-# A base for twenty published ports outside the kernel's ephemeral range
-# (net.ipv4.ip_local_port_range): a port in that range may be the local
-# end of any connection of the host, and Podman's bind of it then fails
-# with "address already in use" (a CI run lost a burst that way).
+# A base for thirty ports (twenty published, ten spare) outside the
+# kernel's ephemeral range (net.ipv4.ip_local_port_range): a port in that
+# range may be the local end of any connection of the host, and Podman's
+# bind of it then fails with "address already in use" (a CI run lost a
+# burst that way).
 published_ports_base() {
-    local low high
+    local low high span
     read -r low high </proc/sys/net/ipv4/ip_local_port_range
-    if [ "$low" -gt 9000 ]; then
-        echo $((low - 8020 + $$ % 800 * 10))
+    if [ $((low - 1024)) -ge 40 ]; then
+        span=$(((low - 1024 - 30) / 10))
+        [ "$span" -le 800 ] || span=800
+        echo $((low - 30 - $$ % span * 10))
+    elif [ $((65535 - high)) -ge 40 ]; then
+        span=$(((65535 - high - 30) / 10))
+        [ "$span" -le 800 ] || span=800
+        echo $((high + 1 + $$ % span * 10))
     else
-        echo $((high + 1 + $$ % ((65515 - high) / 10) * 10))
+        echo "demo: no room for 30 ports outside the ephemeral range $low-$high" >&2
+        return 1
     fi
 }
 
