@@ -154,3 +154,59 @@ fn a_large_chain_is_listed_whole_while_a_burst_of_other_writers_commits() {
         });
     });
 }
+
+/// A DEL of a burst looks for its own rules among every pod's while the
+/// other pods commit: a look through a table of 400 rules (a dump of
+/// more than one part, which each commit interrupts) finds what is there
+/// from what it read, without waiting for the commits to stop; once they
+/// stop, it also says what is not there (an absence needs a whole dump).
+#[test]
+#[ignore = "needs root: scripts/test.sh runs it"]
+fn a_table_look_finds_its_needles_while_other_writers_commit() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let ns = netns("nf-look");
+    with_nft(&ns, |nft| Ok(nft.apply(&many(400, "ctr-many"))?));
+    let noise = Table::new(Family::Ip, "noise");
+    let stop = AtomicBool::new(false);
+    let (looks, commits) = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            with_nft(&ns, |nft| {
+                let mut commits = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut tx = Transaction::new(noise.clone());
+                    tx.ensure_table().ensure_chain(Chain::new("c")).add_rule(
+                        Rule::new("c")
+                            .matching(Match::Protocol(Protocol::Tcp))
+                            .matching(Match::DestinationPort(1))
+                            .then(Action::Accept)
+                            .comment("noise"),
+                    );
+                    nft.apply(&tx)?;
+                    let mut del = Transaction::new(noise.clone());
+                    del.delete_rules_by_comment("c", mine("noise"));
+                    nft.apply(&del)?;
+                    commits += 2;
+                }
+                Ok(commits)
+            })
+        });
+        let looks = with_nft(&ns, |nft| {
+            let mut looks = Vec::new();
+            for _ in 0..30 {
+                let found = nft.table_mentions_each(&table(), &[b"ctr-many"]);
+                looks.push(found.map_err(|e| e.to_string()));
+            }
+            Ok(looks)
+        });
+        stop.store(true, Ordering::Relaxed);
+        (looks, writer.join().unwrap())
+    });
+    assert!(commits > 0, "the other writer committed meanwhile");
+    for look in looks {
+        assert_eq!(look, Ok(vec![true]));
+    }
+    let quiet = with_nft(&ns, |nft| {
+        Ok(nft.table_mentions_each(&table(), &[b"ctr-many", b"ctr-none"])?)
+    });
+    assert_eq!(quiet, vec![true, false]);
+}

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::nft_form::{host_address, xt_rule, XtRule};
 use super::peek::legacy_may_hold;
 use super::{is_builtin, IptablesBackend, Variant};
-use crate::nft::message::{del_chain, del_rule, new_chain_exclusive, new_xt_rule};
+use crate::nft::message::{del_chain, del_rule, new_chain_exclusive, new_xt_rule, Request};
 use crate::nft::nla::{self, Attrs};
 use crate::nft::{Expr, NftBackend};
 use crate::{Backend, Family, FilterError, Op, Rule, RuleContent, RuleHandle, Table, Transaction};
@@ -73,32 +73,23 @@ impl IptablesBackend {
             return Ok(false);
         }
         let mut nft = NftBackend::open()?;
-        let mut requests = Vec::new();
-        for (chain, entry) in chains {
-            if !nft.has_chain(table, chain)? {
-                continue;
-            }
-            if nft.has_chain(table, entry)? {
-                for rule in nft.list_rules(table, entry)? {
-                    if let (true, RuleHandle::Nft(handle)) = (rule.jumps_to(chain), &rule.handle) {
-                        requests.push((
-                            del_rule(table, entry, *handle),
-                            "delete",
-                            format!("rule {handle} of chain {table} {entry}"),
-                        ));
-                    }
-                }
-            }
-            requests.push((
-                del_chain(table, chain),
-                "delete",
-                format!("chain {table} {chain}"),
-            ));
-        }
+        // First from what the entry chains' dumps read even if another
+        // pod's commit interrupted them; a jump they missed keeps the
+        // chain in use and the kernel refuses the batch (`EBUSY`), which
+        // is then planned once more from whole listings.
+        let (requests, interrupted) = removal(&mut nft, table, chains, true)?;
         if requests.is_empty() {
             return Ok(false);
         }
-        match nft.send_requests(requests)? {
+        let mut refused = nft.send_requests(requests)?;
+        if refused.is_some() && interrupted {
+            let (requests, _) = removal(&mut nft, table, chains, false)?;
+            if requests.is_empty() {
+                return Ok(false);
+            }
+            refused = nft.send_requests(requests)?;
+        }
+        match refused {
             None => Ok(true),
             Some((_, errno)) => Err(FilterError::kernel(
                 "delete",
@@ -107,6 +98,61 @@ impl IptablesBackend {
             )),
         }
     }
+}
+
+/// One request of a batch: the message, and what it does to which
+/// object, for an error to name.
+type Described = (Request, &'static str, String);
+
+/// The requests that remove `chains` (each with its entry chain) of
+/// `table`, for those nf_tables holds: each jump to one from its entry
+/// chain, then the chain. The entry chains are listed whole, or with
+/// `as_seen` as one dump read them ([`NftBackend::rules_as_seen`]),
+/// which the `bool` says was interrupted.
+fn removal(
+    nft: &mut NftBackend,
+    table: &Table,
+    chains: &[(&str, &str)],
+    as_seen: bool,
+) -> Result<(Vec<Described>, bool), FilterError> {
+    let mut requests = Vec::new();
+    let mut interrupted = false;
+    for (chain, entry) in chains {
+        if !nft.has_chain(table, chain)? {
+            continue;
+        }
+        if nft.has_chain(table, entry)? {
+            let listed = if as_seen {
+                let (rules, cut) = nft.rules_as_seen(table, entry)?;
+                interrupted |= cut;
+                rules
+            } else {
+                nft.list_rules(table, entry)?
+            };
+            // An interrupted dump may list a rule twice.
+            let mut handles: Vec<u64> = Vec::new();
+            for rule in listed {
+                if let (true, RuleHandle::Nft(handle)) = (rule.jumps_to(chain), &rule.handle) {
+                    if !handles.contains(handle) {
+                        handles.push(*handle);
+                    }
+                }
+            }
+            for handle in handles {
+                requests.push((
+                    del_rule(table, entry, handle),
+                    "delete",
+                    format!("rule {handle} of chain {table} {entry}"),
+                ));
+            }
+        }
+        requests.push((
+            del_chain(table, chain),
+            "delete",
+            format!("chain {table} {chain}"),
+        ));
+    }
+    Ok((requests, interrupted))
 }
 
 /// What [`IptablesBackend::write_directly`] did.
@@ -303,7 +349,7 @@ impl IptablesBackend {
                     let needle = host_address(rule)?;
                     if there
                         .iter()
-                        .any(|(_, theirs)| theirs.windows(needle.len()).any(|w| w == needle))
+                        .any(|(_, theirs)| memchr::memmem::find(theirs, &needle).is_some())
                     {
                         return None;
                     }
@@ -332,17 +378,36 @@ impl IptablesBackend {
     }
 }
 
+/// A listed rule's handle and expressions.
+type NftForm = (u64, Vec<u8>);
+
 /// The rules of `chain` as nf_tables lists them: each one's handle and
 /// expressions. `None` when the listing failed.
 fn listed_rules(nft: &mut NftBackend, table: &Table, chain: &str) -> Option<Vec<(u64, Vec<u8>)>> {
-    let rules = nft.list_rules(table, chain).ok()?;
-    let nft_rules = rules
+    Some(nft_forms(nft.list_rules(table, chain).ok()?))
+}
+
+/// As [`listed_rules`], as one dump read them even if a concurrent
+/// change interrupted it, which the `bool` says
+/// ([`NftBackend::rules_as_seen`]).
+fn listed_rules_as_seen(
+    nft: &mut NftBackend,
+    table: &Table,
+    chain: &str,
+) -> Option<(Vec<NftForm>, bool)> {
+    let (rules, interrupted) = nft.rules_as_seen(table, chain).ok()?;
+    Some((nft_forms(rules), interrupted))
+}
+
+/// Each listed rule's handle and expressions, for those nf_tables gave.
+fn nft_forms(rules: Vec<crate::ListedRule>) -> Vec<(u64, Vec<u8>)> {
+    rules
         .into_iter()
         .filter_map(|r| match (r.handle, r.content) {
             (RuleHandle::Nft(handle), RuleContent::Nft(exprs)) => Some((handle, exprs)),
             _ => None,
-        });
-    Some(nft_rules.collect())
+        })
+        .collect()
 }
 
 /// Expressions as `NFTA_RULE_EXPRESSIONS` carries them, the counter left
@@ -399,7 +464,10 @@ impl IptablesBackend {
         let Ok(mut nft) = NftBackend::open() else {
             return false;
         };
-        let mut listed: HashMap<&str, Vec<(u64, Vec<u8>)>> = HashMap::new();
+        // Each chain as one dump read it, even if another pod's commit
+        // interrupted it (then marked so): a rule found there is one to
+        // delete; one not found is looked for again in a whole listing.
+        let mut listed: HashMap<&str, (Vec<NftForm>, bool)> = HashMap::new();
         let mut chosen: Vec<(&str, u64)> = Vec::new();
         for rule in rules {
             let Some(xt) = xt_rule(rule, table.family) else {
@@ -407,20 +475,28 @@ impl IptablesBackend {
             };
             let chain = rule.chain.as_str();
             if !listed.contains_key(chain) {
-                let Some(rules) = listed_rules(&mut nft, table, chain) else {
+                let Some(seen) = listed_rules_as_seen(&mut nft, table, chain) else {
                     return false;
                 };
-                listed.insert(chain, rules);
+                listed.insert(chain, seen);
             }
             let ours = encoded(&xt.exprs);
-            let found = listed.get(chain).and_then(|there| {
+            let find = |there: &[(u64, Vec<u8>)]| {
                 there
                     .iter()
                     .find(|(handle, theirs)| {
                         !chosen.contains(&(chain, *handle)) && same_rule(&ours, theirs)
                     })
                     .map(|(handle, _)| *handle)
-            });
+            };
+            let mut found = listed.get(chain).and_then(|(there, _)| find(there));
+            if found.is_none() && listed.get(chain).is_some_and(|(_, cut)| *cut) {
+                let Some(whole) = listed_rules(&mut nft, table, chain) else {
+                    return false;
+                };
+                found = find(&whole);
+                listed.insert(chain, (whole, false));
+            }
             match found {
                 Some(handle) => chosen.push((chain, handle)),
                 None => return false,

@@ -1,5 +1,7 @@
 //! [`NftBackend`]: transactions as one nf_tables batch each.
 
+use memchr::memmem::Finder;
+
 use super::message::{Batch, Kind};
 use super::nla::{self, Attrs};
 use super::plan;
@@ -175,10 +177,11 @@ impl NftBackend {
         needles: &[&[u8]],
     ) -> Result<Vec<bool>, FilterError> {
         let mut hits = vec![false; needles.len()];
+        let finders: Vec<Finder<'_>> = needles.iter().map(Finder::new).collect();
         let mark = |hits: &mut Vec<bool>, hay: &[u8]| {
             hits.resize(needles.len(), false);
-            for (hit, n) in hits.iter_mut().zip(needles) {
-                *hit |= !n.is_empty() && hay.windows(n.len()).any(|w| w == *n);
+            for (hit, n) in hits.iter_mut().zip(&finders) {
+                *hit |= !*hit && !n.needle().is_empty() && n.find(hay).is_some();
             }
         };
         let wanted = table.name.as_bytes();
@@ -192,19 +195,33 @@ impl NftBackend {
         }
         let mut filter = Attrs::default();
         filter.str(1, &table.name);
-        let rules = self.socket.dump(
-            Kind::GetRule,
-            table.family,
-            &filter,
-            |in_rules: &mut Vec<bool>, payload| {
-                if let [Some(name)] = nla::find(payload, [1])? {
-                    if nla::text(name) == wanted {
-                        mark(in_rules, payload);
-                    }
+        let visit = |in_rules: &mut Vec<bool>, payload: &[u8]| {
+            if let [Some(name)] = nla::find(payload, [1])? {
+                if nla::text(name) == wanted {
+                    mark(in_rules, payload);
                 }
-                Ok(())
-            },
-        );
+            }
+            Ok(())
+        };
+        // What a dump read even if another writer's commit interrupted it
+        // (as a burst's do, a table of a hundred pods' rules taking more
+        // than one part): a needle found there is named. Only an absence
+        // needs a whole listing.
+        let rules = match self
+            .socket
+            .dump_as_seen(Kind::GetRule, table.family, &filter, visit)
+        {
+            Ok((seen, interrupted)) => {
+                let all = (0..needles.len()).all(|i| hits[i] || seen.get(i) == Some(&true));
+                if interrupted && !all {
+                    self.socket
+                        .dump(Kind::GetRule, table.family, &filter, visit)
+                } else {
+                    Ok(seen)
+                }
+            }
+            Err(e) => Err(e),
+        };
         match rules {
             Ok(in_rules) => {
                 for (hit, in_rule) in hits.iter_mut().zip(in_rules) {
@@ -245,7 +262,7 @@ impl NftBackend {
                     *found |= name.map(nla::text) == Some(table_name)
                         && rule_chain.map(nla::text) == Some(chain_name)
                         && !needle.is_empty()
-                        && payload.windows(needle.len()).any(|w| w == needle);
+                        && memchr::memmem::find(payload, needle).is_some();
                     Ok(())
                 },
             );
@@ -639,36 +656,65 @@ impl NftBackend {
         keep: impl Fn(Option<&str>) -> bool,
     ) -> Result<Vec<ListedRule>, FilterError> {
         let filter = one_chain(table, chain);
-        let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
         self.socket
             .dump(
                 Kind::GetRule,
                 table.family,
                 &filter,
-                |rules: &mut Vec<ListedRule>, payload| {
-                    let [name, rule_chain, handle, exprs, udata] =
-                        nla::find(payload, [1, 2, 3, 4, 7])?;
-                    if name.map(nla::text) != Some(table_name)
-                        || rule_chain.map(nla::text).unwrap_or_default() != chain_name
-                    {
-                        return Ok(());
-                    }
-                    // As `comment_of` reads it: lossily, borrowed when valid.
-                    let comment = udata.and_then(comment_bytes).map(String::from_utf8_lossy);
-                    if !keep(comment.as_deref()) {
-                        return Ok(());
-                    }
-                    let handle = handle.ok_or_else(|| nla::malformed("a rule without a handle"))?;
-                    rules.push(ListedRule {
-                        chain: chain.to_string(),
-                        comment: comment.map(|c| c.into_owned()),
-                        handle: RuleHandle::Nft(nla::number(handle)?),
-                        content: RuleContent::Nft(exprs.unwrap_or_default().to_vec()),
-                    });
-                    Ok(())
-                },
+                rule_reader(table, chain, keep),
             )
             .map_err(|e| e.into_filter("list rules of", || format!("chain {table} {chain}")))
+    }
+
+    /// Every rule of `chain` in `table` as one dump read them, and
+    /// whether a concurrent change interrupted it: then a rule may be
+    /// missing or listed twice, and one listed may be gone, but each
+    /// handle listed was a rule of the chain with what it lists
+    /// ([`NftSocket::dump_as_seen`](super::socket::NftSocket::dump_as_seen)).
+    /// For a deletion that acts on what it finds and is refused by the
+    /// kernel, or looks again, where what it found falls short.
+    pub(crate) fn rules_as_seen(
+        &mut self,
+        table: &Table,
+        chain: &str,
+    ) -> Result<(Vec<ListedRule>, bool), FilterError> {
+        let filter = one_chain(table, chain);
+        let reader = rule_reader(table, chain, |_| true);
+        self.socket
+            .dump_as_seen(Kind::GetRule, table.family, &filter, reader)
+            .map_err(|e| e.into_filter("list rules of", || format!("chain {table} {chain}")))
+    }
+}
+
+/// What reads a rule dump of `chain` in `table` into a list: each rule
+/// whose comment `keep` accepts, read in place, only a kept one
+/// allocated.
+fn rule_reader<'a>(
+    table: &'a Table,
+    chain: &'a str,
+    keep: impl Fn(Option<&str>) -> bool + 'a,
+) -> impl FnMut(&mut Vec<ListedRule>, &[u8]) -> Result<(), FilterError> + 'a {
+    let (table_name, chain_name) = (table.name.as_bytes(), chain.as_bytes());
+    move |rules: &mut Vec<ListedRule>, payload: &[u8]| {
+        let [name, rule_chain, handle, exprs, udata] = nla::find(payload, [1, 2, 3, 4, 7])?;
+        if name.map(nla::text) != Some(table_name)
+            || rule_chain.map(nla::text).unwrap_or_default() != chain_name
+        {
+            return Ok(());
+        }
+        // As `comment_of` reads it: lossily, borrowed when valid.
+        let comment = udata.and_then(comment_bytes).map(String::from_utf8_lossy);
+        if !keep(comment.as_deref()) {
+            return Ok(());
+        }
+        let handle = handle.ok_or_else(|| nla::malformed("a rule without a handle"))?;
+        rules.push(ListedRule {
+            chain: chain.to_string(),
+            comment: comment.map(|c| c.into_owned()),
+            handle: RuleHandle::Nft(nla::number(handle)?),
+            content: RuleContent::Nft(exprs.unwrap_or_default().to_vec()),
+        });
+        Ok(())
     }
 }
 

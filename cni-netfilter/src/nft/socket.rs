@@ -332,6 +332,44 @@ impl NftSocket {
         )
     }
 
+    /// As [`dump`](Self::dump), in one attempt whose replies are all
+    /// given to `visit` even when a concurrent change interrupted the
+    /// dump, which the `bool` then says. What such a dump lists is each
+    /// object as it was when read: one deleted after its part was read
+    /// is listed, one moved across a part's edge can be missed or listed
+    /// twice. For a reader that acts only on what it found, and learns
+    /// of a miss from the kernel (a DEL looking for its own rules among
+    /// every pod's): in a burst, a dump of more than one part (a chain of
+    /// a hundred pods' rules) is interrupted again and again, and reading
+    /// it whole costs each DEL a pause and a full read per commit of
+    /// every other pod.
+    pub(crate) fn dump_as_seen<T: Default>(
+        &mut self,
+        kind: Kind,
+        family: Family,
+        attrs: &Attrs,
+        mut visit: impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
+    ) -> Result<(T, bool), DumpError> {
+        let seq = self.reserve(0);
+        let mut request = Vec::new();
+        let flags = NLM_F_REQUEST | NLM_F_DUMP;
+        let message_type = kind.message_type();
+        encode(
+            &mut request,
+            message_type,
+            flags,
+            seq,
+            nfproto(family),
+            0,
+            &attrs.buf,
+        );
+        self.send(&request).map_err(DumpError::Io)?;
+        let mut found = T::default();
+        let visit = &mut |payload: &[u8]| visit(&mut found, payload);
+        let interrupted = self.collect(seq, MAX_DUMP_BYTES, true, visit)?;
+        Ok((found, interrupted))
+    }
+
     /// A dump of any netfilter subsystem (`message_type` is the subsystem
     /// in the high byte, the message in the low), `af` in its `nfgenmsg`,
     /// read as [`dump`](Self::dump) reads one and stopped once it passes
@@ -353,7 +391,8 @@ impl NftSocket {
             encode(&mut request, message_type, flags, seq, af, 0, attrs);
             self.send(&request).map_err(DumpError::Io)?;
             let mut found = T::default();
-            if !self.collect(seq, limit, &mut |payload| visit(&mut found, payload))? {
+            let visit = &mut |payload: &[u8]| visit(&mut found, payload);
+            if !self.collect(seq, limit, false, visit)? {
                 return Ok(found);
             }
             // Interrupted by another writer's commit (a burst commits
@@ -428,12 +467,14 @@ impl NftSocket {
         }
     }
 
-    /// The replies of one dump, until its end, each given to `visit`:
+    /// The replies of one dump, until its end, each given to `visit`
+    /// (once the dump is flagged interrupted, only with `as_seen`):
     /// whether a concurrent change interrupted it.
     fn collect(
         &mut self,
         seq: u32,
         limit: usize,
+        as_seen: bool,
         visit: &mut dyn FnMut(&[u8]) -> Result<(), FilterError>,
     ) -> Result<bool, DumpError> {
         let mut total = 0;
@@ -469,8 +510,9 @@ impl NftSocket {
                             ))));
                         }
                         // An interrupted dump is read again whole: what
-                        // it gave so far is not worth parsing.
-                        if !interrupted {
+                        // it gave so far is not worth parsing, unless the
+                        // reader takes it as seen.
+                        if !interrupted || as_seen {
                             visit(message.payload).map_err(DumpError::Visit)?;
                         }
                     }
