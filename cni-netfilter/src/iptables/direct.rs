@@ -32,7 +32,12 @@ impl IptablesBackend {
     /// changed nothing either; the caller falls back the same way.
     ///
     /// Each chain is asked for by name ([`NftBackend::has_chain`], no
-    /// dump of every pod's chains); only the entry chain is listed. The
+    /// dump of every pod's chains); only the entry chain is listed, first
+    /// as one dump read it even if another pod's commit interrupted it
+    /// (in a burst, a chain of a hundred pods' jumps is read in parts and
+    /// nearly always is): a jump it missed keeps the chain in use, the
+    /// kernel refuses the batch, and it is planned once more from whole
+    /// listings. The
     /// batch is tied to no ruleset generation, so a commit of another
     /// pod between the looks and the batch does not refuse it: what the
     /// looks found stays true or the kernel refuses the batch by itself
@@ -450,6 +455,11 @@ impl IptablesBackend {
     /// there, or written in another encoding), or the kernel refused the
     /// batch (another writer deleted one meanwhile). The caller then runs
     /// `iptables-restore`.
+    ///
+    /// Each chain is read first as one dump read it, even if another
+    /// pod's commit interrupted it: a rule found there is deleted (of
+    /// identical rules, possibly not the first, which changes nothing);
+    /// one not found is looked for again in a whole listing.
     ///
     /// Measured (bench/process/podman.sh, the firewall's DEL): the
     /// `iptables-restore` of the `-D` lines was a process start and a
