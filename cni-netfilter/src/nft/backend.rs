@@ -207,11 +207,10 @@ impl NftBackend {
         // (as a burst's do, a table of a hundred pods' rules taking more
         // than one part): a needle found there is named. Only an absence
         // needs a whole listing.
-        let rules = match self
+        let rules = self
             .socket
             .dump_as_seen(Kind::GetRule, table.family, &filter, visit)
-        {
-            Ok((seen, interrupted)) => {
+            .and_then(|(seen, interrupted)| {
                 let all = (0..needles.len()).all(|i| hits[i] || seen.get(i) == Some(&true));
                 if interrupted && !all {
                     self.socket
@@ -219,9 +218,7 @@ impl NftBackend {
                 } else {
                     Ok(seen)
                 }
-            }
-            Err(e) => Err(e),
-        };
+            });
         match rules {
             Ok(in_rules) => {
                 for (hit, in_rule) in hits.iter_mut().zip(in_rules) {
