@@ -388,7 +388,7 @@ type NftForm = (u64, Vec<u8>);
 
 /// The rules of `chain` as nf_tables lists them: each one's handle and
 /// expressions. `None` when the listing failed.
-fn listed_rules(nft: &mut NftBackend, table: &Table, chain: &str) -> Option<Vec<(u64, Vec<u8>)>> {
+fn listed_rules(nft: &mut NftBackend, table: &Table, chain: &str) -> Option<Vec<NftForm>> {
     Some(nft_forms(nft.list_rules(table, chain).ok()?))
 }
 
@@ -405,7 +405,7 @@ fn listed_rules_as_seen(
 }
 
 /// Each listed rule's handle and expressions, for those nf_tables gave.
-fn nft_forms(rules: Vec<crate::ListedRule>) -> Vec<(u64, Vec<u8>)> {
+fn nft_forms(rules: Vec<crate::ListedRule>) -> Vec<NftForm> {
     rules
         .into_iter()
         .filter_map(|r| match (r.handle, r.content) {
@@ -491,7 +491,7 @@ impl IptablesBackend {
                 listed.insert(chain, seen);
             }
             let ours = encoded(&xt.exprs);
-            let find = |there: &[(u64, Vec<u8>)]| {
+            let find = |there: &[NftForm]| {
                 there
                     .iter()
                     .find(|(handle, theirs)| {

@@ -350,24 +350,9 @@ impl NftSocket {
         attrs: &Attrs,
         mut visit: impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
     ) -> Result<(T, bool), DumpError> {
-        let seq = self.reserve(0);
-        let mut request = Vec::new();
-        let flags = NLM_F_REQUEST | NLM_F_DUMP;
         let message_type = kind.message_type();
-        encode(
-            &mut request,
-            message_type,
-            flags,
-            seq,
-            nfproto(family),
-            0,
-            &attrs.buf,
-        );
-        self.send(&request).map_err(DumpError::Io)?;
-        let mut found = T::default();
-        let visit = &mut |payload: &[u8]| visit(&mut found, payload);
-        let interrupted = self.collect(seq, MAX_DUMP_BYTES, true, visit)?;
-        Ok((found, interrupted))
+        let (af, limit) = (nfproto(family), MAX_DUMP_BYTES);
+        self.dump_once(message_type, af, &attrs.buf, limit, true, &mut visit)
     }
 
     /// A dump of any netfilter subsystem (`message_type` is the subsystem
@@ -385,14 +370,9 @@ impl NftSocket {
     ) -> Result<T, DumpError> {
         let mut retry = Retry::new();
         loop {
-            let seq = self.reserve(0);
-            let mut request = Vec::new();
-            let flags = NLM_F_REQUEST | NLM_F_DUMP;
-            encode(&mut request, message_type, flags, seq, af, 0, attrs);
-            self.send(&request).map_err(DumpError::Io)?;
-            let mut found = T::default();
-            let visit = &mut |payload: &[u8]| visit(&mut found, payload);
-            if !self.collect(seq, limit, false, visit)? {
+            let (found, interrupted) =
+                self.dump_once(message_type, af, attrs, limit, false, &mut visit)?;
+            if !interrupted {
                 return Ok(found);
             }
             // Interrupted by another writer's commit (a burst commits
@@ -403,6 +383,29 @@ impl NftSocket {
                 )));
             }
         }
+    }
+
+    /// One dump, sent and read to its end ([`collect`](Self::collect),
+    /// `as_seen` as it takes it) into a `T` begun afresh: what was read,
+    /// and whether a concurrent change interrupted it.
+    fn dump_once<T: Default>(
+        &mut self,
+        message_type: u16,
+        af: u8,
+        attrs: &[u8],
+        limit: usize,
+        as_seen: bool,
+        visit: &mut impl FnMut(&mut T, &[u8]) -> Result<(), FilterError>,
+    ) -> Result<(T, bool), DumpError> {
+        let seq = self.reserve(0);
+        let mut request = Vec::new();
+        let flags = NLM_F_REQUEST | NLM_F_DUMP;
+        encode(&mut request, message_type, flags, seq, af, 0, attrs);
+        self.send(&request).map_err(DumpError::Io)?;
+        let mut found = T::default();
+        let visit = &mut |payload: &[u8]| visit(&mut found, payload);
+        let interrupted = self.collect(seq, limit, as_seen, visit)?;
+        Ok((found, interrupted))
     }
 
     /// Sends one request asking for an acknowledgement and waits for it
