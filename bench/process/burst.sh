@@ -6,8 +6,10 @@
 # together; per-pod p50 / p99 and the makespan of each. Beside them, in
 # the same run, the kernel floor (cni-net/examples/burst_floor.rs): the
 # same veth (container end created in the pod's namespace), bridge port,
-# address and default route for N pods in parallel threads, and where the
-# list filters packets one `nft -f` batch per pod with as many rules.
+# address and default route for N pods in parallel threads, the links
+# left as the list's plugin leaves them (bridge's DAD off and arp_notify
+# in the container, hairpin or promiscuous mode), and where the list
+# filters packets one `nft -f` batch per pod with as many rules.
 #
 # Lists, as their runtimes write them (dataDir under target/ for isolation):
 #   podman      Podman 4's default network: bridge cni-podman0 (isGateway,
@@ -119,6 +121,17 @@ floor_rules() {
 floor_bridge() {
     case $1 in podman | podman-nft) echo "cni-podman0 10.88.1" ;; *) echo "cni0 10.88.1" ;; esac
 }
+# The links as the list's first plugin leaves them (burst_floor's words):
+# bridge's two container sysctls (DAD off, so IPv6's announcements go out
+# at once, and a gratuitous ARP as the end comes up) and its port or
+# bridge modes; ptp leaves the kernel's defaults.
+floor_links() {
+    case $1 in
+    podman | podman-nft) echo "bridge-sysctls hairpin" ;;
+    containerd) echo "bridge-sysctls promisc" ;;
+    *) echo "" ;;
+    esac
+}
 
 # run LIST CASE N ROUND: one burst in a fresh node namespace; its JSON in
 # runs/, then the node's leftovers appended to leaks (none expected).
@@ -135,7 +148,8 @@ if [ "$case" = floor ]; then
     read -r bridge net <<EOF
 $floor
 EOF
-    "$floor_bin" "$prefix" "$n" "$net" "$bridge" "$rules" > "$file"
+    # shellcheck disable=SC2086
+    "$floor_bin" "$prefix" "$n" "$net" "$bridge" "$rules" $links > "$file"
 else
     "$cniburst" burst --conflist "$conflist" --cni-path "$dir" --cache-dir "$cache" \
         --prefix "$prefix" --n "$n" \
@@ -152,7 +166,8 @@ if [ "$case" != floor ]; then
 fi
 SH
     cniburst="$root/$out/cniburst" floor_bin="$root/$out/floor" prefix=$prefix n=$n case=$case \
-        floor="$(floor_bridge "$name")" rules="$(floor_rules "$name")" file="$root/$file" \
+        floor="$(floor_bridge "$name")" rules="$(floor_rules "$name")" links="$(floor_links "$name")" \
+        file="$root/$file" \
         conflist="$root/$out/$case-$name.conflist" dir=$dir cache="$state/cache-$case-$name" \
         ipam="$state/ipam-$case-$name" leaks="$root/$out/leaks-$case" \
         unshare --net bash "$out/node.sh"

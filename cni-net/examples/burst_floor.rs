@@ -8,7 +8,21 @@
 //! deleted (the kernel removes the rest) and, with rules, one batch
 //! removing the pod's chain.
 //!
-//! usage: burst_floor PREFIX N NET BRIDGE RULES
+//! The links are left as the list's plugin leaves them, since what the
+//! kernel does for a pod follows from them (IPv6's router solicitation
+//! and MLD reports, a gratuitous ARP, each flooded to the bridge's ports,
+//! at once or a second later). Words after RULES say how:
+//! - `bridge-sysctls`: the container end's `accept_dad` 0 and
+//!   `arp_notify` 1, written before it goes up, as the bridge plugin (the
+//!   reference's and ours) writes them unless `enabledad`: its link-local
+//!   address is usable at once and announced at once;
+//! - `hairpin`: each port in hairpin mode (`hairpinMode`);
+//! - `promisc`: the bridge promiscuous (`promiscMode`).
+//!
+//! Without them, the container end keeps the kernel's defaults, as ptp
+//! leaves it.
+//!
+//! usage: burst_floor PREFIX N NET BRIDGE RULES [bridge-sysctls] [hairpin] [promisc]
 //!   namespaces /run/netns/PREFIX-0 .. -N-1 (made beforehand), addresses
 //!   NET.2 .. NET.(N+1) /24 with gateway NET.1 on BRIDGE (made here when
 //!   missing), rules in table `ip cni_floor` (made here). Prints one JSON
@@ -47,7 +61,27 @@ struct Pod {
     address: IpNetwork,
 }
 
-fn add(pod: &Pod, bridge: u32, gateway: IpAddr, rules: usize) -> Result<(), Failure> {
+/// How the list's plugin leaves the links (the words after RULES).
+#[derive(Default, Clone, Copy)]
+struct AsThePlugin {
+    bridge_sysctls: bool,
+    hairpin: bool,
+    promisc: bool,
+}
+
+/// The sysctls bridge writes in the container before the end goes up.
+const BRIDGE_SYSCTLS: [(&str, &str); 2] = [
+    ("net.ipv6.conf.eth0.accept_dad", "0"),
+    ("net.ipv4.conf.eth0.arp_notify", "1"),
+];
+
+fn add(
+    pod: &Pod,
+    bridge: u32,
+    gateway: IpAddr,
+    rules: usize,
+    links: AsThePlugin,
+) -> Result<(), Failure> {
     let mut host = Netlink::open()?;
     let host_end = host.add_container_veth(&ContainerVeth {
         container_id: &pod.id,
@@ -58,13 +92,22 @@ fn add(pod: &Pod, bridge: u32, gateway: IpAddr, rules: usize) -> Result<(), Fail
         master: None,
     })?;
     host.set_master(host_end.index, Some(bridge))?;
+    if links.hairpin {
+        host.set_hairpin(host_end.index, true)?;
+    }
     host.set_up(host_end.index)?;
-    let mut inside = pod.netns.socket()?;
-    let eth0 = inside.link("eth0")?.index;
-    inside.add_address(eth0, pod.address, Dad::Skip)?;
-    inside.set_up(eth0)?;
     let default = IpNetwork::new(IpAddr::from([0, 0, 0, 0]), 0).ok_or("0.0.0.0/0")?;
-    inside.add_route(eth0, &Route::new(default, Some(gateway)))?;
+    pod.netns.run(|inside| {
+        if links.bridge_sysctls {
+            for written in pod.netns.set_sysctls(&BRIDGE_SYSCTLS)? {
+                written?;
+            }
+        }
+        let eth0 = inside.link("eth0")?.index;
+        inside.add_address(eth0, pod.address, Dad::Skip)?;
+        inside.set_up(eth0)?;
+        inside.add_route(eth0, &Route::new(default, Some(gateway)))
+    })?;
     if rules > 0 {
         let ip = pod.address.addr();
         let mut script = format!("add chain ip cni_floor {}\n", pod.id);
@@ -139,15 +182,28 @@ fn all(pods: &[Pod], step: &(dyn Fn(&Pod) -> Result<(), Failure> + Sync)) -> Bur
 
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, prefix, n, net, bridge, rules] = args.as_slice() else {
-        return Err("usage: burst_floor PREFIX N NET BRIDGE RULES".into());
+    let usage = "usage: burst_floor PREFIX N NET BRIDGE RULES [bridge-sysctls] [hairpin] [promisc]";
+    let [_, prefix, n, net, bridge, rules, words @ ..] = args.as_slice() else {
+        return Err(usage.into());
     };
+    let mut links = AsThePlugin::default();
+    for word in words {
+        match word.as_str() {
+            "bridge-sysctls" => links.bridge_sysctls = true,
+            "hairpin" => links.hairpin = true,
+            "promisc" => links.promisc = true,
+            _ => return Err(format!("{usage}: not {word:?}").into()),
+        }
+    }
     let (n, rules): (usize, usize) = (n.parse()?, rules.parse()?);
     let gateway: IpNetwork = format!("{net}.1/24").parse()?;
     let mut host = Netlink::open()?;
     let bridge = host.ensure_bridge(bridge, None)?;
     if host.addresses(Some(bridge.index))?.is_empty() {
         host.add_address(bridge.index, gateway, Dad::Skip)?;
+    }
+    if links.promisc {
+        host.set_promisc(bridge.index, true)?;
     }
     host.set_up(bridge.index)?;
     if rules > 0 {
@@ -162,7 +218,9 @@ fn main() -> Result<(), Failure> {
             })
         })
         .collect::<Result<Vec<Pod>, Failure>>()?;
-    let added = all(&pods, &|pod| add(pod, bridge.index, gateway.addr(), rules));
+    let added = all(&pods, &|pod| {
+        add(pod, bridge.index, gateway.addr(), rules, links)
+    });
     let deleted = all(&pods, &|pod| del(pod, rules));
     if rules > 0 {
         nft("delete table ip cni_floor\n")?;
