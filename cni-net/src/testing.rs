@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io;
 use std::ops::Deref;
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use cni_skel::TestRequest;
@@ -142,9 +143,36 @@ impl TempNetns {
         Ok(value)
     }
 
+    /// Runs `program args` inside this namespace (`ip netns exec`), fed
+    /// `stdin`: what it did (status, stdout, stderr). For the tools a test
+    /// checks against, such as `iptables-restore`.
+    ///
+    /// ```no_run
+    /// use cni_net::testing::TempNetns;
+    ///
+    /// let tmp = TempNetns::new("doc")?;
+    /// let out = tmp.exec("ip", &["-j", "link", "show"], "")?;
+    /// assert!(out.status.success());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exec(&self, program: &str, args: &[&str], stdin: &str) -> io::Result<Output> {
+        use std::io::Write;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.name, program])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin.as_bytes())?;
+        }
+        child.wait_with_output()
+    }
+
     /// A command's stdout, or an error with its stderr.
     fn command(&self, program: &str, args: &[&str]) -> io::Result<Vec<u8>> {
-        let out = std::process::Command::new(program).args(args).output()?;
+        let out = Command::new(program).args(args).output()?;
         match out.status.success() {
             true => Ok(out.stdout),
             false => Err(io::Error::other(format!(

@@ -539,26 +539,10 @@ mod interrupted_dumps {
     use crate::nft::socket::MISSED_IN_NEXT_AS_SEEN;
     use crate::{Action, Match};
     use cni_net::testing::TempNetns;
-    use std::io::Write;
-    use std::process::{Command, Stdio};
 
     /// Runs `program args` inside `netns` with `stdin`: its output.
     fn run_in(netns: &TempNetns, program: &str, args: &[&str], stdin: &str) -> String {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", netns.name(), program])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = netns.exec(program, args, stdin).unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{program} {args:?}: {err}");
         String::from_utf8(out.stdout).unwrap()

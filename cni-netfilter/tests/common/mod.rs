@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // Each test file uses its own part.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use cni_net::testing::TempNetns;
 use serde_json::Value;
@@ -22,22 +22,7 @@ pub fn run_in(netns: &TempNetns, program: &str, args: &[&str], stdin: &str) -> S
 
 /// Runs `program args` inside `netns` and returns what it did.
 pub fn output_in(netns: &TempNetns, program: &str, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", netns.name(), program])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    netns.exec(program, args, stdin).unwrap()
 }
 
 /// `nft -j list ruleset` in `netns`, without what differs between two
